@@ -1,0 +1,73 @@
+import type { Conditions, VoucherEvent } from '../src/domain/voucher/events.ts';
+import type { RecordedEvent } from '../src/infrastructure/eventStore/eventStore.ts';
+import type { Projection } from '../src/infrastructure/projector/projection.ts';
+
+/** The voucher as the list and retrieve endpoints show it. */
+export interface VoucherView {
+  id: string;
+  code: string;
+  /** Lower-case code, for case-insensitive lookups and suggestions. */
+  code_lower: string;
+  type: string;
+  value: number | null;
+  currency: string | null;
+  config: Record<string, unknown> | null;
+  conditions: Conditions;
+  /** Recorded status; readers add expiry by the clock (`effectiveStatus`). */
+  status: 'active' | 'inactive' | 'expired';
+  /** Copy of conditions.valid_until (null when none), for status filters. */
+  valid_until: string | null;
+  usage_count: number;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+  /** Global position of the creation: a total order for "newest first". */
+  created_seq: number;
+  [key: string]: unknown;
+}
+
+type Recorded = RecordedEvent & VoucherEvent;
+
+const evolveView = (view: VoucherView | null, event: Recorded): VoucherView | null => {
+  switch (event.type) {
+    case 'VoucherCreated': {
+      const d = event.data;
+      return {
+        id: d.voucherId, code: d.code, code_lower: d.code.toLowerCase(), type: d.voucherType, value: d.value ?? null,
+        currency: d.currency ?? null, config: d.config ?? null, conditions: d.conditions, status: 'active',
+        valid_until: d.conditions.valid_until ?? null, usage_count: 0, created_at: d.createdAt, updated_at: d.createdAt,
+        deleted_at: null, created_seq: event.position,
+      };
+    }
+    case 'VoucherUpdated': {
+      if (!view) return view;
+      const d = event.data;
+      const conditions = d.conditions ?? view.conditions;
+      return {
+        ...view, value: d.value ?? view.value, currency: d.currency === undefined ? view.currency : d.currency,
+        conditions, valid_until: conditions.valid_until ?? null, status: d.status, updated_at: d.updatedAt,
+        deleted_at: d.status === 'inactive' ? view.deleted_at : null,
+      };
+    }
+    case 'VoucherDeactivated':
+      if (!view) return view;
+      return { ...view, status: 'inactive', deleted_at: event.data.deactivatedAt, updated_at: event.data.deactivatedAt };
+    case 'VoucherApplied':
+      return view && { ...view, usage_count: view.usage_count + 1 };
+    case 'VoucherApplicationRolledBack':
+      return view && { ...view, usage_count: Math.max(0, view.usage_count - 1) };
+    case 'VoucherExpired':
+      return view && { ...view, status: 'expired' };
+    default:
+      return view;
+  }
+};
+
+export const voucherDetails: Projection<VoucherView> = {
+  name: 'voucher_details',
+  collection: 'vouchers',
+  handles: ['VoucherCreated', 'VoucherUpdated', 'VoucherDeactivated', 'VoucherApplied', 'VoucherApplicationRolledBack', 'VoucherExpired'],
+  documentId: (event) => (event.data as { voucherId?: string }).voucherId,
+  evolve: (view, event) => evolveView(view, event as Recorded),
+  indexes: [['created_seq'], ['status', 'created_seq'], ['type', 'created_seq'], ['code_lower'], ['status', 'valid_until']],
+};

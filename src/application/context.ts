@@ -1,0 +1,36 @@
+import type { Clock } from '../domain/clock.ts';
+import type { VoucherEvent } from '../domain/voucher/events.ts';
+import type { VoucherState } from '../domain/voucher/state.ts';
+import type { EventStore } from '../infrastructure/eventStore/eventStore.ts';
+import type { KvStore } from '../infrastructure/kvStore/kvStore.ts';
+import type { ProjectionRunner } from '../infrastructure/projector/projectionRunner.ts';
+import type { ReadStore } from '../infrastructure/readStore/readStore.ts';
+import type { CodeRegistry } from './codeRegistry.ts';
+import type { CommandHandler } from './commandHandler.ts';
+import type { IdGenerator } from './ids.ts';
+
+export type Environment = 'sandbox' | 'production';
+
+/** Everything a use case needs for one environment; built only by the composition root. */
+export interface EnvContext {
+  environment: Environment;
+  events: EventStore;
+  reads: ReadStore;
+  kv: KvStore;
+  vouchers: CommandHandler<VoucherEvent, VoucherState>;
+  codes: CodeRegistry;
+  projector: ProjectionRunner;
+  clock: Clock;
+  ids: IdGenerator;
+  /** Longest wait for the read models to reflect a write before answering it. */
+  readYourWritesMs: number;
+}
+
+/** Who caused a command: stored as event metadata. */
+export interface CallMetadata {
+  correlationId?: string;
+  apiKeyId?: string;
+}
+
+export const QUOTE_TTL_MS = 30 * 60 * 1000;
+export const quoteKey = (voucherId: string, orderId: string): string => `${voucherId}:${orderId}`;

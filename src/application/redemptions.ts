@@ -1,0 +1,99 @@
+import { DomainError } from '../domain/errors.ts';
+import type { Customer, Order } from '../domain/discount/types.ts';
+import { decide } from '../domain/voucher/decide.ts';
+import { evaluate, type Evaluation } from '../domain/voucher/evaluate.ts';
+import { voucherStream } from '../domain/voucher/events.ts';
+import type { VoucherState } from '../domain/voucher/state.ts';
+import type { ApplicationView } from '../../projections/usageHistory.ts';
+import { QUOTE_TTL_MS, quoteKey, type CallMetadata, type EnvContext } from './context.ts';
+import { suggestCodes } from './queries.ts';
+import { fingerprint, renderApplication, type ApplicationResponse } from './views.ts';
+
+interface Quote { order: Order; customer?: Customer }
+
+/** The voucher id behind a code, or VOUCHER_NOT_FOUND with similar existing codes. */
+export const resolveCode = async (ctx: EnvContext, code: string): Promise<string> => {
+  const voucherId = await ctx.codes.lookup(code);
+  if (voucherId !== undefined) return voucherId;
+  const suggestions = await suggestCodes(ctx, code);
+  throw new DomainError('VOUCHER_NOT_FOUND', `No voucher has the code ${code}`, { code, suggestions });
+};
+
+const orderFingerprint = (order: Order): string =>
+  fingerprint({ value: order.value, currency: order.currency ?? null, items: order.items ?? [] });
+
+/**
+ * Evaluates the voucher against the order without changing anything. When the order carries an
+ * id, the quote is kept for 30 minutes so that apply may name only the order id.
+ */
+export const validateVoucher = async (ctx: EnvContext, code: string, order: Order, customer: Customer | undefined): Promise<Evaluation> => {
+  const voucherId = await resolveCode(ctx, code);
+  const now = ctx.clock.now();
+  const { result } = await ctx.vouchers.execute(voucherStream(voucherId), {
+    decide: () => [],
+    result: (state: VoucherState) => evaluate(state!, order, customer, now),
+  });
+  if (order.id !== undefined) {
+    const quote: Quote = { order, customer };
+    await ctx.kv.put('quotes', quoteKey(voucherId, order.id), quote, now.getTime() + QUOTE_TTL_MS);
+  }
+  return result;
+};
+
+export interface ApplyInput {
+  code: string;
+  order_id: string;
+  order?: Order;
+  customer?: Customer;
+}
+
+export interface ApplyOutcome { application: ApplicationResponse; replayed: boolean }
+
+/**
+ * Applies the voucher to an order: from the order in the request, else from the quote kept by
+ * validate, re-evaluated against the voucher as it is now. A repeat with the same (or no) order
+ * and customer returns the stored application.
+ */
+export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: CallMetadata): Promise<ApplyOutcome> => {
+  const voucherId = await resolveCode(ctx, input.code);
+  let { order, customer } = input;
+  if (order === undefined) {
+    const quote = await ctx.kv.get<Quote>('quotes', quoteKey(voucherId, input.order_id));
+    if (quote) { order = quote.order; customer = customer ?? quote.customer; }
+  }
+  const command = {
+    type: 'ApplyVoucher' as const,
+    data: {
+      voucherId, applicationId: ctx.ids.applicationId(), orderId: input.order_id, order, customer,
+      requestOrderFingerprint: input.order && orderFingerprint(input.order),
+      requestCustomerFingerprint: input.customer && fingerprint(input.customer),
+      orderFingerprint: order ? orderFingerprint(order) : '', customerFingerprint: fingerprint(customer ?? null),
+    },
+    metadata: { now: ctx.clock.now() },
+  };
+  const { result, position } = await ctx.vouchers.execute(voucherStream(voucherId), {
+    decide: (state) => decide(command, state),
+    result: (state, events) => {
+      const application = state!.applications.get(state!.liveByOrder.get(input.order_id)!)!;
+      return { application: renderApplication(state!, application), replayed: events.length === 0 };
+    },
+    metadata: { ...meta },
+  });
+  await ctx.projector.waitFor(position, ctx.readYourWritesMs);
+  return result;
+};
+
+/** Reverses an application: usage counts go down by one; repeating it changes nothing. */
+export const rollbackApplication = async (ctx: EnvContext, applicationId: string, reason: string | undefined, meta: CallMetadata): Promise<ApplicationResponse> => {
+  // Routing only: the read model says which voucher holds the application; the aggregate decides.
+  const view = await ctx.reads.get<ApplicationView>('applications', applicationId);
+  if (!view) throw new DomainError('APPLICATION_NOT_FOUND', `Application ${applicationId} was not found`, { application_id: applicationId });
+  const command = { type: 'RollbackApplication' as const, data: { voucherId: view.voucher_id, applicationId, reason }, metadata: { now: ctx.clock.now() } };
+  const { result, position } = await ctx.vouchers.execute(voucherStream(view.voucher_id), {
+    decide: (state) => decide(command, state),
+    result: (state) => renderApplication(state!, state!.applications.get(applicationId)!),
+    metadata: { ...meta },
+  });
+  await ctx.projector.waitFor(position, ctx.readYourWritesMs);
+  return result;
+};

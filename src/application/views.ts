@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+import { effectiveStatus, type Application, type Voucher } from '../domain/voucher/state.ts';
+import type { VoucherView } from '../../projections/voucherDetails.ts';
+import type { ApplicationView } from '../../projections/usageHistory.ts';
+
+/** The voucher as the API shows it (status includes expiry by the clock). */
+export const renderVoucher = (view: VoucherView, now: Date): Record<string, unknown> => {
+  const out: Record<string, unknown> = {
+    id: view.id, code: view.code, type: view.type, value: view.value, currency: view.currency,
+  };
+  if (view.config) out.config = view.config;
+  Object.assign(out, {
+    conditions: view.conditions,
+    status: effectiveStatus(view, now),
+    usage_count: view.usage_count,
+    created_at: view.created_at,
+    updated_at: view.updated_at,
+  });
+  return out;
+};
+
+/** The same view, built from the write model (used to answer writes without a read). */
+export const viewFromState = (v: Voucher, createdSeq = 0): VoucherView => ({
+  id: v.id, code: v.code, code_lower: v.code.toLowerCase(), type: v.type, value: v.value ?? null, currency: v.currency ?? null,
+  config: v.config ?? null, conditions: v.conditions, status: v.status, valid_until: v.conditions.valid_until ?? null,
+  usage_count: v.usageCount, created_at: v.createdAt, updated_at: v.updatedAt, deleted_at: v.deactivatedAt ?? null,
+  created_seq: createdSeq,
+});
+
+export interface ApplicationResponse {
+  id: string;
+  voucher: { id: string; code: string };
+  order_id: string;
+  customer_id: string | null;
+  discount_amount: number;
+  final_amount: number;
+  currency: string | null;
+  status: 'applied' | 'rolled_back';
+  applied_at: string;
+}
+
+export const renderApplication = (voucher: { id: string; code: string }, a: Application): ApplicationResponse => ({
+  id: a.id, voucher: { id: voucher.id, code: voucher.code }, order_id: a.orderId, customer_id: a.customerId ?? null,
+  discount_amount: a.discountAmount, final_amount: a.finalAmount, currency: a.currency, status: a.status, applied_at: a.appliedAt,
+});
+
+/** An item of `usage_history` and of `GET /vouchers/{id}/applications`. */
+export const renderUsage = (a: ApplicationView): Record<string, unknown> => ({
+  id: a.id, order_id: a.order_id, customer_id: a.customer_id, discount_amount: a.discount_amount,
+  final_amount: a.final_amount, currency: a.currency, status: a.status, applied_at: a.applied_at,
+});
+
+/** JSON with keys sorted at every level: equal values give equal strings. */
+export const canonicalJson = (value: unknown): string => JSON.stringify(value, (_key, v: unknown) =>
+  v && typeof v === 'object' && !Array.isArray(v)
+    ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    : v);
+
+export const fingerprint = (value: unknown): string =>
+  createHash('sha256').update(canonicalJson(value ?? null)).digest('base64url').slice(0, 22);

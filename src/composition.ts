@@ -1,0 +1,98 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { coreProjections, CORE_CHECKPOINT } from '../projections/index.ts';
+import { ApiKeyRegistry } from './application/apiKeys.ts';
+import { CodeRegistry } from './application/codeRegistry.ts';
+import { CommandHandler } from './application/commandHandler.ts';
+import type { EnvContext, Environment } from './application/context.ts';
+import { randomIds, type IdGenerator } from './application/ids.ts';
+import { expireDueVouchers } from './application/vouchers.ts';
+import type { Clock } from './domain/clock.ts';
+import type { VoucherEvent } from './domain/voucher/events.ts';
+import { evolve, initialState, type VoucherState } from './domain/voucher/state.ts';
+import { SqliteEventStore } from './infrastructure/eventStore/sqliteEventStore.ts';
+import { SqliteKvStore } from './infrastructure/kvStore/sqliteKvStore.ts';
+import { ProjectionRunner } from './infrastructure/projector/projectionRunner.ts';
+import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
+
+export const ENVIRONMENTS: Environment[] = ['sandbox', 'production'];
+
+export interface EmbeddedOptions {
+  dataDir: string;
+  clock: Clock;
+  logger: Logger;
+  ids?: IdGenerator;
+  readYourWritesMs?: number;
+}
+
+export const voucherDecider = { evolve, initialState: initialState as () => VoucherState };
+
+/** Paths of one environment's embedded stores: each environment has its own files. */
+export const environmentFiles = (dataDir: string, environment: Environment) => ({
+  events: path.join(dataDir, environment, 'events.db'),
+  reads: path.join(dataDir, environment, 'read.db'),
+  kv: path.join(dataDir, environment, 'state.db'),
+});
+
+/** One environment on the embedded SQLite stores, with its projector running. */
+export const openEmbeddedEnvironment = async (environment: Environment, options: EmbeddedOptions): Promise<EnvContext> => {
+  const files = environmentFiles(options.dataDir, environment);
+  const events = SqliteEventStore.open(files.events);
+  const reads = SqliteReadStore.open(files.reads);
+  const kv = SqliteKvStore.open(files.kv, options.clock);
+  const projector = new ProjectionRunner(events, reads, coreProjections, CORE_CHECKPOINT, options.logger.child({ environment }));
+  await projector.start();
+  return {
+    environment, events, reads, kv, projector, clock: options.clock, ids: options.ids ?? randomIds,
+    vouchers: new CommandHandler<VoucherEvent, VoucherState>(events, voucherDecider),
+    codes: new CodeRegistry(events),
+    readYourWritesMs: options.readYourWritesMs ?? 5_000,
+  };
+};
+
+export const closeEnvironment = async (ctx: EnvContext): Promise<void> => {
+  await ctx.projector.stop();
+  await ctx.events.close();
+  await ctx.reads.close();
+  await ctx.kv.close();
+};
+
+export interface Embedded {
+  environments: Record<Environment, EnvContext>;
+  keys: ApiKeyRegistry;
+  accountStore: SqliteEventStore;
+  close(): Promise<void>;
+}
+
+/** The whole service on embedded stores: both environments plus the account store for keys. */
+export const openEmbedded = async (options: EmbeddedOptions & { apiKeys?: string[] }): Promise<Embedded> => {
+  const accountStore = SqliteEventStore.open(path.join(options.dataDir, 'account', 'events.db'));
+  const keys = new ApiKeyRegistry(accountStore, options.clock);
+  await keys.load(options.apiKeys ?? []);
+  const sandbox = await openEmbeddedEnvironment('sandbox', options);
+  const production = await openEmbeddedEnvironment('production', options);
+  return {
+    environments: { sandbox, production },
+    keys,
+    accountStore,
+    close: async () => {
+      await closeEnvironment(sandbox);
+      await closeEnvironment(production);
+      await accountStore.close();
+    },
+  };
+};
+
+/** Records expiries every `intervalMs` (the status already reads `expired` at once). */
+export const startExpiryJob = (environments: EnvContext[], intervalMs: number, logger: Logger): (() => void) => {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    void Promise.all(environments.map((ctx) => expireDueVouchers(ctx)))
+      .catch((error: unknown) => logger.error({ err: error }, 'expiry job failed'))
+      .finally(() => { running = false; });
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+};

@@ -1,0 +1,151 @@
+import { DomainError, invalidRequest } from '../errors.ts';
+import { isoSeconds } from '../clock.ts';
+import type { VoucherCommand, ConditionsPatch } from './commands.ts';
+import type { Conditions, RecordedStatus, VoucherEvent, VoucherType } from './events.ts';
+import { evaluate } from './evaluate.ts';
+import type { Voucher, VoucherState } from './state.ts';
+
+type Command<T extends VoucherCommand['type']> = Extract<VoucherCommand, { type: T }>;
+
+const notFound = (voucherId: string): DomainError =>
+  new DomainError('VOUCHER_NOT_FOUND', `Voucher ${voucherId} was not found`, { voucher_id: voucherId });
+
+const existing = (state: VoucherState, voucherId: string): Voucher => {
+  if (!state) throw notFound(voucherId);
+  return state;
+};
+
+/** Rules on `value` that depend on the type (the schema cannot see the type on update). */
+export const checkValue = (type: VoucherType, value: number | undefined, field = 'value'): void => {
+  if (type !== 'percentage' && type !== 'fixed') return;
+  if (value === undefined) throw invalidRequest([{ field, message: `is required for ${type} vouchers` }]);
+  if (type === 'percentage' && !(value >= 0 && value <= 100)) {
+    throw invalidRequest([{ field, message: 'must be a percentage between 0 and 100' }]);
+  }
+  if (type === 'fixed' && !(Number.isInteger(value) && value >= 1 && value <= 100_000_000)) {
+    throw invalidRequest([{ field, message: 'must be an integer amount in cents between 1 and 100000000' }]);
+  }
+};
+
+export const checkConditions = (c: Conditions): void => {
+  if (c.valid_from !== undefined && c.valid_until !== undefined && Date.parse(c.valid_from) >= Date.parse(c.valid_until)) {
+    throw invalidRequest([{ field: 'conditions.valid_until', message: 'must be later than conditions.valid_from' }]);
+  }
+};
+
+const mergeConditions = (stored: Conditions, patch: ConditionsPatch): Conditions => {
+  const merged: Record<string, unknown> = { ...stored };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete merged[key];
+    else if (value !== undefined) merged[key] = value;
+  }
+  return merged as Conditions;
+};
+
+const create = ({ data, metadata }: Command<'CreateVoucher'>, state: VoucherState): VoucherEvent[] => {
+  if (state) throw new DomainError('DUPLICATE_VOUCHER_CODE', `Voucher ${data.voucherId} already exists`, { code: data.code, voucher_id: state.id });
+  checkValue(data.voucherType, data.value);
+  const conditions = data.conditions ?? {};
+  checkConditions(conditions);
+  return [{
+    type: 'VoucherCreated',
+    data: {
+      voucherId: data.voucherId, code: data.code, voucherType: data.voucherType, value: data.value,
+      currency: data.currency, config: data.config, conditions, createdAt: isoSeconds(metadata.now),
+    },
+  }];
+};
+
+const update = ({ data, metadata }: Command<'UpdateVoucher'>, state: VoucherState): VoucherEvent[] => {
+  const voucher = existing(state, data.voucherId);
+  if (data.value !== undefined) checkValue(voucher.type, data.value);
+  const conditions = data.conditions ? mergeConditions(voucher.conditions, data.conditions) : undefined;
+  if (conditions) checkConditions(conditions);
+  // An expired voucher becomes active again only when valid_until moves into the future (or is
+  // removed); an explicit `inactive` always wins.
+  const until = (conditions ?? voucher.conditions).valid_until;
+  const revived = until === undefined || Date.parse(until) > metadata.now.getTime();
+  let status: RecordedStatus = data.status ?? voucher.status;
+  if (voucher.status === 'expired' && status !== 'inactive') status = revived ? 'active' : 'expired';
+  return [{
+    type: 'VoucherUpdated',
+    data: {
+      voucherId: voucher.id, value: data.value, currency: data.currency, conditions, status,
+      updatedAt: isoSeconds(metadata.now),
+    },
+  }];
+};
+
+const deactivate = ({ data, metadata }: Command<'DeactivateVoucher'>, state: VoucherState): VoucherEvent[] => {
+  const voucher = existing(state, data.voucherId);
+  if (voucher.status === 'inactive' && voucher.deactivatedAt !== undefined) return [];
+  return [{ type: 'VoucherDeactivated', data: { voucherId: voucher.id, deactivatedAt: isoSeconds(metadata.now) } }];
+};
+
+const apply = ({ data, metadata }: Command<'ApplyVoucher'>, state: VoucherState): VoucherEvent[] => {
+  const voucher = existing(state, data.voucherId);
+  const previousId = voucher.liveByOrder.get(data.orderId);
+  if (previousId !== undefined) {
+    const previous = voucher.applications.get(previousId)!;
+    const sameOrder = data.requestOrderFingerprint === undefined || data.requestOrderFingerprint === previous.orderFingerprint;
+    const sameCustomer = data.requestCustomerFingerprint === undefined || data.requestCustomerFingerprint === previous.customerFingerprint;
+    if (sameOrder && sameCustomer) return []; // idempotent repeat: the stored application stands
+    throw new DomainError('VOUCHER_ALREADY_APPLIED', `Voucher ${voucher.code} is already applied to order ${data.orderId}`, {
+      order_id: data.orderId, voucher_id: voucher.id,
+    });
+  }
+  if (data.order === undefined) {
+    throw invalidRequest([{ field: 'order', message: 'is required: send the order, or validate it with order.id first (quotes are kept 30 minutes)' }]);
+  }
+  const result = evaluate(voucher, data.order, data.customer, metadata.now);
+  const customer = data.customer;
+  return [{
+    type: 'VoucherApplied',
+    data: {
+      voucherId: voucher.id, applicationId: data.applicationId, code: voucher.code, orderId: data.orderId,
+      customerId: customer?.id, customerSegment: customer?.segment, customerRegion: customer?.region,
+      orderValue: data.order.value, orderItems: data.order.items, discountAmount: result.discount_amount,
+      finalAmount: result.final_amount, currency: result.currency, appliedTo: result.applied_to,
+      orderFingerprint: data.orderFingerprint, customerFingerprint: data.customerFingerprint,
+      appliedAt: isoSeconds(metadata.now),
+    },
+  }];
+};
+
+const rollback = ({ data, metadata }: Command<'RollbackApplication'>, state: VoucherState): VoucherEvent[] => {
+  const application = state?.applications.get(data.applicationId);
+  if (!state || !application) {
+    throw new DomainError('APPLICATION_NOT_FOUND', `Application ${data.applicationId} was not found`, { application_id: data.applicationId });
+  }
+  if (application.status === 'rolled_back') return [];
+  return [{
+    type: 'VoucherApplicationRolledBack',
+    data: {
+      voucherId: state.id, applicationId: application.id, orderId: application.orderId, customerId: application.customerId,
+      discountAmount: application.discountAmount, finalAmount: application.finalAmount, orderValue: application.orderValue,
+      reason: data.reason, appliedAt: application.appliedAt, rolledBackAt: isoSeconds(metadata.now),
+    },
+  }];
+};
+
+const expire = ({ data, metadata }: Command<'ExpireVoucher'>, state: VoucherState): VoucherEvent[] => {
+  const voucher = existing(state, data.voucherId);
+  const until = voucher.conditions.valid_until;
+  if (voucher.status !== 'active' || until === undefined || Date.parse(until) > metadata.now.getTime()) return [];
+  return [{ type: 'VoucherExpired', data: { voucherId: voucher.id, validUntil: until, expiredAt: isoSeconds(metadata.now) } }];
+};
+
+export const decide = (command: VoucherCommand, state: VoucherState): VoucherEvent[] => {
+  switch (command.type) {
+    case 'CreateVoucher': return create(command, state);
+    case 'UpdateVoucher': return update(command, state);
+    case 'DeactivateVoucher': return deactivate(command, state);
+    case 'ApplyVoucher': return apply(command, state);
+    case 'RollbackApplication': return rollback(command, state);
+    case 'ExpireVoucher': return expire(command, state);
+    default: {
+      const unknown: never = command;
+      throw new Error(`unknown command ${JSON.stringify(unknown)}`);
+    }
+  }
+};

@@ -1,0 +1,114 @@
+import type { AppliedLine, OrderItem } from '../discount/types.ts';
+
+export type VoucherType = 'percentage' | 'fixed' | 'bogo' | 'tiered' | 'conditional' | 'stackable';
+export type RecordedStatus = 'active' | 'inactive' | 'expired';
+
+/** The voucher's `conditions`, as stored (absent members are not set). */
+export interface Conditions {
+  min_order_value?: number;
+  max_uses?: number;
+  valid_from?: string;
+  valid_until?: string;
+  customer_limit?: number;
+  product_ids?: string[];
+  excluded_product_ids?: string[];
+}
+
+/**
+ * Events are facts, past tense, amounts in integer cents, timestamps as ISO strings with second
+ * precision. Additive changes add an optional member defaulted in evolve; breaking changes get a
+ * new type name and an upcaster (see README, "Event versioning").
+ */
+export interface VoucherCreated {
+  type: 'VoucherCreated';
+  data: {
+    voucherId: string;
+    code: string;
+    voucherType: VoucherType;
+    value?: number;
+    currency?: string;
+    config?: Record<string, unknown>;
+    conditions: Conditions;
+    createdAt: string;
+  };
+}
+
+export interface VoucherUpdated {
+  type: 'VoucherUpdated';
+  data: {
+    voucherId: string;
+    value?: number;
+    currency?: string | null;
+    /** The complete conditions after the merge. */
+    conditions?: Conditions;
+    /** The recorded status after the update. */
+    status: RecordedStatus;
+    updatedAt: string;
+  };
+}
+
+export interface VoucherDeactivated {
+  type: 'VoucherDeactivated';
+  data: { voucherId: string; deactivatedAt: string };
+}
+
+export interface VoucherApplied {
+  type: 'VoucherApplied';
+  data: {
+    voucherId: string;
+    applicationId: string;
+    code: string;
+    orderId: string;
+    customerId?: string;
+    customerSegment?: string;
+    customerRegion?: string;
+    orderValue: number;
+    orderItems?: OrderItem[];
+    discountAmount: number;
+    finalAmount: number;
+    currency: string | null;
+    appliedTo: AppliedLine[];
+    /** Hashes of the order and customer inputs, to tell an idempotent repeat from a conflicting one. */
+    orderFingerprint: string;
+    customerFingerprint: string;
+    appliedAt: string;
+  };
+}
+
+export interface VoucherApplicationRolledBack {
+  type: 'VoucherApplicationRolledBack';
+  data: {
+    voucherId: string;
+    applicationId: string;
+    orderId: string;
+    customerId?: string;
+    discountAmount: number;
+    finalAmount: number;
+    orderValue: number;
+    reason?: string;
+    appliedAt: string;
+    rolledBackAt: string;
+  };
+}
+
+export interface VoucherExpired {
+  type: 'VoucherExpired';
+  data: { voucherId: string; validUntil: string; expiredAt: string };
+}
+
+export type VoucherEvent =
+  | VoucherCreated
+  | VoucherUpdated
+  | VoucherDeactivated
+  | VoucherApplied
+  | VoucherApplicationRolledBack
+  | VoucherExpired;
+
+/** Event on the code stream `voucherCode-<lower-case code>`: the code belongs to this voucher. */
+export interface VoucherCodeClaimed {
+  type: 'VoucherCodeClaimed';
+  data: { code: string; voucherId: string; claimedAt: string };
+}
+
+export const voucherStream = (voucherId: string): string => `voucher-${voucherId}`;
+export const codeStream = (code: string): string => `voucherCode-${code.toLowerCase()}`;

@@ -1,0 +1,28 @@
+import type { RequestHandler } from 'express';
+import type { ApiKeyRegistry, Scope } from '../application/apiKeys.ts';
+import type { EnvContext, Environment } from '../application/context.ts';
+import { HttpError } from './errors.ts';
+
+/**
+ * `Authorization: Bearer sk_test_…` selects the sandbox, `sk_live_…` production. Missing or
+ * malformed: 401 MISSING_API_KEY; unknown or revoked: 401 INVALID_API_KEY.
+ */
+export const authenticate = (keys: ApiKeyRegistry, environments: Record<Environment, EnvContext>): RequestHandler => (req, _res, next) => {
+  const header = req.get('Authorization');
+  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  if (!match) {
+    throw new HttpError('MISSING_API_KEY', 'Send your API key as "Authorization: Bearer <key>"', {});
+  }
+  const record = keys.authenticate(match[1]!);
+  if (!record) throw new HttpError('INVALID_API_KEY', 'The API key is not valid', {});
+  req.apiKey = record;
+  req.ctx = environments[record.environment];
+  next();
+};
+
+export const requireScope = (scope: Scope): RequestHandler => (req, _res, next) => {
+  if (!req.apiKey.scopes.includes(scope)) {
+    throw new HttpError('INSUFFICIENT_PERMISSIONS', `This API key lacks the ${scope} scope`, { required_scope: scope });
+  }
+  next();
+};

@@ -1,0 +1,52 @@
+import express, { type Express, type RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import type { ApiKeyRegistry } from '../application/apiKeys.ts';
+import type { EnvContext, Environment } from '../application/context.ts';
+import { authenticate } from './auth.ts';
+import { errorHandler, HttpError } from './errors.ts';
+import { buildOpenApi } from './openapi.ts';
+import { requestLog } from './requestLog.ts';
+import { voucherRoutes } from './routes/vouchers.ts';
+
+export interface AppDeps {
+  environments: Record<Environment, EnvContext>;
+  keys: ApiKeyRegistry;
+  logger: Logger;
+}
+
+export const MAX_BODY_BYTES = 1_048_576;
+
+/** A body must be JSON: anything else is 415 before it is read. */
+const requireJson: RequestHandler = (req, _res, next) => {
+  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  if (hasBody && !req.is('application/json')) {
+    throw new HttpError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as JSON with Content-Type: application/json', {});
+  }
+  next();
+};
+
+const notFound: RequestHandler = (req) => {
+  throw new HttpError('NOT_FOUND', `No endpoint ${req.method} ${req.originalUrl.split('?')[0]}`, { path: req.originalUrl.split('?')[0] });
+};
+
+/** The HTTP API under /v1. Builds nothing itself: every adapter arrives in `deps`. */
+export const createApp = (deps: AppDeps): Express => {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', false);
+  app.use(requestLog(deps.logger));
+  app.get('/health', (_req, res) => { res.json({ status: 'ok' }); });
+  const openapi = buildOpenApi();
+  app.get('/v1/openapi.json', (_req, res) => { res.json(openapi); });
+
+  const v1 = express.Router();
+  v1.use(authenticate(deps.keys, deps.environments));
+  v1.use(requireJson);
+  v1.use(express.json({ limit: MAX_BODY_BYTES, strict: true, type: 'application/json' }));
+  v1.use(voucherRoutes());
+  app.use('/v1', v1);
+  app.use(notFound);
+  app.use(errorHandler);
+  return app;
+};

@@ -1,0 +1,59 @@
+import type { ErrorRequestHandler, Response } from 'express';
+import { DomainError, type ErrorCode } from '../domain/errors.ts';
+
+/** HTTP-only error codes, beyond the domain's. */
+export type HttpErrorCode =
+  | ErrorCode
+  | 'NOT_FOUND' | 'MISSING_API_KEY' | 'INVALID_API_KEY' | 'INSUFFICIENT_PERMISSIONS' | 'RATE_LIMIT_EXCEEDED'
+  | 'PAYLOAD_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE' | 'INTERNAL_ERROR';
+
+const STATUS: Record<HttpErrorCode, number> = {
+  INVALID_REQUEST: 400, VOUCHER_INVALID: 400, VOUCHER_EXPIRED: 400, USAGE_LIMIT_EXCEEDED: 400,
+  INVALID_CONFIGURATION: 400, CONDITION_NOT_MET: 400,
+  MISSING_API_KEY: 401, INVALID_API_KEY: 401, INSUFFICIENT_PERMISSIONS: 403,
+  VOUCHER_NOT_FOUND: 404, APPLICATION_NOT_FOUND: 404, NOT_FOUND: 404,
+  VOUCHER_ALREADY_APPLIED: 409, STACKING_CONFLICT: 409, DUPLICATE_VOUCHER_CODE: 409, IDEMPOTENCY_KEY_REUSED: 409,
+  CONCURRENT_MODIFICATION: 409,
+  PAYLOAD_TOO_LARGE: 413, UNSUPPORTED_MEDIA_TYPE: 415, RATE_LIMIT_EXCEEDED: 429,
+  INTERNAL_ERROR: 500, SERVICE_UNAVAILABLE: 503,
+};
+
+export const statusFor = (code: HttpErrorCode): number => STATUS[code] ?? 500;
+
+export class HttpError extends Error {
+  constructor(readonly code: HttpErrorCode, message: string, readonly details: unknown = {}) {
+    super(message);
+  }
+}
+
+export const sendError = (res: Response, code: HttpErrorCode, message: string, details: unknown = {}): void => {
+  res.status(statusFor(code)).json({ error: { code, message, details } });
+};
+
+interface BodyParserError { type?: string; status?: number; limit?: number }
+
+/**
+ * The one place errors become responses: domain and HTTP errors keep their code and details,
+ * body-parser failures become 400/413, anything else is a 500 INTERNAL_ERROR carrying only the
+ * request id (the stack goes to the log, never to the client).
+ */
+export const errorHandler: ErrorRequestHandler = (error: unknown, req, res, _next) => {
+  if (error instanceof DomainError || error instanceof HttpError) {
+    res.locals.errorCode = error.code;
+    return sendError(res, error.code, error.message, error.details);
+  }
+  const parser = error as BodyParserError;
+  if (parser.type === 'entity.too.large') {
+    return sendError(res, 'PAYLOAD_TOO_LARGE', 'The request body is larger than 1 MB', { max_bytes: parser.limit ?? 1_048_576 });
+  }
+  if (parser.type === 'entity.parse.failed') {
+    return sendError(res, 'INVALID_REQUEST', 'The request body is not valid JSON', [{ field: 'body', message: 'is not valid JSON' }]);
+  }
+  if (parser.type === 'encoding.unsupported' || parser.type === 'charset.unsupported') {
+    return sendError(res, 'UNSUPPORTED_MEDIA_TYPE', 'The request body encoding is not supported', {});
+  }
+  const requestId = String(res.locals.requestId ?? '');
+  res.locals.internalError = error;
+  req.log?.error({ err: error, request_id: requestId }, 'unhandled error');
+  return sendError(res, 'INTERNAL_ERROR', 'Something went wrong on our side; the request id identifies it in our logs', { request_id: requestId });
+};

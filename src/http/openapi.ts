@@ -1,0 +1,160 @@
+import fs from 'node:fs';
+import * as schemas from './schemas.ts';
+
+const REFERENCE = new URL('../../docs/api-reference.md', import.meta.url);
+
+const error = (description: string, codes: string[]) => ({
+  description: `${description} Codes: ${codes.join(', ')}.`,
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+});
+
+const json = (description: string, schema: object, headers?: object) => ({
+  description, ...(headers ? { headers } : {}), content: { 'application/json': { schema } },
+});
+
+const body = (schema: object) => ({ required: true, content: { 'application/json': { schema } } });
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const idParam = (name: string, prefix: string) => ({ name, in: 'path', required: true, schema: { type: 'string', pattern: `^${prefix}[A-Za-z0-9]+$` } });
+const idempotencyKey = { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 }, description: 'Same key and body within 24 h: the first response again (Idempotent-Replayed: true); other body: 409 IDEMPOTENCY_KEY_REUSED' };
+const queryParams = (schema: { properties: Record<string, object> }) =>
+  Object.entries(schema.properties).map(([name, s]) => ({ name, in: 'query', required: false, schema: s }));
+
+const common = { 401: error('Missing or invalid API key.', ['MISSING_API_KEY', 'INVALID_API_KEY']), 403: error('The key lacks the scope.', ['INSUFFICIENT_PERMISSIONS']) };
+
+/** The OpenAPI 3.1 document, built from the same JSON Schemas that validate requests. */
+export const buildOpenApi = (): object => ({
+  openapi: '3.1.0',
+  info: {
+    title: 'Voucher Discount Service',
+    version: '1.0.0',
+    description: fs.existsSync(REFERENCE) ? fs.readFileSync(REFERENCE, 'utf8') : 'See docs/api-reference.md',
+  },
+  servers: [{ url: 'http://localhost:3000/v1' }],
+  security: [{ bearer: [] }],
+  paths: {
+    '/vouchers': {
+      post: {
+        summary: 'Create a voucher', operationId: 'createVoucher', parameters: [idempotencyKey], 'x-scope': 'vouchers:write',
+        requestBody: body(schemas.createVoucherSchema),
+        responses: {
+          201: json('The voucher (status active, usage_count 0).', ref('Voucher'), { Location: { schema: { type: 'string' } } }),
+          400: error('Invalid request.', ['INVALID_REQUEST']), 409: error('Code taken or key reused.', ['DUPLICATE_VOUCHER_CODE', 'IDEMPOTENCY_KEY_REUSED']), ...common,
+        },
+      },
+      get: {
+        summary: 'List vouchers, newest first', operationId: 'listVouchers', parameters: queryParams(schemas.listVouchersQuery), 'x-scope': 'vouchers:read',
+        responses: { 200: json('A page of vouchers.', ref('VoucherPage')), 400: error('Invalid query.', ['INVALID_REQUEST']), ...common },
+      },
+    },
+    '/vouchers/validate': {
+      post: {
+        summary: 'Validate a code against an order (changes nothing)', operationId: 'validateVoucher', 'x-scope': 'vouchers:redeem',
+        requestBody: body(schemas.validateSchema),
+        responses: {
+          200: json('The validation result.', ref('ValidationResult')),
+          400: error('Not applicable.', ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED', 'CONDITION_NOT_MET']),
+          404: error('Unknown code (details.suggestions lists similar codes).', ['VOUCHER_NOT_FOUND']), ...common,
+        },
+      },
+    },
+    '/vouchers/apply': {
+      post: {
+        summary: 'Apply a code to an order', operationId: 'applyVoucher', parameters: [idempotencyKey], 'x-scope': 'vouchers:redeem',
+        requestBody: body(schemas.applySchema),
+        responses: {
+          201: json('The application.', ref('Application')),
+          200: json('Idempotent repeat: the stored application (header Idempotent-Replayed: true).', ref('Application')),
+          400: error('Not applicable.', ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED', 'CONDITION_NOT_MET']),
+          404: error('Unknown code.', ['VOUCHER_NOT_FOUND']),
+          409: error('Applied to this order with another order or customer.', ['VOUCHER_ALREADY_APPLIED', 'IDEMPOTENCY_KEY_REUSED', 'CONCURRENT_MODIFICATION']), ...common,
+        },
+      },
+    },
+    '/vouchers/applications/{application_id}/rollback': {
+      post: {
+        summary: 'Roll an application back', operationId: 'rollbackApplication', parameters: [idParam('application_id', 'va_')], 'x-scope': 'vouchers:redeem',
+        requestBody: { required: false, content: { 'application/json': { schema: schemas.rollbackSchema } } },
+        responses: { 200: json('The application, status rolled_back.', ref('Application')), 404: error('Unknown application.', ['APPLICATION_NOT_FOUND']), ...common },
+      },
+    },
+    '/vouchers/{voucher_id}': {
+      parameters: [idParam('voucher_id', 'v_')],
+      get: {
+        summary: 'Retrieve a voucher with its latest 100 applications', operationId: 'getVoucher', 'x-scope': 'vouchers:read',
+        responses: { 200: json('The voucher.', ref('VoucherWithHistory')), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common },
+      },
+      put: {
+        summary: 'Update value, currency, conditions (merged) or status', operationId: 'updateVoucher', 'x-scope': 'vouchers:write',
+        requestBody: body(schemas.updateVoucherSchema),
+        responses: { 200: json('The voucher.', ref('Voucher')), 400: error('Invalid, or an immutable field (code, type, created_at, id) sent.', ['INVALID_REQUEST']), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common },
+      },
+      delete: {
+        summary: 'Deactivate (soft delete); repeating it is 200 again', operationId: 'deleteVoucher', 'x-scope': 'vouchers:delete',
+        responses: { 200: json('The deactivated voucher.', ref('Deleted')), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common },
+      },
+    },
+    '/vouchers/{voucher_id}/applications': {
+      get: {
+        summary: 'All applications of a voucher, newest first', operationId: 'listApplications', 'x-scope': 'vouchers:read',
+        parameters: [idParam('voucher_id', 'v_'), ...queryParams(schemas.pageQuery)],
+        responses: { 200: json('A page of applications.', ref('UsagePage')), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common },
+      },
+    },
+  },
+  components: {
+    securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sk_test_… (sandbox) or sk_live_… (production)' } },
+    schemas: componentSchemas,
+  },
+});
+
+const nullable = (type: string) => ({ type: [type, 'null'] });
+const voucher = {
+  type: 'object',
+  required: ['id', 'code', 'type', 'value', 'conditions', 'status', 'usage_count', 'created_at', 'updated_at'],
+  properties: {
+    id: { type: 'string', pattern: '^v_' }, code: { type: 'string' }, type: { type: 'string', enum: schemas.voucherTypes },
+    value: nullable('number'), currency: nullable('string'), config: { type: 'object' }, conditions: schemas.conditionsSchema,
+    status: { type: 'string', enum: ['active', 'inactive', 'expired'] }, usage_count: { type: 'integer' },
+    created_at: { type: 'string' }, updated_at: { type: 'string' },
+  },
+};
+const usage = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' }, order_id: { type: 'string' }, customer_id: nullable('string'), discount_amount: { type: 'integer' },
+    final_amount: { type: 'integer' }, currency: nullable('string'), status: { type: 'string', enum: ['applied', 'rolled_back'] }, applied_at: { type: 'string' },
+  },
+};
+const page = (item: object) => ({
+  type: 'object', required: ['data', 'total', 'limit', 'offset', 'has_more'],
+  properties: { data: { type: 'array', items: item }, total: { type: 'integer' }, limit: { type: 'integer' }, offset: { type: 'integer' }, has_more: { type: 'boolean' } },
+});
+const componentSchemas = {
+  Voucher: voucher,
+  VoucherWithHistory: { ...voucher, properties: { ...voucher.properties, usage_history: { type: 'array', items: usage, maxItems: 100 } } },
+  VoucherPage: page(voucher),
+  UsagePage: page(usage),
+  Deleted: { type: 'object', properties: { id: { type: 'string' }, code: { type: 'string' }, status: { const: 'inactive' }, deleted_at: { type: 'string' } } },
+  Application: {
+    type: 'object',
+    properties: {
+      id: { type: 'string', pattern: '^va_' }, voucher: { type: 'object', properties: { id: { type: 'string' }, code: { type: 'string' } } },
+      order_id: { type: 'string' }, customer_id: nullable('string'), discount_amount: { type: 'integer' }, final_amount: { type: 'integer' },
+      currency: nullable('string'), status: { type: 'string', enum: ['applied', 'rolled_back'] }, applied_at: { type: 'string' },
+    },
+  },
+  ValidationResult: {
+    type: 'object',
+    properties: {
+      is_valid: { const: true }, voucher: { type: 'object' }, discount_amount: { type: 'integer' }, final_amount: { type: 'integer' },
+      currency: nullable('string'),
+      validation_details: { type: 'object', properties: { min_order_value_met: { type: 'boolean' }, usage_limit_not_exceeded: { type: 'boolean' }, valid_date_range: { type: 'boolean' }, customer_eligible: { type: 'boolean' } } },
+      applied_to: { type: 'array', items: { type: 'object', properties: { item_id: { type: 'string' }, original_price: { type: 'integer' }, discount_amount: { type: 'integer' }, final_price: { type: 'integer' } } } },
+      conditions_met: { type: 'array', items: { type: 'string' } },
+    },
+  },
+  Error: {
+    type: 'object', required: ['error'],
+    properties: { error: { type: 'object', required: ['code', 'message', 'details'], properties: { code: { type: 'string' }, message: { type: 'string' }, details: { type: ['object', 'array'] } } } },
+  },
+};

@@ -1,0 +1,117 @@
+import type { EventStore, RecordedEvent, Subscription } from '../eventStore/eventStore.ts';
+import type { ReadStore, WriteBatch } from '../readStore/readStore.ts';
+import type { PositionedDocument, Projection } from './projection.ts';
+
+export interface RunnerLogger {
+  error(obj: object, msg: string): void;
+}
+
+/**
+ * Keeps a group of projections current from the event log: subscribes to all events after the
+ * group's checkpoint, and for each batch loads the touched documents, folds the events in, and
+ * writes the documents together with the new checkpoint in one transaction. Documents remember
+ * the last position applied, so redelivered events change nothing.
+ */
+export class ProjectionRunner {
+  private position = 0;
+  private subscription?: Subscription;
+  private waiters: Array<{ position: number; resolve: (ok: boolean) => void }> = [];
+  private restartTimer?: NodeJS.Timeout;
+  private stopped = false;
+
+  constructor(
+    private readonly events: EventStore,
+    private readonly reads: ReadStore,
+    private readonly projections: Projection[],
+    private readonly checkpointName: string,
+    private readonly logger?: RunnerLogger,
+  ) {}
+
+  /** Last global position reflected in the read models. */
+  get checkpoint(): number { return this.position; }
+
+  async start(): Promise<void> {
+    for (const p of this.projections) for (const fields of p.indexes ?? []) await this.reads.ensureIndex(p.collection, fields);
+    this.position = await this.reads.getCheckpoint(this.checkpointName);
+    this.subscribe();
+  }
+
+  /** Resolves true once the read models reflect `position`, false after `timeoutMs`. */
+  waitFor(position: number, timeoutMs = 5_000): Promise<boolean> {
+    if (position <= this.position) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter = { position, resolve: (ok: boolean) => { clearTimeout(timer); resolve(ok); } };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        resolve(false);
+      }, timeoutMs);
+      timer.unref();
+      this.waiters.push(waiter);
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.restartTimer);
+    await this.subscription?.close();
+    for (const w of this.waiters) w.resolve(false);
+    this.waiters = [];
+  }
+
+  /** Folds a batch of events into the read models and advances the checkpoint. */
+  async handle(batch: RecordedEvent[]): Promise<void> {
+    if (batch.length === 0) return;
+    const write: WriteBatch = { upserts: [], deletes: [], checkpoint: { name: this.checkpointName, position: batch.at(-1)!.position } };
+    for (const projection of this.projections) await this.project(projection, batch, write);
+    await this.reads.writeBatch(write);
+    this.advance(batch.at(-1)!.position);
+  }
+
+  private async project(projection: Projection, batch: RecordedEvent[], write: WriteBatch): Promise<void> {
+    const handled = new Set(projection.handles);
+    const relevant = batch.filter((e) => handled.has(e.type) && projection.documentId(e) !== undefined);
+    if (relevant.length === 0) return;
+    const ids = [...new Set(relevant.map((e) => projection.documentId(e)!))];
+    const loaded = await this.reads.getMany<PositionedDocument>(projection.collection, ids);
+    const docs = new Map<string, PositionedDocument | null>(ids.map((id) => [id, loaded.get(id) ?? null]));
+    for (const event of relevant) {
+      const id = projection.documentId(event)!;
+      const current = docs.get(id) ?? null;
+      if (current && (current._position ?? 0) >= event.position) continue;
+      const next = projection.evolve(current, event) as PositionedDocument | null;
+      docs.set(id, next ? { ...next, _position: event.position } : null);
+    }
+    for (const [id, doc] of docs) {
+      if (doc) write.upserts!.push({ collection: projection.collection, doc });
+      else if (loaded.has(id)) write.deletes!.push({ collection: projection.collection, id });
+    }
+  }
+
+  private advance(position: number): void {
+    this.position = position;
+    const ready = this.waiters.filter((w) => w.position <= position);
+    this.waiters = this.waiters.filter((w) => w.position > position);
+    for (const w of ready) w.resolve(true);
+  }
+
+  private subscribe(): void {
+    if (this.stopped) return;
+    this.subscription = this.events.subscribeToAll(
+      { after: this.position, maxBatchSize: 1_000, onError: (error) => this.recover(error) },
+      (batch) => this.handle(batch),
+    );
+  }
+
+  /** A failed batch (store outage, a bug) is retried from the checkpoint after a pause. */
+  private recover(error: unknown): void {
+    this.logger?.error({ err: error, checkpoint: this.checkpointName }, 'projection failed; retrying from checkpoint');
+    if (this.stopped) return;
+    this.restartTimer = setTimeout(() => {
+      void this.reads.getCheckpoint(this.checkpointName).then((position) => {
+        this.position = position;
+        this.subscribe();
+      }, (e: unknown) => this.recover(e));
+    }, 1_000);
+    this.restartTimer.unref();
+  }
+}

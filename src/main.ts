@@ -1,0 +1,71 @@
+import type { Server } from 'node:http';
+import { openEmbedded, startExpiryJob } from './composition.ts';
+import { loadConfig } from './config.ts';
+import { systemClock } from './domain/clock.ts';
+import { createApp } from './http/createApp.ts';
+import { createLogger } from './logger.ts';
+import type { ApiKeyRegistry } from './application/apiKeys.ts';
+
+/** The composition root: reads the configuration, builds the adapters, serves, shuts down. */
+const main = async (): Promise<void> => {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  const service = await openEmbedded({
+    dataDir: config.dataDir, clock: systemClock, logger, apiKeys: config.apiKeys, readYourWritesMs: config.readYourWritesMs,
+  });
+  const firstKeys = service.keys.size === 0 ? await createFirstKeys(service.keys) : undefined;
+  const app = createApp({ environments: service.environments, keys: service.keys, logger });
+  const stopExpiry = startExpiryJob(Object.values(service.environments), config.expiryIntervalMs, logger);
+  const server: Server = app.listen(config.port, config.host, () => {
+    logger.info({ port: config.port, data_dir: config.dataDir }, 'voucher service listening');
+    printWelcome(config.port, firstKeys);
+  });
+  server.keepAliveTimeout = 65_000;
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    stopExpiry();
+    server.close(() => {
+      void service.close().then(() => process.exit(0), (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      });
+    });
+    server.closeIdleConnections();
+    setTimeout(() => process.exit(1), 10_000).unref();
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+};
+
+const createFirstKeys = async (keys: ApiKeyRegistry) => ({
+  sandbox: (await keys.create('sandbox', 'First sandbox key', undefined, 'first start')).key,
+  production: (await keys.create('production', 'First production key', undefined, 'first start')).key,
+});
+
+/** Keys are printed once, to the terminal, never to the log. */
+const printWelcome = (port: number, firstKeys: { sandbox: string; production: string } | undefined): void => {
+  const base = `http://localhost:${port}/v1`;
+  const lines = firstKeys
+    ? [
+        'First start: these API keys were created. They are shown only now and stored only as hashes:',
+        `  sandbox     ${firstKeys.sandbox}`,
+        `  production  ${firstKeys.production}`,
+        '',
+        `Try:  curl -H "Authorization: Bearer ${firstKeys.sandbox}" ${base}/vouchers`,
+      ]
+    : [
+        `Voucher service on ${base} (API reference: ${base}/openapi.json).`,
+        'API keys were printed on the first start. Lost them? Start with VOUCHER_API_KEYS=sk_test_<32 letters or digits>',
+        'to accept a key of your own choosing, or use a fresh DATA_DIR to get new keys.',
+      ];
+  process.stdout.write(`\n${'='.repeat(78)}\n${lines.join('\n')}\n${'='.repeat(78)}\n\n`);
+};
+
+main().catch((error: unknown) => {
+  process.stderr.write(`voucher service failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});
