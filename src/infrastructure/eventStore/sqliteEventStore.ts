@@ -1,0 +1,177 @@
+/**
+ * Embedded, file-backed EventStore on SQLite (better-sqlite3). Durable (WAL, synchronous=FULL),
+ * group-committed appends (see sqliteGroupCommit.ts), catch-up subscriptions that are woken by
+ * this process's commits and poll for other processes' commits (see sqliteSubscription.ts).
+ * Several processes may open the same file: writes use BEGIN IMMEDIATE + busy_timeout.
+ */
+import { randomUUID } from 'node:crypto';
+import type Database from 'better-sqlite3';
+import type {
+  AppendResult, BatchHandler, EventStore, ExpectedRevision, NewEvent, ReadAllOptions,
+  ReadStreamOptions, RecordedEvent, SubscribeOptions, Subscription,
+} from './eventStore.ts';
+import { GroupCommitter, type FlushInfo } from './sqliteGroupCommit.ts';
+import { openDatabase, prepareStatements, rowToEvent, type EventInsert, type Statements } from './sqliteSchema.ts';
+import { SqliteSubscription } from './sqliteSubscription.ts';
+
+export interface SqliteEventStoreOptions {
+  /** How often caught-up subscriptions look for other processes' commits. Default 200. */
+  pollIntervalMs?: number;
+  /** How long a write waits for another process's lock before failing. Default 5000. */
+  busyTimeoutMs?: number;
+  /** Observer called after every group-commit transaction (metrics, tests). */
+  onFlush?: (info: FlushInfo) => void;
+}
+
+export interface SqlitePragmas {
+  journalMode: string;
+  /** 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA. */
+  synchronous: number;
+  busyTimeoutMs: number;
+}
+
+const DEFAULT_MAX_BATCH_SIZE = 500;
+/** SQLite's "no limit" for LIMIT. */
+const NO_LIMIT = -1;
+
+export class SqliteEventStore implements EventStore {
+  private readonly statements: Statements;
+  private readonly committer: GroupCommitter;
+  private readonly subscriptions = new Set<SqliteSubscription>();
+  private readonly pollIntervalMs: number;
+  /** No new subscriptions once close() started; no appends/reads once it has flushed. */
+  private closing: Promise<void> | undefined;
+  private closed = false;
+
+  static open(filePath: string, options: SqliteEventStoreOptions = {}): SqliteEventStore {
+    const db = openDatabase(filePath, { busyTimeoutMs: options.busyTimeoutMs ?? 5000 });
+    return new SqliteEventStore(db, options);
+  }
+
+  private constructor(private readonly db: Database.Database, options: SqliteEventStoreOptions) {
+    this.pollIntervalMs = options.pollIntervalMs ?? 200;
+    this.statements = prepareStatements(db);
+    this.committer = new GroupCommitter(db, this.statements, (info) => {
+      options.onFlush?.(info);
+      if (info.events > 0) for (const subscription of this.subscriptions) subscription.notify();
+    });
+  }
+
+  appendToStream(
+    streamId: string,
+    events: NewEvent[],
+    options: { expectedRevision?: ExpectedRevision } = {},
+  ): Promise<AppendResult> {
+    return new Promise((resolve, reject) => {
+      if (this.closed) throw new Error('SqliteEventStore is closed');
+      const expectedRevision = options.expectedRevision ?? 'any';
+      validateExpectedRevision(expectedRevision);
+      // Serialize now: a bad event rejects only its own append, before it joins a batch.
+      const inserts = events.map(toInsert);
+      this.committer.enqueue({ streamId, events: inserts, expectedRevision, resolve, reject });
+    });
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    const fromRevision = options.fromRevision ?? 0;
+    const rows = this.statements.readStream.all(streamId, fromRevision, limit(options.maxCount));
+    return rows.map(rowToEvent);
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    return this.readAfter(options.after ?? 0, limit(options.maxCount));
+  }
+
+  async headPosition(): Promise<number> {
+    this.assertOpen();
+    return this.statements.headPosition.get()!.head;
+  }
+
+  subscribeToAll(options: SubscribeOptions, handler: BatchHandler): Subscription {
+    if (this.closing) throw new Error('SqliteEventStore is closed');
+    const maxBatchSize = options.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE;
+    if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1) {
+      throw new RangeError(`maxBatchSize must be a positive integer, got ${maxBatchSize}`);
+    }
+    const subscription: SqliteSubscription = new SqliteSubscription(
+      { readAfter: (after, maxCount) => this.readAfter(after, maxCount) },
+      handler,
+      {
+        after: options.after ?? 0,
+        maxBatchSize,
+        pollIntervalMs: this.pollIntervalMs,
+        onError: options.onError ?? defaultOnError,
+        onEnd: () => this.subscriptions.delete(subscription),
+      },
+    );
+    this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  /**
+   * Stops the subscriptions (waiting for running handler calls, which may still append),
+   * writes every pending append, then closes the database. Idempotent.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
+    await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
+    this.closed = true;
+    this.committer.flush();
+    this.db.close();
+  }
+
+  /** Effective durability settings of this connection (diagnostics, tests). */
+  pragmas(): SqlitePragmas {
+    this.assertOpen();
+    return {
+      journalMode: String(this.db.pragma('journal_mode', { simple: true })),
+      synchronous: Number(this.db.pragma('synchronous', { simple: true })),
+      busyTimeoutMs: Number(this.db.pragma('busy_timeout', { simple: true })),
+    };
+  }
+
+  private readAfter(after: number, maxCount: number): RecordedEvent[] {
+    return this.statements.readAll.all(after, maxCount).map(rowToEvent);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('SqliteEventStore is closed');
+  }
+}
+
+function toInsert(event: NewEvent): EventInsert {
+  if (typeof event.type !== 'string' || event.type === '') {
+    throw new TypeError('event type must be a non-empty string');
+  }
+  return {
+    id: event.id ?? randomUUID(),
+    type: event.type,
+    data: JSON.stringify(event.data ?? {}),
+    metadata: JSON.stringify(event.metadata ?? {}),
+  };
+}
+
+function validateExpectedRevision(expected: ExpectedRevision): void {
+  if (typeof expected === 'number' ? Number.isInteger(expected) && expected >= 0
+    : expected === 'any' || expected === 'no_stream' || expected === 'stream_exists') return;
+  throw new TypeError(`invalid expectedRevision: ${String(expected)}`);
+}
+
+function limit(maxCount: number | undefined): number {
+  if (maxCount === undefined) return NO_LIMIT;
+  if (!Number.isInteger(maxCount) || maxCount < 0) {
+    throw new RangeError(`maxCount must be a non-negative integer, got ${maxCount}`);
+  }
+  return maxCount;
+}
+
+function defaultOnError(error: unknown): void {
+  const reason = error instanceof Error ? error : new Error(String(error));
+  process.emitWarning(reason, { code: 'SQLITE_EVENT_STORE_SUBSCRIPTION_STOPPED' });
+}

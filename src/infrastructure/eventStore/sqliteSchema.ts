@@ -1,0 +1,106 @@
+/**
+ * SQLite storage layout of the embedded event store: opening the database with durable
+ * settings, the schema, the prepared statements and the row <-> RecordedEvent mapping.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type { RecordedEvent } from './eventStore.ts';
+
+export interface OpenDatabaseOptions {
+  /** How long a writer waits for another connection's lock before SQLITE_BUSY. */
+  busyTimeoutMs: number;
+}
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS events (
+    position    INTEGER PRIMARY KEY AUTOINCREMENT,
+    id          TEXT    NOT NULL UNIQUE,
+    stream_id   TEXT    NOT NULL,
+    revision    INTEGER NOT NULL,
+    type        TEXT    NOT NULL,
+    data        TEXT    NOT NULL,
+    metadata    TEXT    NOT NULL,
+    recorded_at TEXT    NOT NULL,
+    UNIQUE (stream_id, revision)
+  );
+  CREATE TABLE IF NOT EXISTS streams (
+    stream_id TEXT    PRIMARY KEY,
+    revision  INTEGER NOT NULL
+  ) WITHOUT ROWID;
+`;
+
+/** Opens (creating if needed) the database file: WAL, synchronous=FULL, busy timeout. */
+export function openDatabase(filePath: string, options: OpenDatabaseOptions): Database.Database {
+  if (filePath !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(filePath)), { recursive: true });
+  const db = new Database(filePath, { timeout: options.busyTimeoutMs });
+  try {
+    db.pragma('journal_mode = WAL');
+    // FULL: the WAL is fsynced on every commit, so a resolved append survives a power loss.
+    db.pragma('synchronous = FULL');
+    db.exec(SCHEMA);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  return db;
+}
+
+export interface EventRow {
+  position: number;
+  id: string;
+  stream_id: string;
+  revision: number;
+  type: string;
+  data: string;
+  metadata: string;
+  recorded_at: string;
+}
+
+/** One event ready to insert (serialized when the append is queued). */
+export interface EventInsert {
+  id: string;
+  type: string;
+  data: string;
+  metadata: string;
+}
+
+export function rowToEvent(row: EventRow): RecordedEvent {
+  return {
+    id: row.id,
+    streamId: row.stream_id,
+    type: row.type,
+    data: JSON.parse(row.data) as Record<string, unknown>,
+    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+    revision: row.revision,
+    position: row.position,
+    recordedAt: row.recorded_at,
+  };
+}
+
+/** Prepared once per connection; better-sqlite3 statements are reusable. */
+export function prepareStatements(db: Database.Database) {
+  const insertEvent = db.prepare<[string, string, number, string, string, string, string]>(
+    `INSERT INTO events (id, stream_id, revision, type, data, metadata, recorded_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const upsertStream = db.prepare<[string, number]>(
+    `INSERT INTO streams (stream_id, revision) VALUES (?, ?)
+     ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision`,
+  );
+  const streamRevision = db.prepare<[string], { revision: number }>(
+    'SELECT revision FROM streams WHERE stream_id = ?',
+  );
+  const readStream = db.prepare<[string, number, number], EventRow>(
+    `SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?`,
+  );
+  const readAll = db.prepare<[number, number], EventRow>(
+    'SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?',
+  );
+  const headPosition = db.prepare<[], { head: number }>(
+    'SELECT COALESCE(MAX(position), 0) AS head FROM events',
+  );
+  return { insertEvent, upsertStream, streamRevision, readStream, readAll, headPosition };
+}
+
+export type Statements = ReturnType<typeof prepareStatements>;

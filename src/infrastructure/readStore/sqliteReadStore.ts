@@ -1,0 +1,207 @@
+/**
+ * Embedded ReadStore on SQLite (better-sqlite3): one table `rm_<collection>` per collection
+ * (`id TEXT PRIMARY KEY, doc TEXT NOT NULL` holding the JSON document), created lazily, and a
+ * `checkpoints` table written in the same transaction as the documents. Filters, sorts and
+ * indexes are compiled by sqlFilter.ts.
+ *
+ * Beyond the port: documents are stored as JSON (Dates become ISO strings, undefined fields
+ * are dropped); find without a sort but with skip/limit orders by id; `limit: 0` returns nothing.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type { Document, Filter, FindOptions, ReadStore, WriteBatch } from './readStore.ts';
+import { compileFilter, compileSort, indexDdl, tableName, type SqlParam } from './sqlFilter.ts';
+
+/** getMany asks for ids in chunks padded to a power of two, so few distinct statements get cached. */
+const MAX_IDS_PER_QUERY = 512;
+const STATEMENT_CACHE_SIZE = 500;
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function assertId(id: unknown, what: string): asserts id is string {
+  if (typeof id !== 'string' || id === '') throw new Error(`${what}: id must be a non-empty string, got ${JSON.stringify(id)}`);
+}
+
+function assertIdType(id: unknown, what: string): asserts id is string {
+  if (typeof id !== 'string') throw new Error(`${what}: id must be a string, got ${JSON.stringify(id)}`);
+}
+
+function nonNegativeInteger(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new Error(`${what} must be a non-negative integer, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+export class SqliteReadStore implements ReadStore {
+  private readonly statements = new Map<string, Database.Statement>();
+  private readonly tables = new Set<string>();
+  private readonly applyBatch: Database.Transaction<(batch: WriteBatch) => void>;
+  private readonly clear: Database.Transaction<(tables: string[], checkpointName: string) => void>;
+
+  private constructor(private readonly db: Database.Database) {
+    db.exec('CREATE TABLE IF NOT EXISTS checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)');
+    this.applyBatch = db.transaction((batch: WriteBatch) => {
+      for (const { collection, doc } of batch.upserts ?? []) {
+        if (!isPlainObject(doc)) throw new Error(`upsert into ${collection}: document must be a plain object`);
+        assertId(doc.id, `upsert into ${collection}`);
+        this.stmt(`INSERT INTO ${tableName(collection)} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`)
+          .run(doc.id, JSON.stringify(doc));
+      }
+      for (const { collection, id } of batch.deletes ?? []) {
+        assertId(id, `delete from ${collection}`);
+        this.stmt(`DELETE FROM ${tableName(collection)} WHERE id = ?`).run(id);
+      }
+      if (batch.checkpoint !== undefined) {
+        const { name, position } = batch.checkpoint;
+        assertId(name, 'checkpoint');
+        this.setCheckpoint(name, nonNegativeInteger(position, `checkpoint ${name} position`));
+      }
+    });
+    this.clear = db.transaction((tables: string[], checkpointName: string) => {
+      for (const table of tables) this.stmt(`DELETE FROM ${table}`).run();
+      this.stmt('DELETE FROM checkpoints WHERE name = ?').run(checkpointName);
+    });
+  }
+
+  static open(filePath: string): SqliteReadStore {
+    if (filePath !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(filePath)), { recursive: true });
+    const db = new Database(filePath);
+    try {
+      db.pragma('journal_mode = WAL');
+      // NORMAL (no fsync per commit in WAL mode) may lose the last commits on power loss but
+      // never corrupts the file. Acceptable because read models are derived data: documents and
+      // checkpoint commit together, so the projector just replays the event log from the
+      // checkpoint that survived (and a read model can always be rebuilt from scratch).
+      db.pragma('synchronous = NORMAL');
+      db.pragma('busy_timeout = 5000');
+      return new SqliteReadStore(db);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  }
+
+  async get<T extends Document = Document>(collection: string, id: string): Promise<T | null> {
+    assertIdType(id, `get from ${collection}`);
+    const doc = this.stmt(`SELECT doc FROM ${this.table(collection)} WHERE id = ?`).get(id) as string | undefined;
+    return doc === undefined ? null : (JSON.parse(doc) as T);
+  }
+
+  async getMany<T extends Document = Document>(collection: string, ids: string[]): Promise<Map<string, T>> {
+    const table = this.table(collection);
+    const unique = [...new Set(ids)];
+    unique.forEach((id) => assertIdType(id, `getMany from ${collection}`));
+    const found = new Map<string, T>();
+    for (let start = 0; start < unique.length; start += MAX_IDS_PER_QUERY) {
+      const chunk = unique.slice(start, start + MAX_IDS_PER_QUERY);
+      let size = 1;
+      while (size < chunk.length) size *= 2;
+      const params = [...chunk, ...Array<string>(size - chunk.length).fill(chunk[0])];
+      const sql = `SELECT doc FROM ${table} WHERE id IN (${params.map(() => '?').join(', ')})`;
+      for (const json of this.stmt(sql).all(...params) as string[]) {
+        const doc = JSON.parse(json) as T;
+        found.set(doc.id, doc);
+      }
+    }
+    return found;
+  }
+
+  async find<T extends Document = Document>(collection: string, filter: Filter = {}, options: FindOptions = {}): Promise<T[]> {
+    const { sql, params } = this.findSql(collection, filter, options);
+    return (this.stmt(sql).all(...params) as string[]).map((json) => JSON.parse(json) as T);
+  }
+
+  async count(collection: string, filter: Filter = {}): Promise<number> {
+    const { where, params } = compileFilter(filter);
+    return this.stmt(`SELECT COUNT(*) FROM ${this.table(collection)} WHERE ${where}`).get(...params) as number;
+  }
+
+  async writeBatch(batch: WriteBatch): Promise<void> {
+    // Create tables before the transaction: a rollback would undo a CREATE TABLE that
+    // `this.tables` already remembers.
+    for (const { collection } of [...(batch.upserts ?? []), ...(batch.deletes ?? [])]) this.table(collection);
+    this.applyBatch.immediate(batch);
+  }
+
+  async getCheckpoint(name: string): Promise<number> {
+    assertId(name, 'checkpoint');
+    const position = this.stmt('SELECT position FROM checkpoints WHERE name = ?').get(name) as number | undefined;
+    return position ?? 0;
+  }
+
+  async ensureIndex(collection: string, fields: string[]): Promise<void> {
+    const ddl = indexDdl(collection, fields);
+    this.table(collection);
+    if (ddl !== null) this.db.exec(ddl);
+  }
+
+  async reset(collections: string[], checkpointName: string): Promise<void> {
+    assertId(checkpointName, 'checkpoint');
+    this.clear.immediate(collections.map((c) => this.table(c)), checkpointName);
+  }
+
+  async close(): Promise<void> {
+    this.statements.clear();
+    if (!this.db.open) return;
+    this.db.pragma('optimize'); // refresh planner statistics where useful, as SQLite recommends on close
+    this.db.close();
+  }
+
+  /** SQLite's query plan for a find (one line per plan step); for tests and diagnostics. */
+  explainFind(collection: string, filter: Filter = {}, options: FindOptions = {}): string[] {
+    const { sql, params } = this.findSql(collection, filter, options);
+    const rows = this.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>;
+    return rows.map((row) => row.detail);
+  }
+
+  private findSql(collection: string, filter: Filter, options: FindOptions): { sql: string; params: SqlParam[] } {
+    const table = this.table(collection);
+    const { where, params } = compileFilter(filter);
+    const paged = options.limit !== undefined || options.skip !== undefined;
+    let sql = `SELECT doc FROM ${table} WHERE ${where}`;
+    // Without a sort the order is unspecified (as in MongoDB) so SQLite may pick any index;
+    // a page still needs a total order, hence `id` when skip/limit is given.
+    if (options.sort !== undefined || paged) sql += ` ORDER BY ${compileSort(options.sort)}`;
+    if (paged) {
+      sql += ' LIMIT ? OFFSET ?';
+      params.push(
+        options.limit === undefined ? -1 : nonNegativeInteger(options.limit, 'limit'),
+        options.skip === undefined ? 0 : nonNegativeInteger(options.skip, 'skip'),
+      );
+    }
+    return { sql, params };
+  }
+
+  private setCheckpoint(name: string, position: number): void {
+    this.stmt('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position')
+      .run(name, position);
+  }
+
+  /** Validated, quoted table name; the table is created on first use. */
+  private table(collection: string): string {
+    const table = tableName(collection);
+    if (!this.tables.has(table)) {
+      this.db.exec(`CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
+      this.tables.add(table);
+    }
+    return table;
+  }
+
+  /** Prepared statement cache (readers return their single column). */
+  private stmt(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (statement === undefined) {
+      statement = this.db.prepare(sql);
+      if (statement.reader) statement.pluck();
+      if (this.statements.size >= STATEMENT_CACHE_SIZE) this.statements.delete(this.statements.keys().next().value!);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+}

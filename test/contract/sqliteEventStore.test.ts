@@ -1,0 +1,273 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { expect } from 'chai';
+import { WrongExpectedRevisionError, type RecordedEvent } from '../../src/infrastructure/eventStore/eventStore.ts';
+import type { FlushInfo } from '../../src/infrastructure/eventStore/sqliteGroupCommit.ts';
+import { SqliteEventStore, type SqliteEventStoreOptions } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
+import { eventStoreContract } from './eventStoreContract.ts';
+
+const STORE_MODULE = fileURLToPath(new URL('../../src/infrastructure/eventStore/sqliteEventStore.ts', import.meta.url));
+
+function tempDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'es-'));
+}
+
+eventStoreContract('SqliteEventStore', async () => {
+  const dir = tempDir();
+  const store = SqliteEventStore.open(path.join(dir, 'events.db'));
+  return {
+    store,
+    cleanup: async () => {
+      await store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+describe('SqliteEventStore (SQLite specifics)', function () {
+  let dir: string;
+  let file: string;
+  const opened: SqliteEventStore[] = [];
+
+  function open(options: SqliteEventStoreOptions = {}): SqliteEventStore {
+    const store = SqliteEventStore.open(file, options);
+    opened.push(store);
+    return store;
+  }
+
+  beforeEach(function () {
+    dir = tempDir();
+    file = path.join(dir, 'nested', 'dir', 'events.db');
+  });
+
+  afterEach(async function () {
+    await Promise.all(opened.splice(0).map((store) => store.close()));
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('creates the parent directory and sets WAL, synchronous=FULL and a busy timeout', function () {
+    const store = open();
+    expect(fs.existsSync(file)).to.equal(true);
+    expect(store.pragmas()).to.deep.equal({ journalMode: 'wal', synchronous: 2, busyTimeoutMs: 5000 });
+  });
+
+  it('group commit: 100 appends issued in one tick are written by one transaction and durable', async function () {
+    const flushes: FlushInfo[] = [];
+    const store = open({ onFlush: (info) => flushes.push(info) });
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) =>
+      store.appendToStream(`batch-${i}`, [{ type: 'Batched', data: { i } }], { expectedRevision: 'no_stream' })));
+    expect(flushes).to.deep.equal([{ appends: 100, events: 100 }]);
+    expect(results.map((r) => r.position)).to.deep.equal(Array.from({ length: 100 }, (_, i) => i + 1));
+    expect(await store.headPosition()).to.equal(100);
+
+    // Committed: another connection sees all of them while the store is still open.
+    const raw = new Database(file, { readonly: true });
+    try {
+      expect(raw.prepare('SELECT COUNT(*) AS n FROM events').get()).to.deep.equal({ n: 100 });
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('group commit checks each append against the batch so far and rejects only the failing ones', async function () {
+    const flushes: FlushInfo[] = [];
+    const store = open({ onFlush: (info) => flushes.push(info) });
+    const settled = await Promise.allSettled([
+      store.appendToStream('a', [{ type: 'A0', data: {} }], { expectedRevision: 'no_stream' }),
+      store.appendToStream('a', [{ type: 'Dup', data: {} }], { expectedRevision: 'no_stream' }),
+      store.appendToStream('a', [{ type: 'A1', data: {} }, { type: 'A2', data: {} }], { expectedRevision: 0 }),
+      store.appendToStream('b', [{ type: 'B?', data: {} }], { expectedRevision: 'stream_exists' }),
+      store.appendToStream('c', [{ type: 'C0', data: {} }], { expectedRevision: 'any' }),
+    ]);
+    expect(flushes).to.deep.equal([{ appends: 5, events: 4 }]);
+    expect(settled.map((s) => s.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled']);
+    expect(settled[2]).to.deep.equal({ status: 'fulfilled', value: { nextExpectedRevision: 2, position: 3 } });
+    const [dupError, bError] = [settled[1], settled[3]].map((s) => (s as PromiseRejectedResult).reason);
+    expect(dupError).to.be.instanceOf(WrongExpectedRevisionError).and.include({ actual: 0 });
+    expect(bError).to.be.instanceOf(WrongExpectedRevisionError).and.include({ actual: -1 });
+    expect((await store.readAll()).map((e) => e.type)).to.deep.equal(['A0', 'A1', 'A2', 'C0']);
+  });
+
+  it('a duplicate event id rejects only its own append', async function () {
+    const store = open();
+    const id = '0b7c3a58-6d0b-4a53-9a3f-3f1f3c9b0a11';
+    const settled = await Promise.allSettled([
+      store.appendToStream('x', [{ id, type: 'First', data: {} }]),
+      store.appendToStream('y', [{ type: 'Y0', data: {} }, { id, type: 'Again', data: {} }]),
+      store.appendToStream('z', [{ type: 'Z0', data: {} }]),
+    ]);
+    expect(settled.map((s) => s.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+    expect((settled[1] as PromiseRejectedResult).reason).to.include({ code: 'SQLITE_CONSTRAINT_UNIQUE' });
+    expect((await store.readAll()).map((e) => `${e.streamId}:${e.type}`)).to.deep.equal(['x:First', 'z:Z0']);
+    expect(await store.readStream('y')).to.deep.equal([]);
+  });
+
+  it('rejects every append of a batch when the transaction fails (SQLITE_BUSY), writing nothing', async function () {
+    const store = open({ busyTimeoutMs: 50 });
+    const locker = new Database(file);
+    locker.exec('BEGIN IMMEDIATE');
+    let settled: PromiseSettledResult<unknown>[];
+    try {
+      settled = await Promise.allSettled(['p', 'q', 'r'].map((streamId) =>
+        store.appendToStream(streamId, [{ type: 'Blocked', data: {} }])));
+    } finally {
+      locker.exec('ROLLBACK');
+      locker.close();
+    }
+    expect(settled.map((s) => (s.status === 'rejected' ? (s.reason as { code?: string }).code : s.status)))
+      .to.deep.equal(['SQLITE_BUSY', 'SQLITE_BUSY', 'SQLITE_BUSY']);
+    expect(await store.readAll()).to.deep.equal([]);
+    expect(await store.appendToStream('p', [{ type: 'Unblocked', data: {} }], { expectedRevision: 'no_stream' }))
+      .to.deep.equal({ nextExpectedRevision: 0, position: 1 });
+  });
+
+  it('disk full mid-batch: every append of the batch is rejected and nothing is written', async function () {
+    const store = open();
+    await store.appendToStream('warm', [{ type: 'Warm', data: {} }]);
+    // White-box: cap this connection's file size so the next batch hits SQLITE_FULL.
+    const db = (store as unknown as { db: Database.Database }).db;
+    db.pragma(`max_page_count = ${Number(db.pragma('page_count', { simple: true })) + 2}`);
+    const big = 'x'.repeat(3000);
+    const settled = await Promise.allSettled(Array.from({ length: 10 }, (_, i) =>
+      store.appendToStream(`full-${i}`, [{ type: 'Big', data: { big } }])));
+    expect(settled.map((s) => (s.status === 'rejected' ? (s.reason as { code?: string }).code : s.status)))
+      .to.deep.equal(Array(10).fill('SQLITE_FULL'));
+    expect((await store.readAll()).map((e) => e.streamId)).to.deep.equal(['warm']);
+    expect(await store.readStream('full-0')).to.deep.equal([]);
+  });
+
+  it('an empty append writes nothing and reports the current revision and head', async function () {
+    const store = open();
+    await store.appendToStream('s', [{ type: 'E0', data: {} }, { type: 'E1', data: {} }]);
+    await store.appendToStream('t', [{ type: 'T0', data: {} }]);
+    expect(await store.appendToStream('s', [], { expectedRevision: 1 })).to.deep.equal({ nextExpectedRevision: 1, position: 3 });
+    expect(await store.appendToStream('new', [], { expectedRevision: 'no_stream' })).to.deep.equal({ nextExpectedRevision: -1, position: 3 });
+    const error = await store.appendToStream('s', [], { expectedRevision: 'no_stream' }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(WrongExpectedRevisionError).and.include({ actual: 1 });
+    expect(await store.headPosition()).to.equal(3);
+  });
+
+  it('keeps events, revisions and positions across close and reopen', async function () {
+    const first = open();
+    await first.appendToStream('v', [{ type: 'V0', data: { n: 1 }, metadata: { m: true } }, { type: 'V1', data: {} }]);
+    await first.appendToStream('w', [{ type: 'W0', data: {} }]);
+    const before = await first.readAll();
+    await first.close();
+
+    const reopened = open();
+    expect(await reopened.readAll()).to.deep.equal(before);
+    expect(await reopened.headPosition()).to.equal(3);
+    const error = await reopened.appendToStream('v', [{ type: 'X', data: {} }], { expectedRevision: 0 }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(WrongExpectedRevisionError).and.include({ actual: 1 });
+    expect(await reopened.appendToStream('v', [{ type: 'V2', data: {} }], { expectedRevision: 1 }))
+      .to.deep.equal({ nextExpectedRevision: 2, position: 4 });
+  });
+
+  it('close() writes appends still queued, then refuses new work', async function () {
+    const store = open();
+    const pending = store.appendToStream('late', [{ type: 'Queued', data: {} }]);
+    await store.close();
+    expect(await pending).to.deep.equal({ nextExpectedRevision: 0, position: 1 });
+    const error = await store.appendToStream('late', [{ type: 'TooLate', data: {} }]).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(Error);
+    expect(() => store.subscribeToAll({}, () => {})).to.throw(/closed/);
+
+    const reopened = open();
+    expect((await reopened.readAll()).map((e) => e.type)).to.deep.equal(['Queued']);
+  });
+
+  it('close() stops running subscriptions', async function () {
+    const store = open();
+    const subscription = store.subscribeToAll({}, () => {});
+    await store.close();
+    await subscription.close(); // already stopped: resolves at once
+  });
+
+  it("wakes subscriptions on this process's commits without waiting for a poll", async function () {
+    const store = open({ pollIntervalMs: 3_600_000 });
+    const received: RecordedEvent[] = [];
+    const subscription = store.subscribeToAll({}, (batch) => { received.push(...batch); });
+    await sleep(20); // let the subscription catch up and start waiting
+    await store.appendToStream('wake', [{ type: 'Woken', data: {} }]);
+    await waitFor(() => received.length === 1);
+    await subscription.close();
+    expect(received.map((e) => e.type)).to.deep.equal(['Woken']);
+  });
+
+  it('a second instance on the same file appends and the first one\'s subscription sees it (polling)', async function () {
+    const first = open({ pollIntervalMs: 20 });
+    const second = open({ pollIntervalMs: 20 });
+    await first.appendToStream('shared', [{ type: 'FromFirst', data: {} }]);
+    const received: RecordedEvent[] = [];
+    const subscription = first.subscribeToAll({}, (batch) => { received.push(...batch); });
+    await waitFor(() => received.length === 1);
+
+    const conflict = await second.appendToStream('shared', [{ type: 'Stale', data: {} }], { expectedRevision: 'no_stream' })
+      .catch((e: unknown) => e);
+    expect(conflict).to.be.instanceOf(WrongExpectedRevisionError).and.include({ actual: 0 });
+    await second.appendToStream('shared', [{ type: 'FromSecond', data: {} }], { expectedRevision: 0 });
+    await waitFor(() => received.length === 2);
+    await subscription.close();
+    expect(received.map((e) => `${e.revision}:${e.type}`)).to.deep.equal(['0:FromFirst', '1:FromSecond']);
+  });
+
+  it('another OS process writing concurrently: no lost, duplicated or out-of-order events', async function () {
+    const store = open({ pollIntervalMs: 20 });
+    const received: RecordedEvent[] = [];
+    const subscription = store.subscribeToAll({ maxBatchSize: 7 }, (batch) => { received.push(...batch); });
+    const child = runChildWriter(file, 40);
+    let parentAppends = 0;
+    while (!child.exited) {
+      await Promise.all([0, 1, 2].map(() => store.appendToStream('shared', [{ type: 'Parent', data: {} }])));
+      parentAppends += 3;
+      await sleep(0); // yield to timers and I/O even if appends settled as microtasks only
+    }
+    expect(await child.done).to.equal(0);
+    const total = parentAppends + 40 * 3;
+    await waitFor(() => received.length === total);
+    await subscription.close();
+
+    expect(received.map((e) => e.position)).to.deep.equal(Array.from({ length: total }, (_, i) => i + 1));
+    const shared = await store.readStream('shared');
+    expect(shared.map((e) => e.revision)).to.deep.equal(Array.from({ length: total }, (_, i) => i));
+    expect(shared.filter((e) => e.type === 'Child')).to.have.length(120);
+  });
+});
+
+/** Spawns a separate Node process appending `rounds` x 3 concurrent events to 'shared'. */
+function runChildWriter(file: string, rounds: number): { done: Promise<number | null>; exited: boolean } {
+  const code = `
+    const { SqliteEventStore } = await import(process.argv[1]);
+    const store = SqliteEventStore.open(process.argv[2]);
+    for (let round = 0; round < Number(process.argv[3]); round += 1) {
+      await Promise.all([0, 1, 2].map(() => store.appendToStream('shared', [{ type: 'Child', data: { round } }])));
+    }
+    await store.close();`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code, STORE_MODULE, file, String(rounds)], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const state = {
+    exited: false,
+    done: new Promise<number | null>((resolve, reject) => {
+      child.once('error', (error) => { state.exited = true; reject(error); });
+      child.once('exit', (exitCode) => { state.exited = true; resolve(exitCode); });
+    }),
+  };
+  return state;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function waitFor(condition: () => boolean, limitMs = 10_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for condition');
+    await sleep(5);
+  }
+}

@@ -1,0 +1,85 @@
+import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { openEmbedded, type Embedded } from '../../src/composition.ts';
+import { createApp } from '../../src/http/createApp.ts';
+import { FakeClock } from './fakeClock.ts';
+
+export const SANDBOX_KEY = 'sk_test_SandboxKeyForTests0000000000001';
+export const PRODUCTION_KEY = 'sk_live_ProductionKeyForTests00000000001';
+
+export interface TestResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+export interface RequestOptions {
+  key?: string | null;
+  headers?: Record<string, string>;
+  /** A raw body sent as is (no JSON encoding). */
+  raw?: string;
+}
+
+/** The whole service on embedded stores in a temp dir, with a fake clock, on 127.0.0.1. */
+export class TestService {
+  private constructor(
+    readonly dataDir: string,
+    readonly clock: FakeClock,
+    readonly embedded: Embedded,
+    private readonly server: Server,
+    readonly baseUrl: string,
+  ) {}
+
+  static async start(options: { clock?: FakeClock; dataDir?: string } = {}): Promise<TestService> {
+    const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
+    const clock = options.clock ?? new FakeClock();
+    const logger = pino({ level: 'silent' });
+    const embedded = await openEmbedded({ dataDir, clock, logger, apiKeys: [SANDBOX_KEY, PRODUCTION_KEY] });
+    const app = createApp({ environments: embedded.environments, keys: embedded.keys, logger });
+    const server = await new Promise<Server>((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
+    const { port } = server.address() as AddressInfo;
+    return new TestService(dataDir, clock, embedded, server, `http://127.0.0.1:${port}`);
+  }
+
+  get sandbox() { return this.embedded.environments.sandbox; }
+  get production() { return this.embedded.environments.production; }
+
+  async request<T = any>(method: string, urlPath: string, body?: unknown, options: RequestOptions = {}): Promise<TestResponse<T>> {
+    const key = options.key === undefined ? SANDBOX_KEY : options.key;
+    const headers: Record<string, string> = { ...(key ? { Authorization: `Bearer ${key}` } : {}), ...options.headers };
+    let payload: string | undefined = options.raw;
+    if (payload === undefined && body !== undefined) {
+      payload = JSON.stringify(body);
+      headers['Content-Type'] ??= 'application/json';
+    }
+    const res = await fetch(`${this.baseUrl}${urlPath}`, { method, headers, body: payload });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try { parsed = text ? JSON.parse(text) : undefined; } catch { /* not JSON: keep the text */ }
+    return { status: res.status, headers: res.headers, body: parsed as T };
+  }
+
+  post<T = any>(urlPath: string, body?: unknown, options?: RequestOptions) { return this.request<T>('POST', urlPath, body, options); }
+  get<T = any>(urlPath: string, options?: RequestOptions) { return this.request<T>('GET', urlPath, undefined, options); }
+  put<T = any>(urlPath: string, body?: unknown, options?: RequestOptions) { return this.request<T>('PUT', urlPath, body, options); }
+  delete<T = any>(urlPath: string, options?: RequestOptions) { return this.request<T>('DELETE', urlPath, undefined, options); }
+
+  /** Creates a voucher through the API and returns its body (fails loudly when not 201). */
+  async createVoucher(body: Record<string, unknown>, options?: RequestOptions): Promise<any> {
+    const res = await this.post('/v1/vouchers', body, options);
+    if (res.status !== 201) throw new Error(`create failed: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  }
+
+  /** Stops the server and closes the stores; removes the data dir unless `keepData`. */
+  async stop(keepData = false): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await this.embedded.close();
+    if (!keepData) fs.rmSync(this.dataDir, { recursive: true, force: true });
+  }
+}
