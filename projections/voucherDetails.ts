@@ -69,5 +69,5 @@ export const voucherDetails: Projection<VoucherView> = {
   handles: ['VoucherCreated', 'VoucherUpdated', 'VoucherDeactivated', 'VoucherApplied', 'VoucherApplicationRolledBack', 'VoucherExpired'],
   documentId: (event) => (event.data as { voucherId?: string }).voucherId,
   evolve: (view, event) => evolveView(view, event as Recorded),
-  indexes: [['created_seq'], ['status', 'created_seq'], ['type', 'created_seq'], ['code_lower'], ['status', 'valid_until']],
+  indexes: [['created_seq'], ['status', 'created_seq'], ['type', 'created_seq'], ['status', 'code_lower'], ['status', 'valid_until']],
 };

@@ -28,5 +28,6 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   logLevel: env.LOG_LEVEL ?? 'info',
   apiKeys: (env.VOUCHER_API_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
   readYourWritesMs: integer(env.READ_YOUR_WRITES_MS, 5_000, 'READ_YOUR_WRITES_MS'),
-  expiryIntervalMs: integer(env.EXPIRY_INTERVAL_MS, 30_000, 'EXPIRY_INTERVAL_MS'),
+  // decisions.md: expiry is recorded within a minute, so the interval is capped at 60 s
+  expiryIntervalMs: Math.min(60_000, Math.max(1_000, integer(env.EXPIRY_INTERVAL_MS, 30_000, 'EXPIRY_INTERVAL_MS'))),
 });

@@ -43,11 +43,11 @@ export class CodeRegistry {
     const abandoned = claim !== undefined
       && now.getTime() - Date.parse(claim.data.claimedAt) > ABANDONED_CLAIM_MS
       && !(await this.voucherExists(claim.data.voucherId));
-    if (!abandoned) throw duplicate(code, owner);
+    if (!abandoned) throw duplicate(claim?.data.code ?? code, owner);
     try {
       await this.store.appendToStream(codeStream(code), [event], { expectedRevision: claim.revision });
     } catch (error) {
-      if (error instanceof WrongExpectedRevisionError) throw duplicate(code, undefined);
+      if (error instanceof WrongExpectedRevisionError) throw duplicate(code, (await this.lastClaim(code))?.data.voucherId);
       throw error;
     }
   }

@@ -82,13 +82,14 @@ export const editDistance = (a: string, b: string): number => {
 };
 
 /**
- * Up to 5 existing codes close to an unknown one: candidates share its first character (an
- * indexed range scan, at most 1,000), ranked by edit distance, kept within max(2, length / 3).
+ * Up to 5 active codes close to an unknown one (inactive and expired codes are never revealed):
+ * candidates share its first character (an indexed range scan, at most 1,000), ranked by edit
+ * distance, kept within max(2, length / 3).
  */
 export const suggestCodes = async (ctx: EnvContext, code: string): Promise<string[]> => {
   const wanted = code.toLowerCase();
   const first = wanted.slice(0, 1);
-  const candidates = await ctx.reads.find<VoucherView>('vouchers', { code_lower: { $gte: first, $lt: `${first}\uffff` } }, {
+  const candidates = await ctx.reads.find<VoucherView>('vouchers', { status: 'active', code_lower: { $gte: first, $lt: `${first}\uffff` } }, {
     sort: [['code_lower', 1]], limit: 1_000,
   });
   const limit = Math.max(2, Math.floor(wanted.length / 3));

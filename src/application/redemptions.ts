@@ -3,7 +3,7 @@ import type { Customer, Order } from '../domain/discount/types.ts';
 import { decide } from '../domain/voucher/decide.ts';
 import { evaluate, type Evaluation } from '../domain/voucher/evaluate.ts';
 import { voucherStream } from '../domain/voucher/events.ts';
-import type { VoucherState } from '../domain/voucher/state.ts';
+import type { Voucher, VoucherState } from '../domain/voucher/state.ts';
 import type { ApplicationView } from '../../projections/usageHistory.ts';
 import { QUOTE_TTL_MS, quoteKey, type CallMetadata, type EnvContext } from './context.ts';
 import { suggestCodes } from './queries.ts';
@@ -31,13 +31,33 @@ export const validateVoucher = async (ctx: EnvContext, code: string, order: Orde
   const now = ctx.clock.now();
   const { result } = await ctx.vouchers.execute(voucherStream(voucherId), {
     decide: () => [],
-    result: (state: VoucherState) => evaluate(state!, order, customer, now),
+    result: (state: VoucherState) => {
+      if (order.id !== undefined) refuseOtherOrderOnSameId(state!, order, customer);
+      return evaluate(state!, order, customer, now);
+    },
   });
   if (order.id !== undefined) {
     const quote: Quote = { order, customer };
     await ctx.kv.put('quotes', quoteKey(voucherId, order.id), quote, now.getTime() + QUOTE_TTL_MS);
   }
   return result;
+};
+
+/**
+ * Validate agrees with apply: when the order id already carries this voucher with another order
+ * or customer, apply would answer 409 VOUCHER_ALREADY_APPLIED, and so does validate.
+ */
+const refuseOtherOrderOnSameId = (voucher: Voucher, order: Order, customer: Customer | undefined): void => {
+  const applicationId = voucher.liveByOrder.get(order.id!);
+  if (applicationId === undefined) return;
+  const application = voucher.applications.get(applicationId)!;
+  const same = application.orderFingerprint === orderFingerprint(order)
+    && (customer === undefined || application.customerFingerprint === fingerprint(customer));
+  if (!same) {
+    throw new DomainError('VOUCHER_ALREADY_APPLIED', `Voucher ${voucher.code} is already applied to order ${order.id}`, {
+      order_id: order.id, voucher_id: voucher.id,
+    });
+  }
 };
 
 export interface ApplyInput {

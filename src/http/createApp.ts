@@ -41,10 +41,9 @@ export const createApp = (deps: AppDeps): Express => {
   app.get('/v1/openapi.json', (_req, res) => { res.json(openapi); });
 
   const v1 = express.Router();
-  v1.use(authenticate(deps.keys, deps.environments));
   v1.use(requireJson);
   v1.use(express.json({ limit: MAX_BODY_BYTES, strict: true, type: 'application/json' }));
-  v1.use(voucherRoutes());
+  v1.use(voucherRoutes(authenticate(deps.keys, deps.environments)));
   app.use('/v1', v1);
   app.use(notFound);
   app.use(errorHandler);

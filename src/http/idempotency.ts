@@ -11,11 +11,17 @@ const inFlight = new WeakMap<object, Map<string, Promise<void>>>();
 /**
  * Stripe-style `Idempotency-Key`: the same key with the same body within 24 hours gets the first
  * response again (with `Idempotent-Replayed: true`); the same key with another body gets 409
- * IDEMPOTENCY_KEY_REUSED. Keys are scoped to the API key and the endpoint. Responses of 5xx are
- * not kept, so a retry after a server failure runs again. Concurrent requests with one key wait
- * for the first to finish.
+ * IDEMPOTENCY_KEY_REUSED. Keys are scoped to the API key and the endpoint. As at Stripe, a
+ * result is kept only when the endpoint really ran: 5xx, request validation failures
+ * (INVALID_REQUEST) and concurrency conflicts are not kept, so a retry runs again. Concurrent
+ * requests with one key wait for the first to finish.
+ *
+ * `replayAs200`: a kept 201 is replayed as 200 (apply: "201 on first application, 200 on an
+ * idempotent repeat", whichever way the repeat is recognised).
  */
-export const idempotency: RequestHandler = async (req, res, next) => {
+const NOT_KEPT = new Set(['INVALID_REQUEST', 'CONCURRENT_MODIFICATION', 'RATE_LIMIT_EXCEEDED']);
+
+export const idempotency = (options: { replayAs200?: boolean } = {}): RequestHandler => async (req, res, next) => {
   const key = req.get('Idempotency-Key');
   if (key === undefined) return next();
   if (key.length < 1 || key.length > 255) {
@@ -26,28 +32,39 @@ export const idempotency: RequestHandler = async (req, res, next) => {
   const bodyHash = fingerprint(req.body ?? null);
   let running = inFlight.get(kv);
   if (!running) { running = new Map(); inFlight.set(kv, running); }
-  while (running.has(scope)) await running.get(scope);
-  const stored = await kv.get<StoredResponse>('idempotency', scope);
-  if (stored) return replay(res, stored, bodyHash, key);
-  let done!: () => void;
-  running.set(scope, new Promise<void>((resolve) => { done = resolve; }));
-  res.on('close', () => { running!.delete(scope); done(); });
+  // Look again after every wait: another request with this key may start while kv.get runs.
+  for (;;) {
+    while (running.has(scope)) await running.get(scope);
+    const stored = await kv.get<StoredResponse>('idempotency', scope);
+    if (stored) return replay(res, stored, bodyHash, key, options.replayAs200 === true);
+    if (!running.has(scope)) break;
+  }
+  // Waiters are released once the response is stored (not merely sent), else when it closes.
+  let release!: () => void;
+  const mine = new Promise<void>((resolve) => { release = () => { if (running!.get(scope) === mine) running!.delete(scope); resolve(); }; });
+  running.set(scope, mine);
+  let storing = false;
+  res.on('close', () => { if (!storing) release(); });
   const json = res.json.bind(res);
   res.json = (body: unknown) => {
-    if (res.statusCode < 500) {
+    const keep = res.statusCode < 500 && !NOT_KEPT.has(String(res.locals.errorCode));
+    if (keep && !storing) {
+      storing = true;
       const record: StoredResponse = { bodyHash, status: res.statusCode, body, location: res.getHeader('Location') as string | undefined };
-      void kv.put('idempotency', scope, record, clock.now().getTime() + IDEMPOTENCY_TTL_MS).finally(() => { running!.delete(scope); done(); });
+      kv.put('idempotency', scope, record, clock.now().getTime() + IDEMPOTENCY_TTL_MS)
+        .catch((error: unknown) => req.log?.error({ err: error }, 'idempotency record not stored'))
+        .finally(release);
     }
     return json(body);
   };
   next();
 };
 
-const replay = (res: Response, stored: StoredResponse, bodyHash: string, key: string): void => {
+const replay = (res: Response, stored: StoredResponse, bodyHash: string, key: string, replayAs200: boolean): void => {
   if (stored.bodyHash !== bodyHash) {
     throw new HttpError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body', { idempotency_key: key });
   }
   if (stored.location) res.setHeader('Location', stored.location);
   res.setHeader('Idempotent-Replayed', 'true');
-  res.status(stored.status).json(stored.body);
+  res.status(replayAs200 && stored.status === 201 ? 200 : stored.status).json(stored.body);
 };

@@ -29,7 +29,7 @@ export const buildOpenApi = (): object => ({
     version: '1.0.0',
     description: fs.existsSync(REFERENCE) ? fs.readFileSync(REFERENCE, 'utf8') : 'See docs/api-reference.md',
   },
-  servers: [{ url: 'http://localhost:3000/v1' }],
+  servers: [{ url: '/v1', description: 'relative to the host serving this document' }],
   security: [{ bearer: [] }],
   paths: {
     '/vouchers': {
@@ -52,8 +52,9 @@ export const buildOpenApi = (): object => ({
         requestBody: body(schemas.validateSchema),
         responses: {
           200: json('The validation result.', ref('ValidationResult')),
-          400: error('Not applicable.', ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED', 'CONDITION_NOT_MET']),
-          404: error('Unknown code (details.suggestions lists similar codes).', ['VOUCHER_NOT_FOUND']), ...common,
+          400: error('Not applicable.', ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED']),
+          404: error('Unknown code (details.suggestions lists similar codes).', ['VOUCHER_NOT_FOUND']),
+          409: error('The order id already carries this voucher with another order or customer.', ['VOUCHER_ALREADY_APPLIED']), ...common,
         },
       },
     },
@@ -64,7 +65,7 @@ export const buildOpenApi = (): object => ({
         responses: {
           201: json('The application.', ref('Application')),
           200: json('Idempotent repeat: the stored application (header Idempotent-Replayed: true).', ref('Application')),
-          400: error('Not applicable.', ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED', 'CONDITION_NOT_MET']),
+          400: error('Not applicable.', ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED']),
           404: error('Unknown code.', ['VOUCHER_NOT_FOUND']),
           409: error('Applied to this order with another order or customer.', ['VOUCHER_ALREADY_APPLIED', 'IDEMPOTENCY_KEY_REUSED', 'CONCURRENT_MODIFICATION']), ...common,
         },

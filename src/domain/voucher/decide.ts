@@ -1,5 +1,6 @@
 import { DomainError, invalidRequest } from '../errors.ts';
 import { isoSeconds } from '../clock.ts';
+import { hasAtMostTwoDecimals } from '../discount/money.ts';
 import type { VoucherCommand, ConditionsPatch } from './commands.ts';
 import type { Conditions, RecordedStatus, VoucherEvent, VoucherType } from './events.ts';
 import { evaluate } from './evaluate.ts';
@@ -21,6 +22,9 @@ export const checkValue = (type: VoucherType, value: number | undefined, field =
   if (value === undefined) throw invalidRequest([{ field, message: `is required for ${type} vouchers` }]);
   if (type === 'percentage' && !(value >= 0 && value <= 100)) {
     throw invalidRequest([{ field, message: 'must be a percentage between 0 and 100' }]);
+  }
+  if (type === 'percentage' && !hasAtMostTwoDecimals(value)) {
+    throw invalidRequest([{ field, message: 'must have at most 2 decimal places' }]);
   }
   if (type === 'fixed' && !(Number.isInteger(value) && value >= 1 && value <= 100_000_000)) {
     throw invalidRequest([{ field, message: 'must be an integer amount in cents between 1 and 100000000' }]);
@@ -58,6 +62,9 @@ const create = ({ data, metadata }: Command<'CreateVoucher'>, state: VoucherStat
 
 const update = ({ data, metadata }: Command<'UpdateVoucher'>, state: VoucherState): VoucherEvent[] => {
   const voucher = existing(state, data.voucherId);
+  if (data.value === undefined && data.currency === undefined && data.conditions === undefined && data.status === undefined) {
+    return []; // nothing to change: no event, updated_at stays
+  }
   if (data.value !== undefined) checkValue(voucher.type, data.value);
   const conditions = data.conditions ? mergeConditions(voucher.conditions, data.conditions) : undefined;
   if (conditions) checkConditions(conditions);
@@ -65,6 +72,9 @@ const update = ({ data, metadata }: Command<'UpdateVoucher'>, state: VoucherStat
   // removed); an explicit `inactive` always wins.
   const until = (conditions ?? voucher.conditions).valid_until;
   const revived = until === undefined || Date.parse(until) > metadata.now.getTime();
+  if (data.status === 'active' && !revived) {
+    throw invalidRequest([{ field: 'status', message: 'cannot be active while conditions.valid_until has passed: move valid_until into the future' }]);
+  }
   let status: RecordedStatus = data.status ?? voucher.status;
   if (voucher.status === 'expired' && status !== 'inactive') status = revived ? 'active' : 'expired';
   return [{

@@ -1,13 +1,13 @@
-import { Router, type Request } from 'express';
+import { Router, type Request, type RequestHandler } from 'express';
 import { DomainError, invalidRequest } from '../../domain/errors.ts';
 import { isoSeconds } from '../../domain/clock.ts';
-import { hasAtMostTwoDecimals } from '../../domain/discount/money.ts';
 import type { Conditions } from '../../domain/voucher/events.ts';
 import { applyVoucher, rollbackApplication, validateVoucher, type ApplyInput } from '../../application/redemptions.ts';
 import { getVoucher, listApplications, listVouchers, type ListVouchersQuery } from '../../application/queries.ts';
 import { createVoucher, deactivateVoucher, updateVoucher, type CreateVoucherInput, type UpdateVoucherInput } from '../../application/vouchers.ts';
 import { renderVoucher } from '../../application/views.ts';
 import type { Customer, Order } from '../../domain/discount/types.ts';
+import type { Scope } from '../../application/apiKeys.ts';
 import { requireScope } from '../auth.ts';
 import { idempotency } from '../idempotency.ts';
 import * as schemas from '../schemas.ts';
@@ -40,10 +40,6 @@ const normaliseTimes = <T extends { valid_from?: string | null; valid_until?: st
   return out;
 };
 
-const checkPercentage = (value: number | undefined): void => {
-  if (value !== undefined && !hasAtMostTwoDecimals(value)) throw invalidRequest([{ field: 'value', message: 'must have at most 2 decimal places' }]);
-};
-
 const rejectImmutable = (body: unknown): void => {
   if (!body || typeof body !== 'object') return;
   const sent = schemas.IMMUTABLE_FIELDS.filter((field) => field in body);
@@ -52,17 +48,21 @@ const rejectImmutable = (body: unknown): void => {
 
 const meta = (req: Request) => ({ correlationId: req.requestId, apiKeyId: req.apiKey.id });
 
-export const voucherRoutes = (): Router => {
+/**
+ * The /vouchers routes. `authenticate` runs per route, so a path that matches no route is 404
+ * NOT_FOUND whatever the key.
+ */
+export const voucherRoutes = (authenticate: RequestHandler): Router => {
   const router = Router();
+  const guard = (scope: Scope): RequestHandler[] => [authenticate, requireScope(scope)];
 
-  router.post('/vouchers', requireScope('vouchers:write'), idempotency, async (req, res) => {
+  router.post('/vouchers', ...guard('vouchers:write'), idempotency(), async (req, res) => {
     const input = parseCreate(req.body);
-    checkPercentage(input.value);
     const view = await createVoucher(req.ctx, { ...input, conditions: normaliseTimes(input.conditions) as Conditions | undefined }, meta(req));
     res.status(201).location(`/v1/vouchers/${view.id}`).json(renderVoucher(view, req.ctx.clock.now()));
   });
 
-  router.get('/vouchers', requireScope('vouchers:read'), async (req, res) => {
+  router.get('/vouchers', ...guard('vouchers:read'), async (req, res) => {
     const query = parseList({ ...req.query });
     const page = await listVouchers(req.ctx, {
       ...query,
@@ -72,44 +72,43 @@ export const voucherRoutes = (): Router => {
     res.json(page);
   });
 
-  router.post('/vouchers/validate', requireScope('vouchers:redeem'), async (req, res) => {
+  router.post('/vouchers/validate', ...guard('vouchers:redeem'), async (req, res) => {
     const body = parseValidate(req.body);
     res.json(await validateVoucher(req.ctx, body.code, body.order, body.customer));
   });
 
-  router.post('/vouchers/apply', requireScope('vouchers:redeem'), idempotency, async (req, res) => {
+  router.post('/vouchers/apply', ...guard('vouchers:redeem'), idempotency({ replayAs200: true }), async (req, res) => {
     const outcome = await applyVoucher(req.ctx, parseApply(req.body), meta(req));
     if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
     res.status(outcome.replayed ? 200 : 201).json(outcome.application);
   });
 
-  router.post('/vouchers/applications/:applicationId/rollback', requireScope('vouchers:redeem'), async (req, res) => {
+  router.post('/vouchers/applications/:applicationId/rollback', ...guard('vouchers:redeem'), async (req, res) => {
     const id = String(req.params.applicationId);
     if (!APPLICATION_ID.test(id)) throw new DomainError('APPLICATION_NOT_FOUND', `Application ${id} was not found`, { application_id: id });
     const body = parseRollback(req.body ?? {});
     res.json(await rollbackApplication(req.ctx, id, body.reason, meta(req)));
   });
 
-  router.get('/vouchers/:voucherId', requireScope('vouchers:read'), async (req, res) => {
+  router.get('/vouchers/:voucherId', ...guard('vouchers:read'), async (req, res) => {
     parseNoQuery({ ...req.query });
     res.json(await getVoucher(req.ctx, voucherIdOf(req)));
   });
 
-  router.get('/vouchers/:voucherId/applications', requireScope('vouchers:read'), async (req, res) => {
+  router.get('/vouchers/:voucherId/applications', ...guard('vouchers:read'), async (req, res) => {
     const page = parsePage({ ...req.query });
     res.json(await listApplications(req.ctx, voucherIdOf(req), page.limit, page.offset));
   });
 
-  router.put('/vouchers/:voucherId', requireScope('vouchers:write'), async (req, res) => {
+  router.put('/vouchers/:voucherId', ...guard('vouchers:write'), async (req, res) => {
     const id = voucherIdOf(req);
     rejectImmutable(req.body);
     const input = parseUpdate(req.body);
-    checkPercentage(input.value);
     const view = await updateVoucher(req.ctx, id, { ...input, conditions: normaliseTimes(input.conditions) }, meta(req));
     res.json(renderVoucher(view, req.ctx.clock.now()));
   });
 
-  router.delete('/vouchers/:voucherId', requireScope('vouchers:delete'), async (req, res) => {
+  router.delete('/vouchers/:voucherId', ...guard('vouchers:delete'), async (req, res) => {
     const view = await deactivateVoucher(req.ctx, voucherIdOf(req), meta(req));
     res.json({ id: view.id, code: view.code, status: 'inactive', deleted_at: view.deleted_at });
   });

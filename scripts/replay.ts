@@ -1,0 +1,105 @@
+/**
+ * `npm run replay [-- --env sandbox|production]`: rebuilds every core read model (vouchers,
+ * applications) of each environment from its event log, in DATA_DIR (default ./data).
+ *
+ * Stop the service first. The embedded stores are plain SQLite files, so the replay can open them
+ * while the service runs, but the service's projector would keep writing the same collections and
+ * checkpoint during the reset and replay (and its requests would read half-built read models).
+ * Rebuilding is only safe with the service stopped; the script cannot tell whether it runs, so it
+ * prints a warning instead of refusing.
+ */
+import fs from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import cliProgress from 'cli-progress';
+import { coreProjections, CORE_CHECKPOINT } from '../projections/index.ts';
+import type { Environment } from '../src/application/context.ts';
+import { ENVIRONMENTS, environmentFiles } from '../src/composition.ts';
+import { loadConfig } from '../src/config.ts';
+import { SqliteEventStore } from '../src/infrastructure/eventStore/sqliteEventStore.ts';
+import { rebuildReadModels } from '../src/infrastructure/projector/rebuild.ts';
+import { SqliteReadStore } from '../src/infrastructure/readStore/sqliteReadStore.ts';
+
+interface Summary { environment: Environment; events: number; position: number; ms: number; skipped?: boolean }
+
+const USAGE = 'usage: npm run replay [-- --env sandbox|production]';
+
+class UsageError extends Error {}
+
+const selectedEnvironments = (argv: string[]): Environment[] => {
+  let values: { env?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({ args: argv, options: { env: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true }));
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  if (values.env === undefined) return ENVIRONMENTS;
+  if (!ENVIRONMENTS.includes(values.env as Environment)) throw new UsageError(`--env must be one of ${ENVIRONMENTS.join(', ')}, got "${values.env}"`);
+  return [values.env as Environment];
+};
+
+const replayEnvironment = async (dataDir: string, environment: Environment): Promise<Summary> => {
+  const files = environmentFiles(dataDir, environment);
+  if (!fs.existsSync(files.events)) {
+    process.stdout.write(`${environment}: no event store at ${files.events}, skipped\n`);
+    return { environment, events: 0, position: 0, ms: 0, skipped: true };
+  }
+  const events = SqliteEventStore.open(files.events);
+  const reads = SqliteReadStore.open(files.reads);
+  const interactive = process.stdout.isTTY === true;
+  const bar = interactive
+    ? new cliProgress.SingleBar({
+        format: `${environment.padEnd(10)} [{bar}] {percentage}% | position {value}/{total} | {eta_formatted} left`,
+        hideCursor: true,
+      }, cliProgress.Presets.shades_classic)
+    : undefined;
+  const started = performance.now();
+  try {
+    let barStarted = false;
+    const result = await rebuildReadModels(events, reads, coreProjections, CORE_CHECKPOINT, (done, total) => {
+      if (!bar) return;
+      if (!barStarted) { bar.start(total, done); barStarted = true; return; }
+      bar.setTotal(total);
+      bar.update(done);
+    });
+    bar?.stop();
+    const ms = performance.now() - started;
+    if (!interactive) {
+      process.stdout.write(`${environment}: replayed ${result.events} events (up to position ${result.position}) in ${ms.toFixed(0)} ms\n`);
+    }
+    return { environment, ...result, ms };
+  } catch (error) {
+    bar?.stop();
+    throw error;
+  } finally {
+    await events.close();
+    await reads.close();
+  }
+};
+
+const main = async (): Promise<void> => {
+  const environments = selectedEnvironments(process.argv.slice(2));
+  const { dataDir } = loadConfig();
+  process.stderr.write('warning: stop the voucher service before replaying; a running service keeps projecting into the same read models\n');
+  process.stdout.write(`Rebuilding read models (${coreProjections.map((p) => p.collection).join(', ')}) in ${dataDir}\n`);
+  const started = performance.now();
+  const summaries: Summary[] = [];
+  for (const environment of environments) summaries.push(await replayEnvironment(dataDir, environment));
+  process.stdout.write('\nSummary\n');
+  for (const s of summaries) {
+    process.stdout.write(s.skipped
+      ? `  ${s.environment.padEnd(10)} skipped (no event store)\n`
+      : `  ${s.environment.padEnd(10)} ${String(s.events).padStart(9)} events  ${(s.ms / 1000).toFixed(2)} s\n`);
+  }
+  process.stdout.write(`  total      ${String(summaries.reduce((n, s) => n + s.events, 0)).padStart(9)} events  ${((performance.now() - started) / 1000).toFixed(2)} s\n`);
+};
+
+main().catch((error: unknown) => {
+  const usage = error instanceof UsageError ? `${USAGE}\n` : '';
+  process.stderr.write(`replay failed: ${error instanceof Error ? error.message : String(error)}\n${usage}`);
+  process.exit(1);
+});

@@ -1,0 +1,159 @@
+import { expect } from 'chai';
+import sinon from 'sinon';
+import { TestService, type TestResponse } from '../support/harness.ts';
+
+const countBy = (responses: TestResponse[]): Record<string, number> => {
+  const counts: Record<string, number> = {};
+  for (const r of responses) {
+    const key = r.status < 300 ? String(r.status) : `${r.status} ${r.body?.error?.code}`;
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+  return counts;
+};
+
+describe('HTTP concurrency: limits and uniqueness hold under parallel requests', () => {
+  let service: TestService;
+
+  before(async () => { service = await TestService.start(); });
+  after(async () => { await service.stop(); });
+
+  const appliedEvents = async (voucherId: string) =>
+    (await service.sandbox.events.readStream(`voucher-${voucherId}`)).filter((e) => e.type === 'VoucherApplied');
+
+  it('200 concurrent applies of a voucher with max_uses 50: exactly 50 succeed, 150 USAGE_LIMIT_EXCEEDED', async () => {
+    const v = await service.createVoucher({ code: 'RUSH50', type: 'fixed', value: 200, conditions: { max_uses: 50 } });
+    const responses = await Promise.all(Array.from({ length: 200 }, (_, i) =>
+      service.post('/v1/vouchers/apply', { code: 'RUSH50', order_id: `rush-${i}`, order: { value: 1000 + i, currency: 'USD' } })));
+    expect(countBy(responses)).to.deep.equal({ 201: 50, '400 USAGE_LIMIT_EXCEEDED': 150 });
+    for (const r of responses.filter((x) => x.status === 400)) {
+      expect(r.body.error.details).to.deep.equal({ max_uses: 50, current_uses: 50, limit_type: 'total_uses' });
+    }
+    const winners = responses.filter((r) => r.status === 201);
+    expect(new Set(winners.map((r) => r.body.id)).size).to.equal(50);
+    expect(new Set(winners.map((r) => r.body.order_id)).size).to.equal(50);
+    for (const r of winners) {
+      const i = Number(String(r.body.order_id).slice('rush-'.length));
+      expect(r.body).to.include({ discount_amount: 200, final_amount: 800 + i });
+    }
+
+    const fetched = await service.get(`/v1/vouchers/${v.id}`);
+    expect(fetched.body.usage_count).to.equal(50);
+    expect(fetched.body.status).to.equal('active');
+    const events = await appliedEvents(v.id);
+    expect(events).to.have.length(50);
+    expect(new Set(events.map((e) => (e.data as any).orderId))).to.deep.equal(new Set(winners.map((r) => r.body.order_id)));
+    const apps = await service.get(`/v1/vouchers/${v.id}/applications?limit=100`);
+    expect(apps.body.total).to.equal(50);
+  });
+
+  it('concurrent applies by one customer of a voucher with customer_limit 3: exactly 3 succeed', async () => {
+    const v = await service.createVoucher({ code: 'THREEPP', type: 'percentage', value: 10, conditions: { customer_limit: 3 } });
+    const responses = await Promise.all(Array.from({ length: 40 }, (_, i) =>
+      service.post('/v1/vouchers/apply', { code: 'THREEPP', order_id: `pp-${i}`, order: { value: 2000 }, customer: { id: 'dave' } })));
+    expect(countBy(responses)).to.deep.equal({ 201: 3, '400 USAGE_LIMIT_EXCEEDED': 37 });
+    for (const r of responses.filter((x) => x.status === 400)) {
+      expect(r.body.error.details).to.deep.equal({ max_uses: 3, current_uses: 3, limit_type: 'customer_uses' });
+    }
+    for (const r of responses.filter((x) => x.status === 201)) expect(r.body).to.include({ customer_id: 'dave', discount_amount: 200, final_amount: 1800 });
+    expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(3);
+    expect(await appliedEvents(v.id)).to.have.length(3);
+    // another customer still can
+    const erin = await service.post('/v1/vouchers/apply', { code: 'THREEPP', order_id: 'pp-erin', order: { value: 2000 }, customer: { id: 'erin' } });
+    expect(erin.status).to.equal(201);
+  });
+
+  it('50 concurrent creates of the same code (any case): exactly one 201 and 49 DUPLICATE_VOUCHER_CODE', async () => {
+    const responses = await Promise.all(Array.from({ length: 50 }, (_, i) =>
+      service.post('/v1/vouchers', { code: i % 2 === 0 ? 'RACECODE' : 'racecode', type: 'fixed', value: 100 + i })));
+    expect(countBy(responses)).to.deep.equal({ 201: 1, '409 DUPLICATE_VOUCHER_CODE': 49 });
+    const winner = responses.find((r) => r.status === 201)!;
+    for (const r of responses.filter((x) => x.status === 409)) {
+      expect(r.body.error.details.voucher_id).to.equal(winner.body.id);
+    }
+    const list = await service.get('/v1/vouchers?limit=100');
+    expect(list.body.data.filter((x: any) => x.code.toLowerCase() === 'racecode').map((x: any) => x.id)).to.deep.equal([winner.body.id]);
+    const created = (await service.sandbox.events.readAll()).filter((e) => e.type === 'VoucherCreated' && String((e.data as any).code).toLowerCase() === 'racecode');
+    expect(created).to.have.length(1);
+    const validated = await service.post('/v1/vouchers/validate', { code: 'RaceCode', order: { value: 5000 } });
+    expect(validated.body.voucher.id).to.equal(winner.body.id);
+    expect(validated.body.discount_amount).to.equal(winner.body.value);
+  });
+
+  it('20 concurrent identical applies of one order: one 201, 19 replays (200) of the same application, one event', async () => {
+    const v = await service.createVoucher({ code: 'SAMEORDER', type: 'fixed', value: 500 });
+    const body = { code: 'SAMEORDER', order_id: 'same-1', order: { value: 4000, currency: 'EUR' }, customer: { id: 'fay' } };
+    const responses = await Promise.all(Array.from({ length: 20 }, () => service.post('/v1/vouchers/apply', body)));
+    expect(countBy(responses)).to.deep.equal({ 201: 1, 200: 19 });
+    const ids = new Set(responses.map((r) => r.body.id));
+    expect(ids.size).to.equal(1);
+    for (const r of responses) {
+      expect(r.body).to.include({ order_id: 'same-1', discount_amount: 500, final_amount: 3500, currency: 'EUR' });
+      expect(r.headers.get('idempotent-replayed')).to.equal(r.status === 200 ? 'true' : null);
+    }
+    expect(await appliedEvents(v.id)).to.have.length(1);
+    expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(1);
+  });
+
+  it('concurrent applies of one order with different bodies: one wins, the others are 409 VOUCHER_ALREADY_APPLIED', async () => {
+    const v = await service.createVoucher({ code: 'ONEORDER', type: 'fixed', value: 100 });
+    const responses = await Promise.all(Array.from({ length: 10 }, (_, i) =>
+      service.post('/v1/vouchers/apply', { code: 'ONEORDER', order_id: 'one-1', order: { value: 1000 + i } })));
+    expect(countBy(responses)).to.deep.equal({ 201: 1, '409 VOUCHER_ALREADY_APPLIED': 9 });
+    for (const r of responses.filter((x) => x.status === 409)) expect(r.body.error.details).to.deep.equal({ order_id: 'one-1', voucher_id: v.id });
+    expect(await appliedEvents(v.id)).to.have.length(1);
+  });
+
+  it('10 concurrent creates with one Idempotency-Key: the same 201 voucher for all, one voucher created', async () => {
+    const headers = { 'Idempotency-Key': 'concurrent-create-key' };
+    const body = { code: 'IDEMRACE', type: 'fixed', value: 100 };
+    const responses = await Promise.all(Array.from({ length: 10 }, () => service.post('/v1/vouchers', body, { headers })));
+    expect(countBy(responses)).to.deep.equal({ 201: 10 });
+    expect(new Set(responses.map((r) => r.body.id)).size).to.equal(1);
+    expect(responses.filter((r) => r.headers.get('idempotent-replayed') === 'true')).to.have.length(9);
+    const created = (await service.sandbox.events.readAll()).filter((e) => e.type === 'VoucherCreated' && (e.data as any).code === 'IDEMRACE');
+    expect(created).to.have.length(1);
+  });
+
+  it('one Idempotency-Key under concurrency also holds when the key-value store answers slowly', async () => {
+    // The KvStore port is asynchronous (a networked store takes time to answer): requests must
+    // not both miss the stored response and both run.
+    const kv = service.sandbox.kv;
+    const slow = () => new Promise((resolve) => setTimeout(resolve, 5));
+    const get = kv.get.bind(kv);
+    const put = kv.put.bind(kv);
+    const stubs = [
+      sinon.stub(kv, 'get').callsFake(async (namespace: string, key: string) => { await slow(); return get(namespace, key); }),
+      sinon.stub(kv, 'put').callsFake(async (namespace: string, key: string, value: unknown, expiresAt: number) => {
+        await slow();
+        return put(namespace, key, value, expiresAt);
+      }),
+    ];
+    try {
+      const headers = { 'Idempotency-Key': 'slow-store-key' };
+      const responses = await Promise.all(Array.from({ length: 10 }, () =>
+        service.post('/v1/vouchers', { code: 'SLOWKV', type: 'fixed', value: 100 }, { headers })));
+      expect(countBy(responses)).to.deep.equal({ 201: 10 });
+      expect(new Set(responses.map((r) => r.body.id)).size).to.equal(1);
+      expect(responses.filter((r) => r.headers.get('idempotent-replayed') === 'true')).to.have.length(9);
+    } finally {
+      stubs.forEach((stub) => stub.restore());
+    }
+    const again = await service.post('/v1/vouchers', { code: 'SLOWKV', type: 'fixed', value: 100 }, { headers: { 'Idempotency-Key': 'slow-store-key' } });
+    expect(again.status).to.equal(201);
+    expect(again.headers.get('idempotent-replayed')).to.equal('true');
+  });
+
+  it('concurrent rollbacks of one application: usage_count goes down by exactly one', async () => {
+    const v = await service.createVoucher({ code: 'ROLLRACE', type: 'fixed', value: 100 });
+    for (const id of ['rr-1', 'rr-2']) {
+      expect((await service.post('/v1/vouchers/apply', { code: 'ROLLRACE', order_id: id, order: { value: 1000 } })).status).to.equal(201);
+    }
+    const target = (await service.get(`/v1/vouchers/${v.id}/applications`)).body.data[0].id;
+    const responses = await Promise.all(Array.from({ length: 10 }, () => service.post(`/v1/vouchers/applications/${target}/rollback`)));
+    expect(countBy(responses)).to.deep.equal({ 200: 10 });
+    for (const r of responses) expect(r.body).to.include({ id: target, status: 'rolled_back' });
+    expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(1);
+    const rolled = (await service.sandbox.events.readStream(`voucher-${v.id}`)).filter((e) => e.type === 'VoucherApplicationRolledBack');
+    expect(rolled).to.have.length(1);
+  });
+});

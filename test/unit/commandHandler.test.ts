@@ -1,0 +1,221 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import sinon from 'sinon';
+import { CommandHandler, type CommandHandlerOptions, type Work } from '../../src/application/commandHandler.ts';
+import { DomainError } from '../../src/domain/errors.ts';
+import type { VoucherCommand } from '../../src/domain/voucher/commands.ts';
+import { decide } from '../../src/domain/voucher/decide.ts';
+import { voucherStream, type Conditions, type VoucherEvent } from '../../src/domain/voucher/events.ts';
+import { evolve, initialState, type VoucherState } from '../../src/domain/voucher/state.ts';
+import { WrongExpectedRevisionError, type RecordedEvent } from '../../src/infrastructure/eventStore/eventStore.ts';
+import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
+
+const metadata = { now: new Date('2026-01-15T12:00:00Z') };
+const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+
+const createCmd = (voucherId: string, conditions: Conditions = {}): VoucherCommand => ({
+  type: 'CreateVoucher', data: { voucherId, code: voucherId.toUpperCase(), voucherType: 'percentage', value: 10, conditions }, metadata,
+});
+const applyCmd = (voucherId: string, orderId: string, extra: { requestOrderFingerprint?: string } = {}): VoucherCommand => ({
+  type: 'ApplyVoucher',
+  data: { voucherId, applicationId: `va_${orderId}`, orderId, order: { value: 10_000 }, orderFingerprint: `of-${orderId}`, customerFingerprint: 'cf', ...extra },
+  metadata,
+});
+/** The work the application layer builds: decide the command; the result is the usage count after it. */
+const work = (command: VoucherCommand): Work<VoucherEvent, VoucherState, number | undefined> => ({
+  decide: (state) => decide(command, state), result: (state) => state?.usageCount, metadata: { correlationId: 'test' },
+});
+
+const rejectionOf = async (promise: Promise<unknown>): Promise<unknown> => {
+  let value: unknown;
+  try { value = await promise; } catch (error) { return error; }
+  return expect.fail(`expected a rejection, got ${JSON.stringify(value)}`);
+};
+const summary = (events: RecordedEvent[]) =>
+  events.map((e) => [e.revision, e.type === 'VoucherApplied' ? (e.data as { orderId: string }).orderId : e.type]);
+
+describe('CommandHandler over SqliteEventStore', () => {
+  let dir: string;
+  let store: SqliteEventStore;
+  const handler = (options?: CommandHandlerOptions) =>
+    new CommandHandler<VoucherEvent, VoucherState>(store, { evolve, initialState }, options);
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'command-handler-'));
+    store = SqliteEventStore.open(path.join(dir, 'events.db'));
+  });
+  afterEach(async () => {
+    sinon.restore();
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('(a) reads only the events after the cached revision: a voucher with 2,000 applications costs an empty read', async () => {
+    const stream = voucherStream('v_hot');
+    const h = handler();
+    const read = sinon.spy(store, 'readStream');
+    expect((await h.execute(stream, work(createCmd('v_hot')))).result).to.equal(0);
+    await Promise.all(range(2_000).map((i) => h.execute(stream, work(applyCmd('v_hot', `o${i}`)))));
+    expect(read.firstCall.args).to.deep.equal([stream, { fromRevision: 0 }]);
+    for (const call of read.getCalls().slice(1)) expect(await call.returnValue).to.deep.equal([]);
+
+    read.resetHistory();
+    const outcome = await h.execute(stream, work(applyCmd('v_hot', 'o2000')));
+    expect(outcome.result).to.equal(2_001);
+    await h.execute(stream, work(applyCmd('v_hot', 'o2001')));
+    expect(read.getCalls().map((c) => c.args)).to.deep.equal([[stream, { fromRevision: 2_001 }], [stream, { fromRevision: 2_002 }]]);
+    expect(await read.firstCall.returnValue).to.deep.equal([]);
+
+    // A handler without the cache pays the full read.
+    read.resetHistory();
+    expect((await handler().execute(stream, work(applyCmd('v_hot', 'o2002')))).result).to.equal(2_003);
+    expect(read.firstCall.args).to.deep.equal([stream, { fromRevision: 0 }]);
+    expect(await read.firstCall.returnValue).to.have.length(2_003);
+  });
+
+  it('(b) 100 commands issued at once on one stream are appended in few appends, in order', async () => {
+    const stream = voucherStream('v_burst');
+    const h = handler();
+    const append = sinon.spy(store, 'appendToStream');
+    const outcomes = await Promise.all([
+      h.execute(stream, work(createCmd('v_burst'))),
+      ...range(99).map((i) => h.execute(stream, work(applyCmd('v_burst', `o${i}`)))),
+    ]);
+    expect(append.callCount).to.be.lessThan(100);
+    expect(append.callCount).to.be.at.most(2);
+    expect(outcomes.map((o) => o.result)).to.deep.equal(range(100));
+    const events = await store.readStream(stream);
+    expect(summary(events)).to.deep.equal([[0, 'VoucherCreated'], ...range(99).map((i) => [i + 1, `o${i}`])]);
+    expect(events.every((e) => e.metadata.correlationId === 'test')).to.equal(true);
+    expect(outcomes.at(-1)!.position).to.equal(events.at(-1)!.position);
+  });
+
+  it('a work that decides nothing appends nothing and reports position 0', async () => {
+    const stream = voucherStream('v_read');
+    const h = handler();
+    await h.execute(stream, work(createCmd('v_read')));
+    const append = sinon.spy(store, 'appendToStream');
+    const outcome = await h.execute(stream, { decide: () => [], result: (state) => state?.code });
+    expect(outcome).to.deep.equal({ result: 'V_READ', position: 0 });
+    expect(append.callCount).to.equal(0);
+  });
+
+  describe('(c) a conflict with another writer', () => {
+    /** Appends `orderId`'s application behind the handler's back, right after its next read. */
+    const interfereAfterNextRead = async (stream: string, voucherId: string, orderId: string) => {
+      const state = (await store.readStream(stream)).reduce<VoucherState>((s, e) => evolve(s, e as unknown as VoucherEvent), initialState());
+      const theirs = decide(applyCmd(voucherId, orderId), state).map((e) => ({ type: e.type, data: e.data as unknown as Record<string, unknown> }));
+      const realRead = store.readStream.bind(store);
+      const realAppend = store.appendToStream.bind(store);
+      let done = false;
+      return sinon.stub(store, 'readStream').callsFake(async (id, options) => {
+        const events = await realRead(id, options);
+        if (!done) { done = true; await realAppend(id, theirs, { expectedRevision: state!.usageCount }); }
+        return events;
+      });
+    };
+
+    it('is retried: the command is re-decided on the fresh state', async () => {
+      const stream = voucherStream('v_c');
+      const h = handler();
+      await h.execute(stream, work(createCmd('v_c', { max_uses: 2 })));
+      const read = await interfereAfterNextRead(stream, 'v_c', 'theirs');
+      const append = sinon.spy(store, 'appendToStream');
+
+      const outcome = await h.execute(stream, work(applyCmd('v_c', 'ours')));
+      expect(outcome.result).to.equal(2); // decided on the stale state it would be 1
+      expect(read.getCalls().map((c) => c.args[1])).to.deep.equal([{ fromRevision: 1 }, { fromRevision: 0 }]);
+      expect(append.callCount).to.equal(2);
+      expect(await rejectionOf(append.firstCall.returnValue)).to.be.instanceOf(WrongExpectedRevisionError);
+      expect(append.secondCall.args[2]).to.deep.equal({ expectedRevision: 1 });
+      expect(summary(await store.readStream(stream))).to.deep.equal([[0, 'VoucherCreated'], [1, 'theirs'], [2, 'ours']]);
+    });
+
+    it('the re-decision sees the other writer\'s use: the last slot is gone', async () => {
+      const stream = voucherStream('v_c1');
+      const h = handler();
+      await h.execute(stream, work(createCmd('v_c1', { max_uses: 1 })));
+      await interfereAfterNextRead(stream, 'v_c1', 'theirs');
+      const append = sinon.spy(store, 'appendToStream');
+
+      const error = await rejectionOf(h.execute(stream, work(applyCmd('v_c1', 'ours'))));
+      expect(error).to.be.instanceOf(DomainError);
+      expect(error).to.deep.include({ code: 'USAGE_LIMIT_EXCEEDED', details: { max_uses: 1, current_uses: 1, limit_type: 'total_uses' } });
+      expect(append.callCount).to.equal(1);
+      expect(summary(await store.readStream(stream))).to.deep.equal([[0, 'VoucherCreated'], [1, 'theirs']]);
+    });
+  });
+
+  it('(d) a conflict on every attempt fails with CONCURRENT_MODIFICATION after maxAttempts appends', async () => {
+    const stream = voucherStream('v_d');
+    const h = handler({ maxAttempts: 3 });
+    await h.execute(stream, work(createCmd('v_d')));
+    const append = sinon.stub(store, 'appendToStream').rejects(new WrongExpectedRevisionError(stream, 0, 7));
+    const read = sinon.spy(store, 'readStream');
+
+    const error = await rejectionOf(h.execute(stream, work(applyCmd('v_d', 'o1'))));
+    expect(error).to.be.instanceOf(DomainError);
+    expect((error as DomainError).code).to.equal('CONCURRENT_MODIFICATION');
+    expect(append.callCount).to.equal(3);
+    expect(read.getCalls().map((c) => c.args[1])).to.deep.equal([{ fromRevision: 1 }, { fromRevision: 0 }, { fromRevision: 0 }]);
+  });
+
+  it('(e) an outage rejects with the store error itself, is not retried, and drops the cached state', async () => {
+    const stream = voucherStream('v_e');
+    const h = handler({ maxAttempts: 5 });
+    await h.execute(stream, work(createCmd('v_e')));
+    const diskError = new Error('disk I/O error');
+    const append = sinon.stub(store, 'appendToStream').rejects(diskError);
+
+    expect(await rejectionOf(h.execute(stream, work(applyCmd('v_e', 'o1'))))).to.equal(diskError);
+    expect(append.callCount).to.equal(1);
+
+    // The failed attempt evolved the cached collections in place: the handler must reload, or
+    // this retry of the same order would pass for an idempotent repeat and record nothing.
+    append.restore();
+    const read = sinon.spy(store, 'readStream');
+    const outcome = await h.execute(stream, work(applyCmd('v_e', 'o1')));
+    expect(outcome.result).to.equal(1);
+    expect(read.firstCall.args[1]).to.deep.equal({ fromRevision: 0 });
+    expect(summary(await store.readStream(stream))).to.deep.equal([[0, 'VoucherCreated'], [1, 'o1']]);
+  });
+
+  it('(f) a command of a batch that throws a DomainError does not fail the others', async () => {
+    const stream = voucherStream('v_f');
+    const h = handler();
+    await h.execute(stream, work(createCmd('v_f', { max_uses: 3 })));
+    const append = sinon.spy(store, 'appendToStream');
+    const settled = await Promise.allSettled([
+      h.execute(stream, work(applyCmd('v_f', 'o1'))),
+      h.execute(stream, work(applyCmd('v_f', 'o2'))),
+      h.execute(stream, work(applyCmd('v_f', 'o2', { requestOrderFingerprint: 'another order' }))),
+      h.execute(stream, work(applyCmd('v_f', 'o3'))),
+      h.execute(stream, work(applyCmd('v_f', 'o4'))),
+    ]);
+    expect(settled.map((s) => (s.status === 'fulfilled' ? s.value.result : (s.reason as DomainError).code)))
+      .to.deep.equal([1, 2, 'VOUCHER_ALREADY_APPLIED', 3, 'USAGE_LIMIT_EXCEEDED']);
+    expect(append.callCount).to.be.at.most(2);
+    // o2 and o3 were decided in one batch, around the rejected command, and appended together.
+    const withO2 = append.getCalls().find((c) => c.args[1].some((e) => e.data.orderId === 'o2'))!;
+    expect(withO2.args[1].map((e) => e.data.orderId)).to.include('o3');
+    expect(summary(await store.readStream(stream))).to.deep.equal([[0, 'VoucherCreated'], [1, 'o1'], [2, 'o2'], [3, 'o3']]);
+  });
+
+  it('(g) the cache holds at most cacheSize aggregates, dropping the least recently used', async () => {
+    const h = handler({ cacheSize: 2 });
+    for (const id of ['a', 'b', 'c']) await h.execute(voucherStream(id), work(createCmd(id)));
+    const read = sinon.spy(store, 'readStream');
+    const touch = async (id: string, order: string) => (await h.execute(voucherStream(id), work(applyCmd(id, order)))).result;
+    // cache after the creates: b, c (a was dropped)
+    expect(await touch('b', 'o1')).to.equal(1); // hit  → c, b
+    expect(await touch('a', 'o1')).to.equal(1); // miss → b, a (c dropped)
+    expect(await touch('c', 'o1')).to.equal(1); // miss → a, c (b dropped)
+    expect(await touch('a', 'o2')).to.equal(2); // hit  → c, a
+    expect(await touch('b', 'o2')).to.equal(2); // miss
+    expect(read.getCalls().map((c) => [c.args[0], c.args[1]!.fromRevision])).to.deep.equal([
+      ['voucher-b', 1], ['voucher-a', 0], ['voucher-c', 0], ['voucher-a', 2], ['voucher-b', 0],
+    ]);
+  });
+});
