@@ -4,13 +4,15 @@
  * functions by inclusive time. Idle time is left out of the percentages.
  */
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   children?: number[];
 }
-interface CpuProfile { nodes: ProfileNode[]; startTime: number; samples: number[]; timeDeltas: number[] }
+interface CpuProfile { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] }
 
 /** A part of the profile, in ms since the profile started (about when the process started). */
 export interface ProfileWindow { fromMs: number; toMs: number }
@@ -31,6 +33,78 @@ const moduleOf = (url: string, root: string): string => {
   return file.startsWith(root) ? file.slice(root.length + 1) : file;
 };
 
+// --- Source positions --------------------------------------------------------------------------
+// tsx compiles each .ts file to one line (minified whitespace), so profile positions are columns
+// of that line. Its transform cache (<tmpdir>/tsx-<uid>/) holds { code, map } per compiled file:
+// the newest entry for a file maps a column back to the .ts line.
+
+const VLQ = new Map([...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'].map((c, i) => [c, i]));
+
+/** Generated (line, column) → original line (0-based), from a source map's `mappings`. */
+const decodeMappings = (mappings: string): Array<Array<[number, number]>> => {
+  const lines: Array<Array<[number, number]>> = [];
+  let source = 0; let origLine = 0; let origCol = 0;
+  for (const lineText of mappings.split(';')) {
+    const segments: Array<[number, number]> = [];
+    let genCol = 0;
+    for (const segment of lineText.split(',')) {
+      if (segment === '') continue;
+      const values: number[] = [];
+      let value = 0; let shift = 0;
+      for (const ch of segment) {
+        const digit = VLQ.get(ch) ?? 0;
+        value += (digit & 31) << shift;
+        if (digit & 32) { shift += 5; continue; }
+        values.push(value & 1 ? -(value >> 1) : value >> 1);
+        value = 0; shift = 0;
+      }
+      genCol += values[0] ?? 0;
+      if (values.length >= 4) {
+        source += values[1]!; origLine += values[2]!; origCol += values[3]!;
+        segments.push([genCol, origLine]);
+      }
+    }
+    lines.push(segments);
+  }
+  void source; void origCol;
+  return lines;
+};
+
+type LineMapper = (line: number, column: number) => number | undefined;
+
+const sourceMappers = (notAfterMs: number): Map<string, LineMapper> => {
+  const dir = path.join(os.tmpdir(), `tsx-${os.userInfo().uid}`);
+  const newest = new Map<string, { mtime: number; file: string }>();
+  let entries: string[] = [];
+  try { entries = fs.readdirSync(dir); } catch { return new Map(); }
+  for (const name of entries) {
+    const file = path.join(dir, name);
+    try {
+      const stat = fs.statSync(file);
+      if (!stat.isFile() || stat.mtimeMs > notAfterMs) continue;
+      // The map sits at the end of the entry: read its tail for "sources".
+      const text = fs.readFileSync(file, 'utf8');
+      const match = /"sources":\["([^"]+)"\]/.exec(text.slice(-2_000));
+      if (!match) continue;
+      const source = match[1]!;
+      const seen = newest.get(source);
+      if (!seen || seen.mtime < stat.mtimeMs) newest.set(source, { mtime: stat.mtimeMs, file });
+    } catch { /* unreadable entry: skip */ }
+  }
+  const mappers = new Map<string, LineMapper>();
+  for (const [source, { file }] of newest) {
+    let decoded: Array<Array<[number, number]>> | undefined;
+    mappers.set(source, (line, column) => {
+      decoded ??= decodeMappings((JSON.parse(fs.readFileSync(file, 'utf8')) as { map: { mappings: string } }).map.mappings);
+      const segments = decoded[line] ?? [];
+      let best: number | undefined;
+      for (const [col, orig] of segments) { if (col > column) break; best = orig; }
+      return best;
+    });
+  }
+  return mappers;
+};
+
 export const loadProfile = (file: string): CpuProfile => JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
 
 /** Summarises the samples taken in `window` (all of them without one). */
@@ -47,7 +121,19 @@ export const summariseProfile = (profile: CpuProfile, root: string, window?: Pro
     self.set(id, (self.get(id) ?? 0) + delta);
   });
 
-  const label = (n: ProfileNode) => `${n.callFrame.functionName || '(anonymous)'} ${moduleOf(n.callFrame.url, root)}:${n.callFrame.lineNumber + 1}`;
+  const mappers = sourceMappers(Date.now());
+  const labels = new Map<number, string>();
+  const label = (n: ProfileNode): string => {
+    let text = labels.get(n.id);
+    if (text === undefined) {
+      const { functionName, url, lineNumber, columnNumber } = n.callFrame;
+      const mapper = url.endsWith('.ts') ? mappers.get(url.replace(/^file:\/\//, '')) : undefined;
+      const line = mapper ? mapper(lineNumber, columnNumber) : lineNumber;
+      text = `${functionName || '(anonymous)'} ${moduleOf(url, root)}:${line === undefined ? '?' : line + 1}`;
+      labels.set(n.id, text);
+    }
+    return text;
+  };
   let busy = 0;
   const modules = new Map<string, number>();
   const fns = new Map<string, number>();

@@ -135,10 +135,13 @@ export class CommandHandler<E extends DomainEvent, S> {
     for (const pending of batch) {
       try {
         const decided = pending.work.decide(state);
-        for (const event of decided) state = this.decider.evolve(state, event);
-        const result = pending.work.result(state, decided);
         const metadata = pending.work.metadata ?? {};
-        for (const event of decided) events.push({ type: event.type, data: event.data, metadata });
+        // Folded into the state means appended: whatever `result` does next, state and log agree.
+        for (const event of decided) {
+          state = this.decider.evolve(state, event);
+          events.push({ type: event.type, data: event.data, metadata });
+        }
+        const result = pending.work.result(state, decided);
         settled.push({ settle: (position) => pending.resolve({ result, position: decided.length > 0 ? position : 0 }) });
       } catch (error) {
         settled.push({ settle: () => pending.reject(error) });
@@ -153,9 +156,14 @@ export class CommandHandler<E extends DomainEvent, S> {
     const recorded = await this.store.readStream(streamId, { fromRevision });
     let state = cached ? cached.state : this.decider.initialState();
     let revision = cached ? cached.revision : -1;
-    for (const event of recorded) {
-      state = this.decider.evolve(state, this.decider.upcast ? this.decider.upcast(event) : (event as unknown as E));
-      revision = event.revision;
+    try {
+      for (const event of recorded) {
+        state = this.decider.evolve(state, this.decider.upcast ? this.decider.upcast(event) : (event as unknown as E));
+        revision = event.revision;
+      }
+    } catch (error) {
+      this.cache.delete(streamId); // half-folded: the next load starts from the stream's beginning
+      throw error;
     }
     return { state, revision };
   }

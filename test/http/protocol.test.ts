@@ -114,6 +114,13 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
       expectErrorShape(await service.request('PATCH', '/v1/vouchers'), 404, 'NOT_FOUND', { path: '/v1/vouchers' });
     });
 
+    it('answers unknown paths with 404 whatever the key (no key, a bad key)', async () => {
+      expectErrorShape(await service.get('/v1/nothing-here', { key: null }), 404, 'NOT_FOUND', { path: '/v1/nothing-here' });
+      expectErrorShape(await service.get('/v1/nothing-here', { key: 'sk_test_unknown' }), 404, 'NOT_FOUND', { path: '/v1/nothing-here' });
+      // a known path still asks for the key first
+      expect((await service.get('/v1/vouchers', { key: null })).status).to.equal(401);
+    });
+
     it('answers a body over 1 MB with 413 PAYLOAD_TOO_LARGE {max_bytes}', async () => {
       const big = JSON.stringify({ code: 'BIG', type: 'fixed', value: 100, padding: 'x'.repeat(1_100_000) });
       const res = await service.post('/v1/vouchers', undefined, { raw: big, headers: { 'Content-Type': 'application/json' } });

@@ -100,6 +100,29 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
       expectError(none, 404, 'VOUCHER_NOT_FOUND', { code: 'ZZZZZZZZZZ', suggestions: [] });
     });
 
+    it('never suggests an inactive code', async () => {
+      const hidden = await service.createVoucher({ code: 'HIDDEN77', type: 'fixed', value: 100 });
+      expect((await service.delete(`/v1/vouchers/${hidden.id}`)).status).to.equal(200);
+      await service.createVoucher({ code: 'HIDDEN78', type: 'fixed', value: 100 });
+      const res = await service.post('/v1/vouchers/validate', { code: 'HIDDEN79', order: ORDER });
+      expectError(res, 404, 'VOUCHER_NOT_FOUND', { code: 'HIDDEN79', suggestions: ['HIDDEN78'] });
+    });
+
+    it('agrees with apply on an order id that already carries the voucher', async () => {
+      const v = await service.createVoucher({ code: 'USEDORDER', type: 'fixed', value: 500 });
+      const order = { id: 'used-order-1', value: 4000, currency: 'EUR' };
+      expect((await service.post('/v1/vouchers/apply', { code: 'USEDORDER', order_id: order.id, order })).status).to.equal(201);
+      // another order under the same id: apply would be 409, so validate is too
+      const other = await service.post('/v1/vouchers/validate', { code: 'USEDORDER', order: { ...order, value: 9000 } });
+      expectError(other, 409, 'VOUCHER_ALREADY_APPLIED', { order_id: order.id, voucher_id: v.id });
+      const otherCustomer = await service.post('/v1/vouchers/validate', { code: 'USEDORDER', order, customer: { id: 'someone-else' } });
+      expect(otherCustomer.status).to.equal(409);
+      // the same order validates as before
+      const same = await service.post('/v1/vouchers/validate', { code: 'USEDORDER', order });
+      expect(same.status).to.equal(200);
+      expect(same.body.discount_amount).to.equal(500);
+    });
+
     it('rejects an order below the minimum: VOUCHER_INVALID {reason, min_required, current_value, currency}', async () => {
       const res = await service.post('/v1/vouchers/validate', { code: 'SAVE15', order: { value: 4999, currency: 'USD' } });
       expectError(res, 400, 'VOUCHER_INVALID', { reason: 'min_order_value', min_required: 5000, current_value: 4999, currency: 'USD' });

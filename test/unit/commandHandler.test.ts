@@ -182,6 +182,29 @@ describe('CommandHandler over SqliteEventStore', () => {
     expect(summary(await store.readStream(stream))).to.deep.equal([[0, 'VoucherCreated'], [1, 'o1']]);
   });
 
+  it('an event that cannot be folded fails the load and drops the half-folded cache', async () => {
+    const stream = voucherStream('v_h');
+    let failOn: string | undefined;
+    const folding = (state: VoucherState, event: VoucherEvent): VoucherState => {
+      if (event.type === 'VoucherApplied' && event.data.orderId === failOn) throw new Error('unknown event shape');
+      return evolve(state, event);
+    };
+    const h = new CommandHandler<VoucherEvent, VoucherState>(store, { evolve: folding, initialState });
+    await h.execute(stream, work(createCmd('v_h')));
+    // another writer appends two applications; folding the second one fails once
+    const other = new CommandHandler<VoucherEvent, VoucherState>(store, { evolve, initialState });
+    await other.execute(stream, work(applyCmd('v_h', 'o1')));
+    await other.execute(stream, work(applyCmd('v_h', 'o2')));
+    failOn = 'o2';
+    expect(((await rejectionOf(h.execute(stream, work(applyCmd('v_h', 'o3'))))) as Error).message).to.equal('unknown event shape');
+    failOn = undefined;
+    // without dropping the cache, the next load would fold o1 again onto the half-updated state
+    const read = sinon.spy(store, 'readStream');
+    const outcome = await h.execute(stream, work(applyCmd('v_h', 'o3')));
+    expect(read.firstCall.args[1]).to.deep.equal({ fromRevision: 0 });
+    expect(outcome.result).to.equal(3);
+  });
+
   it('(f) a command of a batch that throws a DomainError does not fail the others', async () => {
     const stream = voucherStream('v_f');
     const h = handler();
