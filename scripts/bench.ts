@@ -28,7 +28,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { loadProfile, summariseProfile, type ProfileSummary } from './bench/profile.ts';
+import { formatSummary, loadProfile, summariseProfile, type ProfileSummary } from './bench/profile.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const HOST = '127.0.0.1';
@@ -368,17 +368,30 @@ const main = async (): Promise<void> => {
   const log = (msg: string) => process.stdout.write(`${msg}\n`);
   log(`bench: ${os.cpus().length} CPUs, node ${process.version}, ${CONNECTIONS} connections, pipelining 1, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario`);
 
+  const profDir = path.join(ROOT, '.bench', 'prof');
+  if (PROFILE) {
+    fs.rmSync(profDir, { recursive: true, force: true });
+    fs.mkdirSync(path.join(profDir, 'ceiling'), { recursive: true });
+    fs.mkdirSync(path.join(profDir, 'service'), { recursive: true });
+  }
+  const cpuProf = (name: string) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.join(profDir, name)}`] : []);
+  const windows: Record<string, { fromMs: number; toMs: number; requests: number }> = {};
+
   // Ceiling first, then stop it so it does not compete with the service for the CPUs.
   const ceilingPort = await freePort();
-  const ceilingChild = startChild('ceiling', 'scripts/bench/ceiling.ts', { PORT: String(ceilingPort), HOST });
+  const ceilingChild = startChild('ceiling', 'scripts/bench/ceiling.ts', { PORT: String(ceilingPort), HOST }, cpuProf('ceiling'));
+  const ceilingSpawnedAt = performance.now();
   const ceilingUrl = `http://${HOST}:${ceilingPort}`;
   await waitForHealth(ceilingChild, ceilingUrl);
   log('measuring the ceiling (bare express, JSON in/out) ...');
+  const ceilingStarted = performance.now() - ceilingSpawnedAt;
   const ceiling = (await measure({
     id: 'ceiling', title: 'ceiling (bare express)', path: '/ceiling',
     body: (n) => validateBodies[n % VALIDATE_POOL]!,
   }, ceilingUrl, ceilingChild.proc.pid, null)).measured;
   ceiling.cpuRatio = 1;
+  const ceilingEnded = performance.now() - ceilingSpawnedAt;
+  windows.ceiling = { fromMs: Math.max(ceilingStarted, ceilingEnded - DURATION_S * 1000), toMs: ceilingEnded, requests: ceiling.total };
   await stopChild(ceilingChild);
   if (ceiling.non2xx + ceiling.errors > 0) throw new Error(`the ceiling app answered ${ceiling.non2xx} non-2xx and ${ceiling.errors} errors`);
 
@@ -386,15 +399,13 @@ const main = async (): Promise<void> => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-'));
   if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);
   else tempDirs.push(dataDir);
-  const profDir = path.join(ROOT, '.bench', 'prof');
-  if (PROFILE) { fs.rmSync(profDir, { recursive: true, force: true }); fs.mkdirSync(profDir, { recursive: true }); }
   const port = await freePort();
   const service = startChild('service', 'src/main.ts', {
     PORT: String(port), HOST, DATA_DIR: dataDir, VOUCHER_API_KEYS: API_KEY, LOG_LEVEL: 'warn',
     // Rate limits are not in the service yet. When they are, lift them for the bench here
     // (e.g. a RATE_LIMIT_* setting or a bench key with an unlimited plan), or the scenarios
     // measure the limiter's 429s instead of the service.
-  }, PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []);
+  }, cpuProf('service'));
   // The V8 profiler starts as the process starts: sample times are aligned on the spawn time.
   const spawnedAt = performance.now();
   const baseUrl = `http://${HOST}:${port}`;
@@ -411,7 +422,6 @@ const main = async (): Promise<void> => {
 
   const rows: Measured[] = [ceiling];
   const warmups: Record<string, { ok2xx: number; failures: number }> = {};
-  const windows: Record<string, { fromMs: number; toMs: number }> = {};
   for (const scenario of scenarios) {
     // One request first: a scenario that cannot succeed is a broken bench, not a slow service.
     const probe = await api(baseUrl, 'POST', scenario.path, JSON.parse(scenario.body(1_000_000_000)));
@@ -421,7 +431,7 @@ const main = async (): Promise<void> => {
     const { measured, warmup2xx, warmupNon2xx } = await measure(scenario, baseUrl, service.proc.pid, ceiling);
     // The measured part is the last DURATION_S seconds (the warm-up run comes first).
     const endedAt = performance.now() - spawnedAt;
-    windows[scenario.id] = { fromMs: Math.max(startedAt, endedAt - DURATION_S * 1000), toMs: endedAt };
+    windows[scenario.id] = { fromMs: Math.max(startedAt, endedAt - DURATION_S * 1000), toMs: endedAt, requests: measured.total };
     rows.push(measured);
     warmups[scenario.id] = { ok2xx: warmup2xx, failures: warmupNon2xx };
   }
@@ -455,18 +465,20 @@ const main = async (): Promise<void> => {
 
   const profiles: Record<string, ProfileSummary> = {};
   if (PROFILE) {
-    const file = fs.readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
-    if (file) {
-      const profile = loadProfile(path.join(profDir, file));
-      log(`\nserver CPU profile: ${path.relative(ROOT, path.join(profDir, file))}`);
-      for (const [id, window] of Object.entries(windows)) {
-        const summary = summariseProfile(profile, ROOT, window);
-        profiles[id] = summary.top;
-        log(`\n${id} (measured seconds only):`);
-        for (const line of summary.text) log(line);
-      }
-    } else {
-      log('no CPU profile was written');
+    const profileOf = (name: string) => {
+      const file = fs.readdirSync(path.join(profDir, name)).find((f) => f.endsWith('.cpuprofile'));
+      if (!file) throw new Error(`no CPU profile was written by the ${name} child`);
+      return loadProfile(path.join(profDir, name, file));
+    };
+    const ceilingProfile = profileOf('ceiling');
+    const serviceProfile = profileOf('service');
+    log(`\nCPU profiles (measured seconds only; profiling slows the servers down): ${path.relative(ROOT, profDir)}/`);
+    for (const [id, { requests, ...window }] of Object.entries(windows)) {
+      profiles[id] = summariseProfile(id === 'ceiling' ? ceilingProfile : serviceProfile, ROOT, window, requests);
+    }
+    for (const id of Object.keys(windows)) {
+      log(`\n${id}:`);
+      for (const line of formatSummary(profiles[id]!, id === 'ceiling' ? undefined : profiles.ceiling)) log(line);
     }
   }
 

@@ -60,25 +60,46 @@ export const closeEnvironment = async (ctx: EnvContext): Promise<void> => {
 export interface Embedded {
   environments: Record<Environment, EnvContext>;
   keys: ApiKeyRegistry;
-  accountStore: SqliteEventStore;
+  account: Account;
   close(): Promise<void>;
 }
 
-/** The whole service on embedded stores: both environments plus the account store for keys. */
+/** The account's stores: API key events and the operator's settings, shared by every environment. */
+export interface Account {
+  events: SqliteEventStore;
+  kv: SqliteKvStore;
+}
+
+export const accountFiles = (dataDir: string) => ({
+  events: path.join(dataDir, 'account', 'events.db'),
+  kv: path.join(dataDir, 'account', 'state.db'),
+});
+
+/** The account stores and the key registry loaded from them (used by the service and the keys CLI). */
+export const openAccount = async (dataDir: string, clock: Clock, apiKeys: string[] = []): Promise<{ account: Account; keys: ApiKeyRegistry }> => {
+  const files = accountFiles(dataDir);
+  const account = { events: SqliteEventStore.open(files.events, { pollIntervalMs: 100 }), kv: SqliteKvStore.open(files.kv, clock) };
+  const keys = new ApiKeyRegistry(account.events, clock, account.kv);
+  await keys.load(apiKeys);
+  return { account, keys };
+};
+
+/** The whole service on embedded stores: both environments plus the account stores for keys. */
 export const openEmbedded = async (options: EmbeddedOptions & { apiKeys?: string[] }): Promise<Embedded> => {
-  const accountStore = SqliteEventStore.open(path.join(options.dataDir, 'account', 'events.db'));
-  const keys = new ApiKeyRegistry(accountStore, options.clock);
-  await keys.load(options.apiKeys ?? []);
+  const { account, keys } = await openAccount(options.dataDir, options.clock, options.apiKeys ?? []);
+  const following = keys.follow((error) => options.logger.error({ err: error }, 'key registry stopped following the account store'));
   const sandbox = await openEmbeddedEnvironment('sandbox', options);
   const production = await openEmbeddedEnvironment('production', options);
   return {
     environments: { sandbox, production },
     keys,
-    accountStore,
+    account,
     close: async () => {
+      await following?.close();
       await closeEnvironment(sandbox);
       await closeEnvironment(production);
-      await accountStore.close();
+      await account.events.close();
+      await account.kv.close();
     },
   };
 };

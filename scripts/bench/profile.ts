@@ -18,10 +18,15 @@ interface CpuProfile { nodes: ProfileNode[]; startTime: number; endTime: number;
 export interface ProfileWindow { fromMs: number; toMs: number }
 
 export interface ProfileSummary {
+  /** Main-thread time not idle in the window (CPU work and blocking calls such as fsync). */
   busyMs: number;
-  byModule: Array<{ module: string; pct: number }>;
-  selfTop: Array<{ fn: string; pct: number }>;
-  inclusiveProject: Array<{ fn: string; pct: number }>;
+  /** Requests completed in the window (as counted by the load generator). */
+  requests: number;
+  busyUsPerReq: number;
+  /** Self time by module, µs per request, every module. */
+  modules: Record<string, number>;
+  selfTop: Array<{ fn: string; usPerReq: number; pct: number }>;
+  inclusiveProject: Array<{ fn: string; usPerReq: number; pct: number }>;
 }
 
 const moduleOf = (url: string, root: string): string => {
@@ -72,34 +77,52 @@ const decodeMappings = (mappings: string): Array<Array<[number, number]>> => {
 
 type LineMapper = (line: number, column: number) => number | undefined;
 
-const sourceMappers = (notAfterMs: number): Map<string, LineMapper> => {
+/**
+ * For each project file in the profile, the cached compilation that matches it best: the one in
+ * which most functions of the profile sit at their recorded position, named ones counting most
+ * (a file may have been compiled several times: as ESM or CJS, before and after edits).
+ */
+const sourceMappers = (nodes: ProfileNode[]): Map<string, LineMapper> => {
   const dir = path.join(os.tmpdir(), `tsx-${os.userInfo().uid}`);
-  const newest = new Map<string, { mtime: number; file: string }>();
+  const frames = new Map<string, Array<{ name: string; line: number; column: number }>>();
+  for (const { callFrame: f } of nodes) {
+    if (!f.url.startsWith('file://') || !f.url.endsWith('.ts')) continue;
+    const file = f.url.slice('file://'.length);
+    if (!frames.has(file)) frames.set(file, []);
+    frames.get(file)!.push({ name: f.functionName, line: f.lineNumber, column: f.columnNumber });
+  }
+  const best = new Map<string, { score: number; mtime: number; code: string; mappings: string }>();
   let entries: string[] = [];
   try { entries = fs.readdirSync(dir); } catch { return new Map(); }
   for (const name of entries) {
-    const file = path.join(dir, name);
     try {
-      const stat = fs.statSync(file);
-      if (!stat.isFile() || stat.mtimeMs > notAfterMs) continue;
-      // The map sits at the end of the entry: read its tail for "sources".
+      const file = path.join(dir, name);
       const text = fs.readFileSync(file, 'utf8');
-      const match = /"sources":\["([^"]+)"\]/.exec(text.slice(-2_000));
-      if (!match) continue;
-      const source = match[1]!;
-      const seen = newest.get(source);
-      if (!seen || seen.mtime < stat.mtimeMs) newest.set(source, { mtime: stat.mtimeMs, file });
+      const source = /"sources":\["([^"]+)"\]/.exec(text.slice(-2_000))?.[1];
+      if (source === undefined || !frames.has(source)) continue;
+      const entry = JSON.parse(text) as { code: string; map: { mappings: string } };
+      const lines = entry.code.split('\n');
+      // A named function found at its column counts most; any frame inside the code counts a little.
+      const score = frames.get(source)!.reduce((sum, f) => {
+        const line = lines[f.line] ?? '';
+        if (f.column >= line.length) return sum;
+        return sum + 1 + (f.name && line.slice(Math.max(0, f.column - f.name.length - 12), f.column + 1).includes(f.name) ? 10 : 0);
+      }, 0);
+      const mtime = fs.statSync(file).mtimeMs;
+      const seen = best.get(source);
+      if (!seen || score > seen.score || (score === seen.score && mtime > seen.mtime)) {
+        best.set(source, { score, mtime, code: entry.code, mappings: entry.map.mappings });
+      }
     } catch { /* unreadable entry: skip */ }
   }
   const mappers = new Map<string, LineMapper>();
-  for (const [source, { file }] of newest) {
+  for (const [source, { mappings }] of best) {
     let decoded: Array<Array<[number, number]>> | undefined;
     mappers.set(source, (line, column) => {
-      decoded ??= decodeMappings((JSON.parse(fs.readFileSync(file, 'utf8')) as { map: { mappings: string } }).map.mappings);
-      const segments = decoded[line] ?? [];
-      let best: number | undefined;
-      for (const [col, orig] of segments) { if (col > column) break; best = orig; }
-      return best;
+      decoded ??= decodeMappings(mappings);
+      let found: number | undefined;
+      for (const [col, orig] of decoded[line] ?? []) { if (col > column) break; found = orig; }
+      return found;
     });
   }
   return mappers;
@@ -108,7 +131,8 @@ const sourceMappers = (notAfterMs: number): Map<string, LineMapper> => {
 export const loadProfile = (file: string): CpuProfile => JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
 
 /** Summarises the samples taken in `window` (all of them without one). */
-export const summariseProfile = (profile: CpuProfile, root: string, window?: ProfileWindow): { top: ProfileSummary; text: string[] } => {
+/** Summarises the samples taken in `window` (all of them without one), per completed request. */
+export const summariseProfile = (profile: CpuProfile, root: string, window: ProfileWindow | undefined, requests: number): ProfileSummary => {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -121,7 +145,7 @@ export const summariseProfile = (profile: CpuProfile, root: string, window?: Pro
     self.set(id, (self.get(id) ?? 0) + delta);
   });
 
-  const mappers = sourceMappers(Date.now());
+  const mappers = sourceMappers(profile.nodes);
   const labels = new Map<number, string>();
   const label = (n: ProfileNode): string => {
     let text = labels.get(n.id);
@@ -158,22 +182,40 @@ export const summariseProfile = (profile: CpuProfile, root: string, window?: Pro
       inclusive.set(l, (inclusive.get(l) ?? 0) + us);
     }
   }
-  const top = (m: Map<string, number>, count: number) => [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, count);
-  const pct = (us: number) => Math.round((us / busy) * 1000) / 10;
-  const summary: ProfileSummary = {
+  const perReq = (us: number) => Math.round((us / Math.max(1, requests)) * 10) / 10;
+  const pct = (us: number) => Math.round((us / Math.max(1, busy)) * 1000) / 10;
+  const top = (m: Map<string, number>, count: number) => [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, count)
+    .map(([fn, us]) => ({ fn, usPerReq: perReq(us), pct: pct(us) }));
+  return {
     busyMs: Math.round(busy / 1000),
-    byModule: top(modules, 15).map(([module, us]) => ({ module, pct: pct(us) })),
-    selfTop: top(fns, 25).map(([fn, us]) => ({ fn, pct: pct(us) })),
-    inclusiveProject: top(inclusive, 25).map(([fn, us]) => ({ fn, pct: pct(us) })),
+    requests,
+    busyUsPerReq: perReq(busy),
+    modules: Object.fromEntries([...modules.entries()].sort((a, b) => b[1] - a[1]).map(([m, us]) => [m, perReq(us)])),
+    selfTop: top(fns, 25),
+    inclusiveProject: top(inclusive, 25),
   };
-  const text = [
-    `  busy ${summary.busyMs} ms (idle excluded)`,
-    '  by module (self):',
-    ...summary.byModule.map((m) => `    ${m.pct.toFixed(1).padStart(5)}%  ${m.module}`),
-    '  top functions (self):',
-    ...summary.selfTop.map((f) => `    ${f.pct.toFixed(1).padStart(5)}%  ${f.fn}`),
-    '  project functions (inclusive):',
-    ...summary.inclusiveProject.map((f) => `    ${f.pct.toFixed(1).padStart(5)}%  ${f.fn}`),
-  ];
-  return { top: summary, text };
+};
+
+const us = (n: number) => `${n.toFixed(1).padStart(7)} µs`;
+
+/** Text lines for a summary; with a baseline (the ceiling), modules are compared per request. */
+export const formatSummary = (summary: ProfileSummary, baseline?: ProfileSummary): string[] => {
+  const lines = [`  busy ${summary.busyMs} ms for ${summary.requests} requests: ${summary.busyUsPerReq} µs of main thread per request`
+    + (baseline ? ` (ceiling ${baseline.busyUsPerReq} µs)` : '')];
+  const names = [...new Set([...Object.keys(summary.modules), ...Object.keys(baseline?.modules ?? {})])];
+  const rows = names.map((m) => ({ m, here: summary.modules[m] ?? 0, base: baseline?.modules[m] ?? 0 }))
+    .sort((a, b) => (b.here - b.base) - (a.here - a.base)).slice(0, 14);
+  lines.push(baseline ? '  self time by module, per request (here / ceiling / difference), largest differences first:' : '  self time by module, per request:');
+  for (const r of rows) {
+    lines.push(baseline
+      ? `  ${us(r.here)} ${us(r.base)} ${(r.here - r.base >= 0 ? '+' : '') + (r.here - r.base).toFixed(1).padStart(6)} µs  ${r.m}`
+      : `  ${us(r.here)}  ${r.m}`);
+  }
+  lines.push('  top functions, self time per request:');
+  for (const f of summary.selfTop.slice(0, 20)) lines.push(`  ${us(f.usPerReq)} ${f.pct.toFixed(1).padStart(5)}%  ${f.fn}`);
+  if (summary.inclusiveProject.length > 0) {
+    lines.push('  project functions, inclusive time per request (includes what they call, e.g. next()):');
+    for (const f of summary.inclusiveProject.slice(0, 20)) lines.push(`  ${us(f.usPerReq)} ${f.pct.toFixed(1).padStart(5)}%  ${f.fn}`);
+  }
+  return lines;
 };

@@ -1,6 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Clock } from '../domain/clock.ts';
-import type { EventStore, RecordedEvent } from '../infrastructure/eventStore/eventStore.ts';
+import { isoSeconds, type Clock } from '../domain/clock.ts';
+import { DomainError } from '../domain/errors.ts';
+import type { EventStore, RecordedEvent, Subscription } from '../infrastructure/eventStore/eventStore.ts';
+import type { KvStore } from '../infrastructure/kvStore/kvStore.ts';
 import type { Environment } from './context.ts';
 import { randomBase62 } from './ids.ts';
 
@@ -8,6 +10,8 @@ export const ALL_SCOPES = [
   'vouchers:read', 'vouchers:write', 'vouchers:delete', 'vouchers:redeem', 'analytics:read', 'webhooks:manage',
 ] as const;
 export type Scope = (typeof ALL_SCOPES)[number];
+
+export const isScope = (value: string): value is Scope => (ALL_SCOPES as readonly string[]).includes(value);
 
 export interface ApiKeyRecord {
   id: string;
@@ -19,12 +23,19 @@ export interface ApiKeyRecord {
   last4: string;
   hash: string;
   createdAt: string;
+  createdBy: string;
   revokedAt?: string;
+  revokedBy?: string;
+  lastUsedAt?: string;
 }
 
-export interface ApiKeyCreatedData extends Omit<ApiKeyRecord, 'revokedAt'> { createdBy: string }
+type ApiKeyCreatedData = Omit<ApiKeyRecord, 'revokedAt' | 'revokedBy' | 'lastUsedAt'>;
+interface ApiKeyRevokedData { id: string; revokedAt: string; revokedBy: string }
 
 export const API_KEYS_STREAM = 'apiKeys';
+const LAST_USED = 'key_last_used';
+/** Last-use times are written at most this often per key (they are shown in minutes). */
+const LAST_USED_WRITE_MS = 60_000;
 
 export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex');
 
@@ -35,14 +46,19 @@ const KEY_SHAPE = /^sk_(test|live)_[A-Za-z0-9]{16,128}$/;
 
 /**
  * API keys. Keys are random (32 base62 characters, ~190 bits), so a plain SHA-256 of the key is
- * the stored verifier; the key itself is never stored or logged and is shown only once, when
- * created. Keys made by the service live as `ApiKeyCreated` / `ApiKeyRevoked` events in the
- * account event store; keys from VOUCHER_API_KEYS live only in memory.
+ * the stored verifier; the key itself is never stored or logged and exists only in the answer to
+ * its creation. Keys live as `ApiKeyCreated` / `ApiKeyRevoked` events (with who and when) in the
+ * account event store, the audit trail; keys from VOUCHER_API_KEYS live only in memory.
+ * `follow()` applies events written by other processes (the keys CLI), so a key revoked there
+ * stops working here within the store's poll interval.
  */
 export class ApiKeyRegistry {
   private readonly byHash = new Map<string, ApiKeyRecord>();
+  private readonly byId = new Map<string, ApiKeyRecord>();
+  private readonly lastWritten = new Map<string, number>();
+  private position = 0;
 
-  constructor(private readonly store: EventStore | undefined, private readonly clock: Clock) {}
+  constructor(private readonly store: EventStore | undefined, private readonly clock: Clock, private readonly kv?: KvStore) {}
 
   /** Loads the stored keys; `configured` are full keys given by the operator (all scopes). */
   async load(configured: string[] = []): Promise<void> {
@@ -50,51 +66,92 @@ export class ApiKeyRegistry {
       const environment = environmentOfKey(key);
       if (!environment || !KEY_SHAPE.test(key)) throw new Error('VOUCHER_API_KEYS holds a value that is not an sk_test_/sk_live_ key');
       const hash = hashKey(key);
-      this.byHash.set(hash, {
+      this.remember({
         id: `key_cfg_${hash.slice(0, 12)}`, name: 'from VOUCHER_API_KEYS', environment, scopes: [...ALL_SCOPES],
-        prefix: key.slice(0, 8), last4: key.slice(-4), hash, createdAt: this.clock.now().toISOString(),
+        prefix: key.slice(0, 8), last4: key.slice(-4), hash, createdAt: isoSeconds(this.clock.now()), createdBy: 'VOUCHER_API_KEYS',
       });
     }
     for (const event of this.store ? await this.store.readStream(API_KEYS_STREAM) : []) this.applyEvent(event);
+    for (const record of this.byId.values()) {
+      const used = await this.kv?.get<string>(LAST_USED, record.id);
+      if (used) record.lastUsedAt = used;
+    }
+  }
+
+  /** Keeps following the account store: keys created or revoked elsewhere apply here too. */
+  follow(onError?: (error: unknown) => void): Subscription | undefined {
+    return this.store?.subscribeToAll({ after: this.position, onError }, (events) => { events.forEach((e) => this.applyEvent(e)); });
   }
 
   get size(): number { return this.byHash.size; }
 
-  list(): ApiKeyRecord[] { return [...this.byHash.values()]; }
+  /** Every key, newest first (revoked ones included, marked). */
+  list(): ApiKeyRecord[] {
+    return [...this.byId.values()].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+  }
 
-  /** The live key record for a presented key, or undefined. */
+  get(id: string): ApiKeyRecord | undefined { return this.byId.get(id); }
+
+  /** The live key record for a presented key, or undefined. Records the use. */
   authenticate(presented: string): ApiKeyRecord | undefined {
     const hash = hashKey(presented);
     const record = this.byHash.get(hash);
     if (!record || record.revokedAt !== undefined) return undefined;
-    return timingSafeEqual(Buffer.from(record.hash, 'hex'), Buffer.from(hash, 'hex')) ? record : undefined;
+    if (!timingSafeEqual(Buffer.from(record.hash, 'hex'), Buffer.from(hash, 'hex'))) return undefined;
+    this.touch(record);
+    return record;
   }
 
   /** Creates a key, records it as an event, and returns the full key (the only time it exists). */
   async create(environment: Environment, name: string, scopes: Scope[] = [...ALL_SCOPES], createdBy = 'system'): Promise<{ key: string; record: ApiKeyRecord }> {
     if (!this.store) throw new Error('no account store to record keys in');
+    if (scopes.length === 0) throw new DomainError('INVALID_REQUEST', 'A key needs at least one scope', [{ field: 'scopes', message: 'must name at least one scope' }]);
     const key = `${environment === 'sandbox' ? 'sk_test_' : 'sk_live_'}${randomBase62(32)}`;
     const data: ApiKeyCreatedData = {
-      id: `key_${randomBase62(16)}`, name, environment, scopes, prefix: key.slice(0, 8), last4: key.slice(-4),
-      hash: hashKey(key), createdAt: this.clock.now().toISOString(), createdBy,
+      id: `key_${randomBase62(16)}`, name: name.trim() || 'Unnamed key', environment, scopes: ALL_SCOPES.filter((s) => scopes.includes(s)),
+      prefix: key.slice(0, 8), last4: key.slice(-4), hash: hashKey(key), createdAt: isoSeconds(this.clock.now()), createdBy,
     };
-    const [event] = await this.appendAndRead({ type: 'ApiKeyCreated', data: { ...data } });
-    this.applyEvent(event!);
-    return { key, record: this.byHash.get(data.hash)! };
+    await this.store.appendToStream(API_KEYS_STREAM, [{ type: 'ApiKeyCreated', data: { ...data } }]);
+    this.remember({ ...data });
+    return { key, record: this.byId.get(data.id)! };
   }
 
-  private async appendAndRead(event: { type: string; data: Record<string, unknown> }): Promise<RecordedEvent[]> {
-    const { nextExpectedRevision } = await this.store!.appendToStream(API_KEYS_STREAM, [event]);
-    return this.store!.readStream(API_KEYS_STREAM, { fromRevision: nextExpectedRevision });
+  /** Revokes a key (idempotent). Unknown ids and operator-configured keys cannot be revoked. */
+  async revoke(id: string, revokedBy = 'system'): Promise<ApiKeyRecord> {
+    const record = this.byId.get(id);
+    if (!record || !this.store || record.id.startsWith('key_cfg_')) {
+      throw new DomainError('INVALID_REQUEST', `No revocable key has the id ${id}`, [{ field: 'id', message: 'is not a stored key' }]);
+    }
+    if (record.revokedAt !== undefined) return record;
+    const data: ApiKeyRevokedData = { id, revokedAt: isoSeconds(this.clock.now()), revokedBy };
+    await this.store.appendToStream(API_KEYS_STREAM, [{ type: 'ApiKeyRevoked', data: { ...data } }]);
+    Object.assign(record, { revokedAt: data.revokedAt, revokedBy: data.revokedBy });
+    return record;
+  }
+
+  private touch(record: ApiKeyRecord): void {
+    const now = this.clock.now();
+    record.lastUsedAt = isoSeconds(now);
+    if (!this.kv || now.getTime() - (this.lastWritten.get(record.id) ?? 0) < LAST_USED_WRITE_MS) return;
+    this.lastWritten.set(record.id, now.getTime());
+    void this.kv.put(LAST_USED, record.id, record.lastUsedAt, Number.MAX_SAFE_INTEGER).catch(() => undefined);
+  }
+
+  private remember(record: ApiKeyRecord): void {
+    this.byHash.set(record.hash, record);
+    this.byId.set(record.id, record);
   }
 
   private applyEvent(event: RecordedEvent): void {
+    if (event.streamId !== API_KEYS_STREAM) return;
+    this.position = Math.max(this.position, event.position);
     if (event.type === 'ApiKeyCreated') {
-      const { createdBy: _by, ...record } = event.data as unknown as ApiKeyCreatedData;
-      this.byHash.set(record.hash, record);
+      const data = event.data as unknown as ApiKeyCreatedData;
+      if (!this.byId.has(data.id)) this.remember({ ...data });
     } else if (event.type === 'ApiKeyRevoked') {
-      const { id, revokedAt } = event.data as { id: string; revokedAt: string };
-      for (const record of this.byHash.values()) if (record.id === id) record.revokedAt = revokedAt;
+      const { id, revokedAt, revokedBy } = event.data as unknown as ApiKeyRevokedData;
+      const record = this.byId.get(id);
+      if (record && record.revokedAt === undefined) Object.assign(record, { revokedAt, revokedBy });
     }
   }
 }
