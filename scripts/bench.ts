@@ -5,6 +5,9 @@
  * so the load generator (autocannon, in this process) and the server do not share an event loop.
  * A bare express app with one JSON route (scripts/bench/ceiling.ts), also a child process, is
  * measured first with the same autocannon settings; every scenario is reported as a ratio to it.
+ * The machine may be shared (other processes take CPU now and then), so the ceiling is measured
+ * again right before each scenario and the ratio uses that adjacent measurement (--ceiling=once:
+ * only the first one, for a shorter run).
  *
  * It is a report, not a test: the exit code is 0 even when a target is missed, and non-zero only
  * when the bench itself failed (a child did not start, setup requests failed, ...).
@@ -19,6 +22,11 @@
  *                       are kept in .bench/prof/). Profiling slows the server: its req/s are not
  *                       comparable with a run without --profile.
  *   --keep-data         keep the service's DATA_DIR (its path is printed) for a look at the stores
+ *   --service-root=<dir> run the service from another checkout (e.g. a git worktree with a change to
+ *                       compare; it needs its node_modules); the ceiling and the bench stay here
+ *   --ceiling=once      measure the ceiling once, not before every scenario
+ *   --rate-limits=off   run the service without its rate limiter (RATE_LIMITS=off). By default the
+ *                       limiter runs, as in production, with limits far above what the bench sends.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -43,6 +51,15 @@ const CONNECTIONS = Number(args.get('connections') ?? 32);
 const ONLY = args.get('only')?.split(',');
 const PROFILE = args.has('profile');
 const KEEP_DATA = args.has('keep-data');
+const CEILING_ONCE = args.get('ceiling') === 'once';
+const SERVICE_ROOT = path.resolve(args.get('service-root') ?? ROOT);
+/**
+ * The service limits requests per API key and endpoint group (src/http/rateLimits.ts, read from
+ * RATE_LIMITS in src/config.ts). The bench lifts the limits of the groups it uses instead of
+ * turning the limiter off, so that the limiter's own cost is measured as in production.
+ */
+const RATE_LIMITS = args.get('rate-limits') === 'off' ? 'off'
+  : JSON.stringify({ create: 1_000_000_000, validate: 1_000_000_000, apply: 1_000_000_000, read: 1_000_000_000 });
 
 const VALIDATE_POOL = 100;
 const SPREAD_POOL = 1_000;
@@ -70,6 +87,8 @@ interface Measured {
   non2xx: number;
   errors: number;
   timeouts: number;
+  /** The ceiling's req/s the ratio is taken against (measured right before this scenario). */
+  ceilingReqPerSec: number | null;
   ratio: number | null;
   target: number | null;
   verdict: 'PASS' | 'MISS' | 'INFO' | 'BASE';
@@ -102,9 +121,9 @@ const freePort = (): Promise<number> => new Promise((resolve, reject) => {
   });
 });
 
-const startChild = (name: string, script: string, env: Record<string, string>, nodeFlags: string[] = []): Child => {
+const startChild = (name: string, cwd: string, script: string, env: Record<string, string>, nodeFlags: string[] = []): Child => {
   const proc = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', script], {
-    cwd: ROOT,
+    cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -170,6 +189,25 @@ const machineCpuSeconds = (): number | null => {
     return (user! + nice! + system! + irq! + softirq! + steal!) / 100;
   } catch {
     return null;
+  }
+};
+
+/**
+ * Other sessions may be using the machine: before a measurement, wait (from a budget shared by
+ * the whole run) for half a second in which the machine is almost idle. Best effort.
+ */
+let quietBudgetMs = 30_000;
+const waitForQuiet = async (): Promise<{ waitedMs: number; quiet: boolean }> => {
+  const started = Date.now();
+  for (;;) {
+    const before = machineCpuSeconds();
+    if (before === null) return { waitedMs: 0, quiet: true };
+    await sleep(500);
+    const busyCores = ((machineCpuSeconds() ?? before) - before) / 0.5;
+    const waitedMs = Date.now() - started;
+    if (busyCores < 0.25) return { waitedMs, quiet: true };
+    if (waitedMs >= quietBudgetMs) { quietBudgetMs = 0; return { waitedMs, quiet: false }; }
+    quietBudgetMs -= 500;
   }
 };
 
@@ -294,7 +332,8 @@ const load = async (url: string, body: (n: number) => string, serverPid: number 
   const machineBefore = machineCpuSeconds();
   const started = process.hrtime.bigint();
   const result = await autocannon({ ...common, duration: DURATION_S });
-  const wall = Number(process.hrtime.bigint() - started) / 1e9;
+  const ended = process.hrtime.bigint();
+  const wall = Number(ended - started) / 1e9;
   const cpu = process.cpuUsage(cpuBefore);
   const serverAfter = processCpuSeconds(serverPid);
   const machineAfter = machineCpuSeconds();
@@ -303,10 +342,13 @@ const load = async (url: string, body: (n: number) => string, serverPid: number 
   const machineCpu = machineBefore !== null && machineAfter !== null ? (machineAfter - machineBefore) / wall : null;
   return {
     result,
+    /** The measured run, in µs of the monotonic clock (to cut CPU profiles). */
+    window: { fromUs: Number(started / 1000n), toUs: Number(ended / 1000n) },
     warmup2xx: warm['2xx'],
     warmupNon2xx: warm.non2xx + warm.errors,
     loadGenCpu,
     serverCpu,
+    serverCpuSeconds: serverCpu === null ? null : serverCpu * wall,
     otherCpu: machineCpu !== null && serverCpu !== null ? Math.max(0, machineCpu - serverCpu - loadGenCpu) : null,
   };
 };
@@ -315,11 +357,11 @@ const measure = async (
   scenario: Pick<Scenario, 'id' | 'title' | 'path' | 'target' | 'body'>, baseUrl: string, pid: number | undefined,
   ceiling: Measured | null,
 ) => {
-  const { result, loadGenCpu, serverCpu, otherCpu, warmup2xx, warmupNon2xx } = await load(`${baseUrl}${scenario.path}`, scenario.body, pid);
+  const { result, window, loadGenCpu, serverCpu, serverCpuSeconds, otherCpu, warmup2xx, warmupNon2xx } = await load(`${baseUrl}${scenario.path}`, scenario.body, pid);
   const reqPerSec = result.requests.mean;
   const ratio = ceiling ? reqPerSec / ceiling.reqPerSec : null;
   const completed = result['2xx'] + result.non2xx;
-  const serverCpuMsPerReq = serverCpu !== null && completed > 0 ? (serverCpu * DURATION_S * 1000) / completed : null;
+  const serverCpuMsPerReq = serverCpuSeconds !== null && completed > 0 ? (serverCpuSeconds * 1000) / completed : null;
   const cpuRatio = ceiling?.serverCpuMsPerReq && serverCpuMsPerReq ? ceiling.serverCpuMsPerReq / serverCpuMsPerReq : null;
   const failures = result.non2xx + result.errors + result.timeouts;
   const verdict: Measured['verdict'] = ceiling === null ? 'BASE'
@@ -328,9 +370,9 @@ const measure = async (
   const measured: Measured = {
     id: scenario.id, title: scenario.title, reqPerSec, p50: result.latency.p50, p99: result.latency.p99,
     total: result.requests.total, ok2xx: result['2xx'], non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts,
-    ratio, target: scenario.target?.ratio ?? null, verdict, serverCpu, loadGenCpu, otherCpu, serverCpuMsPerReq, cpuRatio,
+    ceilingReqPerSec: ceiling?.reqPerSec ?? null, ratio, target: scenario.target?.ratio ?? null, verdict, serverCpu, loadGenCpu, otherCpu, serverCpuMsPerReq, cpuRatio,
   };
-  return { measured, warmup2xx, warmupNon2xx };
+  return { measured, window, warmup2xx, warmupNon2xx };
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -340,7 +382,7 @@ const measure = async (
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 const printTable = (rows: Measured[]): void => {
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'ratio', 'target', 'result', 'CPU srv/gen/other', 'srv CPU ms/req', 'CPU ratio'];
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'ceiling req/s', 'ratio', 'target', 'result', 'CPU srv/gen/other', 'srv CPU ms/req', 'CPU ratio'];
   const pctOf = (x: number | null) => (x === null ? '?' : `${Math.round(x * 100)}%`);
   const lines = rows.map((r) => [
     r.title,
@@ -348,6 +390,7 @@ const printTable = (rows: Measured[]): void => {
     fmt(r.p50, 1),
     fmt(r.p99, 1),
     fmt(r.non2xx + r.errors + r.timeouts),
+    r.ceilingReqPerSec === null ? '—' : fmt(r.ceilingReqPerSec),
     r.ratio === null ? '1.00×' : `${r.ratio.toFixed(2)}×`,
     r.target === null ? '—' : `≥ ${r.target.toFixed(1)}×, 0 non-2xx`,
     r.verdict,
@@ -366,7 +409,9 @@ const printTable = (rows: Measured[]): void => {
 
 const main = async (): Promise<void> => {
   const log = (msg: string) => process.stdout.write(`${msg}\n`);
-  log(`bench: ${os.cpus().length} CPUs, node ${process.version}, ${CONNECTIONS} connections, pipelining 1, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario`);
+  if (SERVICE_ROOT !== ROOT) log(`service from ${SERVICE_ROOT}`);
+  log(`bench: ${os.cpus().length} CPUs, node ${process.version}, ${CONNECTIONS} connections, pipelining 1, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario,`
+    + ` rate limiter ${RATE_LIMITS === 'off' ? 'off' : 'on with lifted limits'}`);
 
   const profDir = path.join(ROOT, '.bench', 'prof');
   if (PROFILE) {
@@ -375,39 +420,49 @@ const main = async (): Promise<void> => {
     fs.mkdirSync(path.join(profDir, 'service'), { recursive: true });
   }
   const cpuProf = (name: string) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.join(profDir, name)}`] : []);
-  const windows: Record<string, { fromMs: number; toMs: number; requests: number }> = {};
+  /** Measured parts, in µs of the monotonic clock (see ProfileWindow), and their request counts. */
+  const windows: Record<string, { fromUs: number; toUs: number; requests: number }> = {};
 
-  // Ceiling first, then stop it so it does not compete with the service for the CPUs.
+  // Ceiling first. It stays up (idle, it costs nothing) to be measured again before each scenario.
   const ceilingPort = await freePort();
-  const ceilingChild = startChild('ceiling', 'scripts/bench/ceiling.ts', { PORT: String(ceilingPort), HOST }, cpuProf('ceiling'));
-  const ceilingSpawnedAt = performance.now();
+  const ceilingChild = startChild('ceiling', ROOT, 'scripts/bench/ceiling.ts', { PORT: String(ceilingPort), HOST }, cpuProf('ceiling'));
   const ceilingUrl = `http://${HOST}:${ceilingPort}`;
   await waitForHealth(ceilingChild, ceilingUrl);
+  const quiet = async () => {
+    const { waitedMs, quiet: ok } = await waitForQuiet();
+    if (!ok) log('  (the machine is busy with other processes: measuring anyway)');
+    else if (waitedMs > 1_000) log(`  (waited ${(waitedMs / 1000).toFixed(1)} s for other processes to go quiet)`);
+  };
+  const measureCeiling = async () => {
+    await quiet();
+    const run = await measure({
+      id: 'ceiling', title: 'ceiling (bare express)', path: '/ceiling', body: (n) => validateBodies[n % VALIDATE_POOL]!,
+    }, ceilingUrl, ceilingChild.proc.pid, null);
+    const { measured } = run;
+    if (measured.non2xx + measured.errors + measured.timeouts > 0) {
+      throw new Error(`the ceiling app answered ${measured.non2xx} non-2xx, ${measured.errors} errors, ${measured.timeouts} timeouts`);
+    }
+    measured.cpuRatio = 1;
+    return run;
+  };
   log('measuring the ceiling (bare express, JSON in/out) ...');
-  const ceilingStarted = performance.now() - ceilingSpawnedAt;
-  const ceiling = (await measure({
-    id: 'ceiling', title: 'ceiling (bare express)', path: '/ceiling',
-    body: (n) => validateBodies[n % VALIDATE_POOL]!,
-  }, ceilingUrl, ceilingChild.proc.pid, null)).measured;
-  ceiling.cpuRatio = 1;
-  const ceilingEnded = performance.now() - ceilingSpawnedAt;
-  windows.ceiling = { fromMs: Math.max(ceilingStarted, ceilingEnded - DURATION_S * 1000), toMs: ceilingEnded, requests: ceiling.total };
-  await stopChild(ceilingChild);
-  if (ceiling.non2xx + ceiling.errors > 0) throw new Error(`the ceiling app answered ${ceiling.non2xx} non-2xx and ${ceiling.errors} errors`);
+  const ceilingRun = await measureCeiling();
+  const ceiling = ceilingRun.measured;
+  windows.ceiling = { ...ceilingRun.window, requests: ceiling.total };
+  const ceilings: Measured[] = [ceiling];
 
   // The service, on a fresh data dir.
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-'));
   if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);
   else tempDirs.push(dataDir);
   const port = await freePort();
-  const service = startChild('service', 'src/main.ts', {
+  const service = startChild('service', SERVICE_ROOT, 'src/main.ts', {
     PORT: String(port), HOST, DATA_DIR: dataDir, VOUCHER_API_KEYS: API_KEY, LOG_LEVEL: 'warn',
-    // Rate limits are not in the service yet. When they are, lift them for the bench here
-    // (e.g. a RATE_LIMIT_* setting or a bench key with an unlimited plan), or the scenarios
-    // measure the limiter's 429s instead of the service.
+    // One key makes thousands of requests a second here: with the limits on, the scenarios
+    // would measure the limiter's 429s instead of the service. RATE_LIMITS=off removes the
+    // limiter (and its headers) altogether.
+    RATE_LIMITS: 'off',
   }, cpuProf('service'));
-  // The V8 profiler starts as the process starts: sample times are aligned on the spawn time.
-  const spawnedAt = performance.now();
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(service, baseUrl);
 
@@ -426,12 +481,16 @@ const main = async (): Promise<void> => {
     // One request first: a scenario that cannot succeed is a broken bench, not a slow service.
     const probe = await api(baseUrl, 'POST', scenario.path, JSON.parse(scenario.body(1_000_000_000)));
     if (probe.status >= 300) throw new Error(`${scenario.id}: probe request got ${probe.status} ${JSON.stringify(probe.body)}`);
+    let adjacent = ceiling;
+    if (!CEILING_ONCE) {
+      log('measuring the ceiling again ...');
+      adjacent = (await measureCeiling()).measured;
+      ceilings.push(adjacent);
+    }
     log(`measuring ${scenario.title} ...`);
-    const startedAt = performance.now() - spawnedAt;
-    const { measured, warmup2xx, warmupNon2xx } = await measure(scenario, baseUrl, service.proc.pid, ceiling);
-    // The measured part is the last DURATION_S seconds (the warm-up run comes first).
-    const endedAt = performance.now() - spawnedAt;
-    windows[scenario.id] = { fromMs: Math.max(startedAt, endedAt - DURATION_S * 1000), toMs: endedAt, requests: measured.total };
+    if (CEILING_ONCE) await quiet();
+    const { measured, window, warmup2xx, warmupNon2xx } = await measure(scenario, baseUrl, service.proc.pid, adjacent);
+    windows[scenario.id] = { ...window, requests: measured.total };
     rows.push(measured);
     warmups[scenario.id] = { ok2xx: warmup2xx, failures: warmupNon2xx };
   }
@@ -448,8 +507,13 @@ const main = async (): Promise<void> => {
     hotCheck = { counted_2xx: counted, max_uncounted: 2 * CONNECTIONS, usage_count: usage, ok: usage >= counted && usage <= counted + 2 * CONNECTIONS };
   }
 
-  await stopChild(service);
+  await Promise.all([stopChild(service), stopChild(ceilingChild)]);
   printTable(rows);
+  if (ceilings.length > 1) {
+    const values = ceilings.map((c) => c.reqPerSec);
+    log(`\nceiling runs: ${values.map((v) => fmt(v)).join(', ')} req/s (spread ${fmt(Math.min(...values))}–${fmt(Math.max(...values))});`
+      + ' each ratio uses the run right before its scenario');
+  }
   const misses = rows.filter((r) => r.verdict === 'MISS');
   log(misses.length === 0 ? '\nall targets met' : `\n${misses.length} target(s) missed: ${misses.map((m) => m.id).join(', ')}`);
   if (hotCheck && !hotCheck.ok) {
@@ -474,7 +538,7 @@ const main = async (): Promise<void> => {
     const serviceProfile = profileOf('service');
     log(`\nCPU profiles (measured seconds only; profiling slows the servers down): ${path.relative(ROOT, profDir)}/`);
     for (const [id, { requests, ...window }] of Object.entries(windows)) {
-      profiles[id] = summariseProfile(id === 'ceiling' ? ceilingProfile : serviceProfile, ROOT, window, requests);
+      profiles[id] = summariseProfile(id === 'ceiling' ? ceilingProfile : serviceProfile, id === 'ceiling' ? ROOT : SERVICE_ROOT, window, requests);
     }
     for (const id of Object.keys(windows)) {
       log(`\n${id}:`);
@@ -487,9 +551,11 @@ const main = async (): Promise<void> => {
   fs.writeFileSync(out, `${JSON.stringify({
     at: new Date().toISOString(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
-    settings: { connections: CONNECTIONS, pipelining: 1, warmup_s: WARMUP_S, duration_s: DURATION_S },
+    service_root: SERVICE_ROOT,
+    settings: { connections: CONNECTIONS, pipelining: 1, warmup_s: WARMUP_S, duration_s: DURATION_S, rate_limits: RATE_LIMITS },
     ceiling_req_per_sec: ceiling.reqPerSec,
     results: rows,
+    ceiling_runs: ceilings,
     warmups,
     hot_voucher_check: hotCheck,
     profiles: PROFILE ? profiles : undefined,

@@ -46,11 +46,15 @@ const run = async (argv: string[]): Promise<void> => {
   });
   const [command, ...rest] = positionals;
   const print = (json: unknown, text: string) => process.stdout.write(`${values.json ? JSON.stringify(json) : text}\n`);
+  // Every usage check comes before the store is opened: a typo creates no files.
+  if (!['create', 'list', 'revoke'].includes(command ?? '')) throw new UsageError(command ? `unknown command ${command}` : 'no command given');
+  if (command === 'create' && values.env !== 'sandbox' && values.env !== 'production') throw new UsageError('--env must be sandbox or production');
+  const scopes = command === 'create' ? parseScopes(values.scopes) : [];
+  if (command === 'revoke' && rest.length !== 1) throw new UsageError('revoke takes exactly one key id');
   const { account, keys } = await openAccount(loadConfig().dataDir, systemClock);
   try {
     if (command === 'create') {
-      if (values.env !== 'sandbox' && values.env !== 'production') throw new UsageError('--env must be sandbox or production');
-      const { key, record } = await keys.create(values.env, values.name ?? 'CLI key', parseScopes(values.scopes), 'cli');
+      const { key, record } = await keys.create(values.env as 'sandbox' | 'production', values.name ?? 'CLI key', scopes, 'cli');
       print({ id: record.id, key, name: record.name, environment: record.environment, scopes: record.scopes, created_at: record.createdAt },
         `Created ${record.environment} key ${record.id} (${record.name}), scopes ${record.scopes.join(', ')}.\n` +
         `The key is shown only now; store it safely:\n\n  ${key}\n`);
@@ -58,12 +62,9 @@ const run = async (argv: string[]): Promise<void> => {
       const list = keys.list().filter((r) => !r.id.startsWith('key_cfg_')).map(summary);
       print(list, list.length === 0 ? 'No keys.' : list.map((k) =>
         `${k.id}  ${k.environment.padEnd(10)} ${k.key_hint}  ${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}  ${k.name}  [${k.scopes.join(' ')}]`).join('\n'));
-    } else if (command === 'revoke') {
-      if (rest.length !== 1) throw new UsageError('revoke takes exactly one key id');
+    } else {
       const record = await keys.revoke(rest[0]!, 'cli');
       print(summary(record), `Revoked ${record.id} (${record.name}) at ${record.revokedAt}.`);
-    } else {
-      throw new UsageError(command ? `unknown command ${command}` : 'no command given');
     }
   } finally {
     await account.events.close();

@@ -5,6 +5,7 @@ import { systemClock } from './domain/clock.ts';
 import { createApp } from './http/createApp.ts';
 import { createLogger } from './logger.ts';
 import type { ApiKeyRegistry } from './application/apiKeys.ts';
+import { AdminAuth } from './application/adminAuth.ts';
 
 /** The composition root: reads the configuration, builds the adapters, serves, shuts down. */
 const main = async (): Promise<void> => {
@@ -14,11 +15,13 @@ const main = async (): Promise<void> => {
     dataDir: config.dataDir, clock: systemClock, logger, apiKeys: config.apiKeys, readYourWritesMs: config.readYourWritesMs,
   });
   const firstKeys = service.keys.size === 0 ? await createFirstKeys(service.keys) : undefined;
-  const app = createApp({ environments: service.environments, keys: service.keys, logger });
+  // ADMIN_PASSWORD wins; else the stored hash; else a new password, printed once below (never logged)
+  const admin = await AdminAuth.open(service.account.kv, config.adminPassword);
+  const app = createApp({ environments: service.environments, keys: service.keys, logger, rateLimits: config.rateLimits, admin: admin.auth });
   const stopExpiry = startExpiryJob(Object.values(service.environments), config.expiryIntervalMs, logger);
   const server: Server = app.listen(config.port, config.host, () => {
     logger.info({ port: config.port, data_dir: config.dataDir }, 'voucher service listening');
-    printWelcome(config.port, firstKeys);
+    printWelcome(config.port, firstKeys, admin.generated);
   });
   server.keepAliveTimeout = 65_000;
 
@@ -46,8 +49,8 @@ const createFirstKeys = async (keys: ApiKeyRegistry) => ({
   production: (await keys.create('production', 'First production key', undefined, 'first start')).key,
 });
 
-/** Keys are printed once, to the terminal, never to the log. */
-const printWelcome = (port: number, firstKeys: { sandbox: string; production: string } | undefined): void => {
+/** Keys and the generated dashboard password are printed once, to the terminal, never to the log. */
+const printWelcome = (port: number, firstKeys: { sandbox: string; production: string } | undefined, adminPassword?: string): void => {
   const base = `http://localhost:${port}/v1`;
   const lines = firstKeys
     ? [
@@ -62,6 +65,11 @@ const printWelcome = (port: number, firstKeys: { sandbox: string; production: st
         'API keys were printed on the first start. Lost them? Start with VOUCHER_API_KEYS=sk_test_<32 letters or digits>',
         'to accept a key of your own choosing, or use a fresh DATA_DIR to get new keys.',
       ];
+  const dashboard = `http://localhost:${port}/dashboard`;
+  lines.push('', ...(adminPassword
+    ? [`Dashboard (API keys): ${dashboard}`, `  operator password  ${adminPassword}`,
+        'Shown only now and stored only as a hash. Set ADMIN_PASSWORD to choose your own instead.']
+    : [`Dashboard (API keys): ${dashboard} (password: printed on the first start, or ADMIN_PASSWORD)`]));
   process.stdout.write(`\n${'='.repeat(78)}\n${lines.join('\n')}\n${'='.repeat(78)}\n\n`);
 };
 

@@ -14,8 +14,11 @@ interface ProfileNode {
 }
 interface CpuProfile { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] }
 
-/** A part of the profile, in ms since the profile started (about when the process started). */
-export interface ProfileWindow { fromMs: number; toMs: number }
+/**
+ * A part of the profile, in µs of the monotonic clock: V8 profile timestamps and
+ * process.hrtime() both read CLOCK_MONOTONIC on Linux, so the bench's own clock delimits it.
+ */
+export interface ProfileWindow { fromUs: number; toUs: number }
 
 export interface ProfileSummary {
   /** Main-thread time not idle in the window (CPU work and blocking calls such as fsync). */
@@ -137,11 +140,11 @@ export const summariseProfile = (profile: CpuProfile, root: string, window: Prof
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const self = new Map<number, number>();
-  let at = 0; // µs since startTime
+  let at = profile.startTime;
   profile.samples.forEach((id, i) => {
     const delta = profile.timeDeltas[i] ?? 0;
     at += delta;
-    if (window && (at < window.fromMs * 1000 || at > window.toMs * 1000)) return;
+    if (window && (at < window.fromUs || at > window.toUs)) return;
     self.set(id, (self.get(id) ?? 0) + delta);
   });
 

@@ -105,10 +105,11 @@ export class ApiKeyRegistry {
   /** Creates a key, records it as an event, and returns the full key (the only time it exists). */
   async create(environment: Environment, name: string, scopes: Scope[] = [...ALL_SCOPES], createdBy = 'system'): Promise<{ key: string; record: ApiKeyRecord }> {
     if (!this.store) throw new Error('no account store to record keys in');
-    if (scopes.length === 0) throw new DomainError('INVALID_REQUEST', 'A key needs at least one scope', [{ field: 'scopes', message: 'must name at least one scope' }]);
+    const granted = ALL_SCOPES.filter((s) => scopes.includes(s));
+    if (granted.length === 0) throw new DomainError('INVALID_REQUEST', 'A key needs at least one scope', [{ field: 'scopes', message: 'must name at least one scope' }]);
     const key = `${environment === 'sandbox' ? 'sk_test_' : 'sk_live_'}${randomBase62(32)}`;
     const data: ApiKeyCreatedData = {
-      id: `key_${randomBase62(16)}`, name: name.trim() || 'Unnamed key', environment, scopes: ALL_SCOPES.filter((s) => scopes.includes(s)),
+      id: `key_${randomBase62(16)}`, name: name.trim() || 'Unnamed key', environment, scopes: granted,
       prefix: key.slice(0, 8), last4: key.slice(-4), hash: hashKey(key), createdAt: isoSeconds(this.clock.now()), createdBy,
     };
     await this.store.appendToStream(API_KEYS_STREAM, [{ type: 'ApiKeyCreated', data: { ...data } }]);

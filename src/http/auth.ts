@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import type { ApiKeyRegistry, Scope } from '../application/apiKeys.ts';
 import type { EnvContext, Environment } from '../application/context.ts';
 import { HttpError } from './errors.ts';
+import type { RateLimitGroup, RateLimiter } from './rateLimits.ts';
 
 /**
  * `Authorization: Bearer sk_test_…` selects the sandbox, `sk_live_…` production. Missing or
@@ -26,3 +27,14 @@ export const requireScope = (scope: Scope): RequestHandler => (req, _res, next) 
   }
   next();
 };
+
+/** The middleware of a protected route: `...guard('vouchers:read', 'read')`. */
+export type Guard = (scope: Scope, group: RateLimitGroup) => RequestHandler[];
+
+/**
+ * Authenticate, then count the request against the key's rate limit for the route's group (the
+ * limiter needs the key), then check the scope. The limit runs before the scope check on purpose:
+ * a key hammering an endpoint it may not use is limited too, and its 403s carry the headers.
+ */
+export const guardWith = (authenticate: RequestHandler, limit: RateLimiter): Guard =>
+  (scope, group) => [authenticate, limit(group), requireScope(scope)];

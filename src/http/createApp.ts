@@ -1,10 +1,14 @@
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import type { AdminAuth } from '../application/adminAuth.ts';
 import type { ApiKeyRegistry } from '../application/apiKeys.ts';
 import type { EnvContext, Environment } from '../application/context.ts';
-import { authenticate } from './auth.ts';
+import { systemClock, type Clock } from '../domain/clock.ts';
+import { authenticate, guardWith } from './auth.ts';
+import { dashboardRouter } from './dashboard/router.ts';
 import { errorHandler, HttpError } from './errors.ts';
 import { buildOpenApi } from './openapi.ts';
+import { createRateLimiter, defaultRateLimitConfig, type RateLimitConfig, type RateLimitStoreFactory } from './rateLimits.ts';
 import { requestLog } from './requestLog.ts';
 import { voucherRoutes } from './routes/vouchers.ts';
 
@@ -12,6 +16,14 @@ export interface AppDeps {
   environments: Record<Environment, EnvContext>;
   keys: ApiKeyRegistry;
   logger: Logger;
+  /** Per-key, per-group limits (config.ts); absent: the spec's defaults. */
+  rateLimits?: RateLimitConfig;
+  /** Where the limit counters live; absent: in this process (see rateLimits.ts). */
+  rateLimitStores?: RateLimitStoreFactory;
+  /** The operator's password: with it the dashboard is served at /dashboard; without it, not at all. */
+  admin?: AdminAuth;
+  /** The dashboard's clock (session expiry); absent: the system clock. */
+  clock?: Clock;
 }
 
 export const MAX_BODY_BYTES = 1_048_576;
@@ -43,8 +55,11 @@ export const createApp = (deps: AppDeps): Express => {
   const v1 = express.Router();
   v1.use(requireJson);
   v1.use(express.json({ limit: MAX_BODY_BYTES, strict: true, type: 'application/json' }));
-  v1.use(voucherRoutes(authenticate(deps.keys, deps.environments)));
+  const limit = createRateLimiter(deps.rateLimits ?? defaultRateLimitConfig(), deps.rateLimitStores, deps.logger);
+  const guard = guardWith(authenticate(deps.keys, deps.environments), limit);
+  v1.use(voucherRoutes(guard));
   app.use('/v1', v1);
+  if (deps.admin) app.use('/dashboard', dashboardRouter({ keys: deps.keys, admin: deps.admin, clock: deps.clock ?? systemClock }));
   app.use(notFound);
   app.use(errorHandler);
   return app;

@@ -19,7 +19,41 @@ const idempotencyKey = { name: 'Idempotency-Key', in: 'header', required: false,
 const queryParams = (schema: { properties: Record<string, object> }) =>
   Object.entries(schema.properties).map(([name, s]) => ({ name, in: 'query', required: false, schema: s }));
 
-const common = { 401: error('Missing or invalid API key.', ['MISSING_API_KEY', 'INVALID_API_KEY']), 403: error('The key lacks the scope.', ['INSUFFICIENT_PERMISSIONS']) };
+/** The rate limit headers, shared by every answer of every operation but a 401 (no key, nothing counted). */
+const rateLimitHeaders = {
+  'X-RateLimit-Limit': { $ref: '#/components/headers/X-RateLimit-Limit' },
+  'X-RateLimit-Remaining': { $ref: '#/components/headers/X-RateLimit-Remaining' },
+  'X-RateLimit-Reset': { $ref: '#/components/headers/X-RateLimit-Reset' },
+};
+const headerComponents = {
+  'X-RateLimit-Limit': { description: 'Requests this API key may make to the endpoint group per window (1 minute).', schema: { type: 'integer' } },
+  'X-RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer', minimum: 0 } },
+  'X-RateLimit-Reset': { description: 'When the current window ends, in Unix seconds (rounded up).', schema: { type: 'integer' } },
+  'Retry-After': { description: 'Seconds until the window ends.', schema: { type: 'integer', minimum: 0 } },
+};
+const tooManyRequests = {
+  description: 'Rate limit of the endpoint group exceeded for this API key. Code: RATE_LIMIT_EXCEEDED; details {limit, reset_at}.',
+  headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+};
+
+const common = {
+  401: error('Missing or invalid API key.', ['MISSING_API_KEY', 'INVALID_API_KEY']), 403: error('The key lacks the scope.', ['INSUFFICIENT_PERMISSIONS']),
+  429: tooManyRequests,
+};
+
+type Operation = { responses: Record<string, { headers?: object }> };
+/** Adds the rate limit headers to every response of every operation (except 401). */
+const withRateLimitHeaders = <P extends Record<string, Record<string, unknown>>>(paths: P): P => Object.fromEntries(
+  Object.entries(paths).map(([template, item]) => [template, Object.fromEntries(Object.entries(item).map(([method, operation]) => {
+    const op = operation as Operation;
+    if (!op || typeof op !== 'object' || !('responses' in op)) return [method, operation];
+    const responses = Object.fromEntries(Object.entries(op.responses).map(([status, response]) => [
+      status, status === '401' ? response : { ...response, headers: { ...rateLimitHeaders, ...response.headers } },
+    ]));
+    return [method, { ...op, responses }];
+  }))]),
+) as P;
 
 /** The OpenAPI 3.1 document, built from the same JSON Schemas that validate requests. */
 export const buildOpenApi = (): object => ({
@@ -31,10 +65,10 @@ export const buildOpenApi = (): object => ({
   },
   servers: [{ url: '/v1', description: 'relative to the host serving this document' }],
   security: [{ bearer: [] }],
-  paths: {
+  paths: withRateLimitHeaders({
     '/vouchers': {
       post: {
-        summary: 'Create a voucher', operationId: 'createVoucher', parameters: [idempotencyKey], 'x-scope': 'vouchers:write',
+        summary: 'Create a voucher', operationId: 'createVoucher', 'x-rate-limit-group': 'create', parameters: [idempotencyKey], 'x-scope': 'vouchers:write',
         requestBody: body(schemas.createVoucherSchema),
         responses: {
           201: json('The voucher (status active, usage_count 0).', ref('Voucher'), { Location: { schema: { type: 'string' } } }),
@@ -42,13 +76,13 @@ export const buildOpenApi = (): object => ({
         },
       },
       get: {
-        summary: 'List vouchers, newest first', operationId: 'listVouchers', parameters: queryParams(schemas.listVouchersQuery), 'x-scope': 'vouchers:read',
+        summary: 'List vouchers, newest first', operationId: 'listVouchers', 'x-rate-limit-group': 'read', parameters: queryParams(schemas.listVouchersQuery), 'x-scope': 'vouchers:read',
         responses: { 200: json('A page of vouchers.', ref('VoucherPage')), 400: error('Invalid query.', ['INVALID_REQUEST']), ...common },
       },
     },
     '/vouchers/validate': {
       post: {
-        summary: 'Validate a code against an order (changes nothing)', operationId: 'validateVoucher', 'x-scope': 'vouchers:redeem',
+        summary: 'Validate a code against an order (changes nothing)', operationId: 'validateVoucher', 'x-rate-limit-group': 'validate', 'x-scope': 'vouchers:redeem',
         requestBody: body(schemas.validateSchema),
         responses: {
           200: json('The validation result.', ref('ValidationResult')),
@@ -60,7 +94,7 @@ export const buildOpenApi = (): object => ({
     },
     '/vouchers/apply': {
       post: {
-        summary: 'Apply a code to an order', operationId: 'applyVoucher', parameters: [idempotencyKey], 'x-scope': 'vouchers:redeem',
+        summary: 'Apply a code to an order', operationId: 'applyVoucher', 'x-rate-limit-group': 'apply', parameters: [idempotencyKey], 'x-scope': 'vouchers:redeem',
         requestBody: body(schemas.applySchema),
         responses: {
           201: json('The application.', ref('Application')),
@@ -73,7 +107,7 @@ export const buildOpenApi = (): object => ({
     },
     '/vouchers/applications/{application_id}/rollback': {
       post: {
-        summary: 'Roll an application back', operationId: 'rollbackApplication', parameters: [idParam('application_id', 'va_')], 'x-scope': 'vouchers:redeem',
+        summary: 'Roll an application back', operationId: 'rollbackApplication', 'x-rate-limit-group': 'other', parameters: [idParam('application_id', 'va_')], 'x-scope': 'vouchers:redeem',
         requestBody: { required: false, content: { 'application/json': { schema: schemas.rollbackSchema } } },
         responses: { 200: json('The application, status rolled_back.', ref('Application')), 404: error('Unknown application.', ['APPLICATION_NOT_FOUND']), ...common },
       },
@@ -81,29 +115,30 @@ export const buildOpenApi = (): object => ({
     '/vouchers/{voucher_id}': {
       parameters: [idParam('voucher_id', 'v_')],
       get: {
-        summary: 'Retrieve a voucher with its latest 100 applications', operationId: 'getVoucher', 'x-scope': 'vouchers:read',
+        summary: 'Retrieve a voucher with its latest 100 applications', operationId: 'getVoucher', 'x-rate-limit-group': 'read', 'x-scope': 'vouchers:read',
         responses: { 200: json('The voucher.', ref('VoucherWithHistory')), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common },
       },
       put: {
-        summary: 'Update value, currency, conditions (merged) or status', operationId: 'updateVoucher', 'x-scope': 'vouchers:write',
+        summary: 'Update value, currency, conditions (merged) or status', operationId: 'updateVoucher', 'x-rate-limit-group': 'other', 'x-scope': 'vouchers:write',
         requestBody: body(schemas.updateVoucherSchema),
         responses: { 200: json('The voucher.', ref('Voucher')), 400: error('Invalid, or an immutable field (code, type, created_at, id) sent.', ['INVALID_REQUEST']), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common },
       },
       delete: {
-        summary: 'Deactivate (soft delete); repeating it is 200 again', operationId: 'deleteVoucher', 'x-scope': 'vouchers:delete',
+        summary: 'Deactivate (soft delete); repeating it is 200 again', operationId: 'deleteVoucher', 'x-rate-limit-group': 'other', 'x-scope': 'vouchers:delete',
         responses: { 200: json('The deactivated voucher.', ref('Deleted')), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common },
       },
     },
     '/vouchers/{voucher_id}/applications': {
       get: {
-        summary: 'All applications of a voucher, newest first', operationId: 'listApplications', 'x-scope': 'vouchers:read',
+        summary: 'All applications of a voucher, newest first', operationId: 'listApplications', 'x-rate-limit-group': 'read', 'x-scope': 'vouchers:read',
         parameters: [idParam('voucher_id', 'v_'), ...queryParams(schemas.pageQuery)],
         responses: { 200: json('A page of applications.', ref('UsagePage')), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common },
       },
     },
-  },
+  }),
   components: {
     securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sk_test_… (sandbox) or sk_live_… (production)' } },
+    headers: headerComponents,
     schemas: componentSchemas,
   },
 });

@@ -3,20 +3,17 @@
  * SIGKILL (no graceful shutdown), and `npm run replay` rebuilds read models identical to the ones
  * the live projector kept.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { CORE_CHECKPOINT } from '../../projections/index.ts';
 import type { Environment } from '../../src/application/context.ts';
 import { ENVIRONMENTS, environmentFiles } from '../../src/composition.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
+import { exitWithin, killAll, run, startService as startServiceProcess, type RunningService } from '../support/processes.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const KEYS: Record<Environment, string> = {
   sandbox: 'sk_test_Dur4bility0Sandbox0Key000000001',
   production: 'sk_live_Dur4bility0Production0Key00001',
@@ -30,66 +27,10 @@ const VOUCHERS: Array<{ environment: Environment; code: string }> = [
   { environment: 'production', code: 'DURABLE-E' },
 ];
 
-/** A port that was free a moment ago (the OS picked it for a listener we closed). */
-const freePort = (): Promise<number> => new Promise((resolve, reject) => {
-  const server = net.createServer();
-  server.once('error', reject);
-  server.listen(0, '127.0.0.1', () => {
-    const { port } = server.address() as net.AddressInfo;
-    server.close(() => resolve(port));
-  });
-});
+type Service = RunningService;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface Proc { child: ChildProcess; output: () => string; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> }
-
-const children = new Set<ChildProcess>();
-
-const run = (args: string[], env: Record<string, string>): Proc => {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
-    cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-  child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => { children.delete(child); resolve({ code, signal }); });
-  });
-  return { child, output: () => output, exited };
-};
-
-/** Resolves with the exit, or rejects after `ms` (the process is left for `after` to kill). */
-const exitWithin = async (proc: Proc, ms: number) => {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`process did not exit within ${ms} ms; output:\n${proc.output()}`)), ms);
-  });
-  try { return await Promise.race([proc.exited, timeout]); } finally { clearTimeout(timer); }
-};
-
-interface Service { proc: Proc; base: string }
-
-const startService = async (dataDir: string): Promise<Service> => {
-  const port = await freePort();
-  const proc = run(['src/main.ts'], {
-    PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, VOUCHER_API_KEYS: `${KEYS.sandbox},${KEYS.production}`, LOG_LEVEL: 'warn',
-  });
-  const base = `http://127.0.0.1:${port}`;
-  let exited = false;
-  void proc.exited.then(() => { exited = true; });
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline && !exited) {
-    try {
-      const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(1_000) });
-      if (res.status === 200) return { proc, base };
-    } catch { /* not listening yet */ }
-    await sleep(100);
-  }
-  proc.child.kill('SIGKILL');
-  throw new Error(`service did not answer /health within 20 s (exited: ${exited}); output:\n${proc.output()}`);
-};
+const startService = (dataDir: string): Promise<Service> =>
+  startServiceProcess({ DATA_DIR: dataDir, VOUCHER_API_KEYS: `${KEYS.sandbox},${KEYS.production}` });
 
 interface Reply { status: number; body: any }
 
@@ -177,11 +118,7 @@ describe('durability (real process, SIGKILL, replay)', function () {
   });
 
   after(async () => {
-    for (const child of children) child.kill('SIGKILL');
-    await Promise.race([
-      Promise.all([...children].map((child) => new Promise((resolve) => child.once('exit', resolve)))),
-      sleep(5_000),
-    ]);
+    await killAll();
     if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
   });
 

@@ -5,11 +5,21 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { openEmbedded, type Embedded } from '../../src/composition.ts';
+import { AdminAuth } from '../../src/application/adminAuth.ts';
 import { createApp } from '../../src/http/createApp.ts';
+import { RATE_LIMIT_GROUPS, type RateLimitConfig, type RateLimitGroup, type RateLimitStoreFactory } from '../../src/http/rateLimits.ts';
 import { FakeClock } from './fakeClock.ts';
 
 export const SANDBOX_KEY = 'sk_test_SandboxKeyForTests0000000000001';
 export const PRODUCTION_KEY = 'sk_live_ProductionKeyForTests00000000001';
+
+/**
+ * Tests make hundreds of requests with one key: by default the limits are lifted out of reach
+ * rather than turned off, so the limiter and its headers stay on every path under test.
+ */
+export const LIFTED_RATE_LIMITS: RateLimitConfig = {
+  enabled: true, windowMs: 60_000, limits: Object.fromEntries(RATE_LIMIT_GROUPS.map((g) => [g, 1_000_000])) as Record<RateLimitGroup, number>,
+};
 
 export interface TestResponse<T = any> {
   status: number;
@@ -34,12 +44,20 @@ export class TestService {
     readonly baseUrl: string,
   ) {}
 
-  static async start(options: { clock?: FakeClock; dataDir?: string } = {}): Promise<TestService> {
+  static async start(
+    options: { clock?: FakeClock; dataDir?: string; rateLimits?: RateLimitConfig; rateLimitStores?: RateLimitStoreFactory;
+      /** Serves the dashboard at /dashboard with this operator password (else no dashboard). */
+      adminPassword?: string } = {},
+  ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
     const clock = options.clock ?? new FakeClock();
     const logger = pino({ level: 'silent' });
     const embedded = await openEmbedded({ dataDir, clock, logger, apiKeys: [SANDBOX_KEY, PRODUCTION_KEY] });
-    const app = createApp({ environments: embedded.environments, keys: embedded.keys, logger });
+    const admin = options.adminPassword === undefined ? undefined : await AdminAuth.fromPassword(options.adminPassword);
+    const app = createApp({
+      environments: embedded.environments, keys: embedded.keys, logger, rateLimits: options.rateLimits ?? LIFTED_RATE_LIMITS, rateLimitStores: options.rateLimitStores,
+      admin, clock,
+    });
     const server = await new Promise<Server>((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
     const { port } = server.address() as AddressInfo;
     return new TestService(dataDir, clock, embedded, server, `http://127.0.0.1:${port}`);

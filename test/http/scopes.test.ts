@@ -1,0 +1,356 @@
+/**
+ * Scopes, route by route: every /v1 route names the one scope it needs (decisions.md,
+ * "Authentication, permissions, rate limits"). A key holding every scope but that one gets 403
+ * INSUFFICIENT_PERMISSIONS `{required_scope}` and changes nothing; a key holding only that scope
+ * gets through. Keys stay bound to their environment whatever their scopes.
+ */
+import type { RequestHandler } from 'express';
+import { expect } from 'chai';
+import { ALL_SCOPES, type Scope } from '../../src/application/apiKeys.ts';
+import type { Environment } from '../../src/application/context.ts';
+import { voucherRoutes } from '../../src/http/routes/vouchers.ts';
+import { PRODUCTION_KEY, SANDBOX_KEY, TestService, type TestResponse } from '../support/harness.ts';
+
+type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+interface Prepared {
+  path: string;
+  body?: unknown;
+  /** Checked after a denied call: the call must have changed nothing. */
+  unchanged?: () => Promise<void>;
+  /** Checked after an allowed call: the call did what the route does. */
+  done?: (res: TestResponse) => Promise<void> | void;
+}
+
+interface RouteCase {
+  method: Method;
+  /** The OpenAPI path template under /v1. */
+  template: string;
+  scope: Scope;
+  /** Status of the valid request made with a key holding only `scope`. */
+  allowed: number;
+  /** Builds a valid request on fresh data (called once per test). */
+  prepare: () => Promise<Prepared>;
+}
+
+/** Asserts the whole error body: `{error: {code, message, details}}` and nothing else. */
+const expectError = (res: TestResponse, status: number, code: string, details: unknown): void => {
+  expect(res.status, `${code}: ${JSON.stringify(res.body)}`).to.equal(status);
+  expect(res.headers.get('content-type')).to.match(/^application\/json/);
+  expect(res.body).to.be.an('object').that.has.all.keys('error');
+  expect(res.body.error).to.have.all.keys('code', 'message', 'details');
+  expect(res.body.error.code).to.equal(code);
+  expect(res.body.error.message).to.be.a('string').that.is.not.empty;
+  expect(res.body.error.details).to.deep.equal(details);
+};
+
+/** `/vouchers/:voucherId` and `/vouchers/{voucher_id}` both become `/vouchers/{}`. */
+const normalise = (template: string): string => template.replace(/:[A-Za-z_]+|\{[A-Za-z_]+\}/g, '{}');
+
+describe('HTTP scopes: every /v1 route requires its scope', () => {
+  let service: TestService;
+  let counter = 0;
+  const unique = (prefix: string): string => `${prefix}${(counter += 1)}`;
+
+  /** The voucher every read route looks at (10% off, created with the operator key). */
+  let seed: { id: string; code: string };
+
+  const admin = {
+    createVoucher: async (): Promise<{ id: string; code: string }> => {
+      const v = await service.createVoucher({ code: unique('SCOPE'), type: 'percentage', value: 10 });
+      return { id: v.id, code: v.code };
+    },
+    voucher: async (id: string): Promise<any> => {
+      const res = await service.get(`/v1/vouchers/${id}`);
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      return res.body;
+    },
+    apply: async (code: string): Promise<string> => {
+      const res = await service.post('/v1/vouchers/apply', { code, order_id: unique('order-'), order: { value: 10_000 } });
+      expect(res.status, JSON.stringify(res.body)).to.equal(201);
+      return res.body.id as string;
+    },
+  };
+
+  const ROUTES: RouteCase[] = [
+    {
+      method: 'POST', template: '/vouchers', scope: 'vouchers:write', allowed: 201,
+      prepare: async () => {
+        const code = unique('NEWCODE');
+        return {
+          path: '/v1/vouchers',
+          body: { code, type: 'fixed', value: 500 },
+          unchanged: async () => {
+            const res = await service.post('/v1/vouchers/validate', { code, order: { value: 10_000 } });
+            expect(res.status, `the denied create made ${code}: ${JSON.stringify(res.body)}`).to.equal(404);
+            expect(res.body.error.code).to.equal('VOUCHER_NOT_FOUND');
+          },
+          done: async (res) => {
+            expect(res.body.code).to.equal(code);
+            expect((await admin.voucher(res.body.id)).value).to.equal(500);
+          },
+        };
+      },
+    },
+    {
+      method: 'GET', template: '/vouchers', scope: 'vouchers:read', allowed: 200,
+      prepare: async () => ({
+        path: '/v1/vouchers?limit=100',
+        done: (res) => { expect(res.body.data.map((v: { id: string }) => v.id)).to.include(seed.id); },
+      }),
+    },
+    {
+      method: 'POST', template: '/vouchers/validate', scope: 'vouchers:redeem', allowed: 200,
+      prepare: async () => ({
+        path: '/v1/vouchers/validate',
+        body: { code: seed.code, order: { value: 10_000 } },
+        done: (res) => {
+          expect(res.body.is_valid).to.equal(true);
+          expect(res.body.discount_amount).to.equal(1000);
+        },
+      }),
+    },
+    {
+      method: 'POST', template: '/vouchers/apply', scope: 'vouchers:redeem', allowed: 201,
+      prepare: async () => {
+        const v = await admin.createVoucher();
+        return {
+          path: '/v1/vouchers/apply',
+          body: { code: v.code, order_id: unique('order-'), order: { value: 10_000 } },
+          unchanged: async () => { expect((await admin.voucher(v.id)).usage_count).to.equal(0); },
+          done: async (res) => {
+            expect(res.body.discount_amount).to.equal(1000);
+            expect((await admin.voucher(v.id)).usage_count).to.equal(1);
+          },
+        };
+      },
+    },
+    {
+      method: 'POST', template: '/vouchers/applications/{application_id}/rollback', scope: 'vouchers:redeem', allowed: 200,
+      prepare: async () => {
+        const v = await admin.createVoucher();
+        const applicationId = await admin.apply(v.code);
+        return {
+          path: `/v1/vouchers/applications/${applicationId}/rollback`,
+          body: { reason: 'order cancelled' },
+          unchanged: async () => { expect((await admin.voucher(v.id)).usage_count).to.equal(1); },
+          done: async (res) => {
+            expect(res.body.id).to.equal(applicationId);
+            expect((await admin.voucher(v.id)).usage_count).to.equal(0);
+          },
+        };
+      },
+    },
+    {
+      method: 'GET', template: '/vouchers/{voucher_id}', scope: 'vouchers:read', allowed: 200,
+      prepare: async () => ({
+        path: `/v1/vouchers/${seed.id}`,
+        done: (res) => { expect(res.body.code).to.equal(seed.code); },
+      }),
+    },
+    {
+      method: 'GET', template: '/vouchers/{voucher_id}/applications', scope: 'vouchers:read', allowed: 200,
+      prepare: async () => ({
+        path: `/v1/vouchers/${seed.id}/applications`,
+        done: (res) => { expect(res.body.data).to.be.an('array'); },
+      }),
+    },
+    {
+      method: 'PUT', template: '/vouchers/{voucher_id}', scope: 'vouchers:write', allowed: 200,
+      prepare: async () => {
+        const v = await admin.createVoucher();
+        return {
+          path: `/v1/vouchers/${v.id}`,
+          body: { value: 25 },
+          unchanged: async () => { expect((await admin.voucher(v.id)).value).to.equal(10); },
+          done: async () => { expect((await admin.voucher(v.id)).value).to.equal(25); },
+        };
+      },
+    },
+    {
+      method: 'DELETE', template: '/vouchers/{voucher_id}', scope: 'vouchers:delete', allowed: 200,
+      prepare: async () => {
+        const v = await admin.createVoucher();
+        return {
+          path: `/v1/vouchers/${v.id}`,
+          unchanged: async () => { expect((await admin.voucher(v.id)).status).to.equal('active'); },
+          done: async () => { expect((await admin.voucher(v.id)).status).to.equal('inactive'); },
+        };
+      },
+    },
+  ];
+
+  const keyWith = async (scopes: Scope[], name: string, environment: Environment = 'sandbox'): Promise<string> =>
+    (await service.embedded.keys.create(environment, name, scopes)).key;
+
+  before(async () => {
+    service = await TestService.start();
+    seed = await admin.createVoucher();
+  });
+  after(async () => { await service.stop(); });
+
+  describe('the table', () => {
+    it('names every route the API documents, with the scope the OpenAPI document gives it', async () => {
+      const res = await service.get('/v1/openapi.json', { key: null });
+      expect(res.status).to.equal(200);
+      const documented: Record<string, string> = {};
+      for (const [template, operations] of Object.entries(res.body.paths as Record<string, Record<string, { 'x-scope'?: string }>>)) {
+        for (const [method, operation] of Object.entries(operations)) {
+          if (['get', 'post', 'put', 'delete', 'patch'].includes(method)) documented[`${method.toUpperCase()} ${template}`] = String(operation['x-scope']);
+        }
+      }
+      const table = Object.fromEntries(ROUTES.map((r) => [`${r.method} ${r.template}`, r.scope]));
+      expect(table).to.deep.equal(documented);
+    });
+
+    it('names every route the voucher router serves, with the scope its guard checks', () => {
+      // A guard that marks its middleware with the scope, so each route of the router tells its scope.
+      const guard = ((scope: Scope) => {
+        const marker: RequestHandler & { scope?: Scope } = (_req, _res, next) => next();
+        marker.scope = scope;
+        return [marker];
+      }) as unknown as Parameters<typeof voucherRoutes>[0];
+      type RouteLayer = { route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: { scope?: Scope } }> } };
+      const served = (voucherRoutes(guard).stack as RouteLayer[])
+        .filter((layer) => layer.route)
+        .flatMap(({ route }) => Object.keys(route!.methods).map((m) => [`${m.toUpperCase()} ${normalise(route!.path)}`, route!.stack[0]!.handle.scope]));
+      expect(served).to.have.length(ROUTES.length);
+      expect(Object.fromEntries(served)).to.deep.equal(Object.fromEntries(ROUTES.map((r) => [`${r.method} ${normalise(r.template)}`, r.scope])));
+    });
+
+    it('uses only known scopes, and every voucher scope guards at least one route', () => {
+      for (const r of ROUTES) expect(ALL_SCOPES).to.include(r.scope);
+      expect([...new Set(ROUTES.map((r) => r.scope))]).to.have.members(['vouchers:read', 'vouchers:write', 'vouchers:delete', 'vouchers:redeem']);
+    });
+  });
+
+  for (const route of ROUTES) {
+    describe(`${route.method} /v1${route.template} (${route.scope})`, () => {
+      it(`is 403 INSUFFICIENT_PERMISSIONS {required_scope: ${route.scope}} for a key with every other scope, and changes nothing`, async () => {
+        const others = ALL_SCOPES.filter((s) => s !== route.scope);
+        expect(others).to.have.length(ALL_SCOPES.length - 1);
+        const key = await keyWith(others, `all but ${route.scope}`);
+        const request = await route.prepare();
+        const res = await service.request(route.method, request.path, request.body, { key });
+        expectError(res, 403, 'INSUFFICIENT_PERMISSIONS', { required_scope: route.scope });
+        await request.unchanged?.();
+      });
+
+      it(`gets through with a key holding only ${route.scope} (${route.allowed})`, async () => {
+        const key = await keyWith([route.scope], `only ${route.scope}`);
+        const request = await route.prepare();
+        const res = await service.request(route.method, request.path, request.body, { key });
+        expect(res.status, JSON.stringify(res.body)).to.equal(route.allowed);
+        await request.done?.(res);
+      });
+
+      if (route.method === 'POST' || route.method === 'PUT') {
+        it('checks the scope before the body: an invalid body is 403 without the scope, 400 with it', async () => {
+          const request = await route.prepare();
+          const invalid = { not_a_field: true };
+          const denied = await service.request(route.method, request.path, invalid, { key: await keyWith(ALL_SCOPES.filter((s) => s !== route.scope), 'denied') });
+          expectError(denied, 403, 'INSUFFICIENT_PERMISSIONS', { required_scope: route.scope });
+          const allowed = await service.request(route.method, request.path, invalid, { key: await keyWith([route.scope], 'allowed') });
+          expect(allowed.status, JSON.stringify(allowed.body)).to.equal(400);
+          expect(allowed.body.error.code).to.equal('INVALID_REQUEST');
+        });
+      }
+    });
+  }
+
+  it('answers 403 only for the missing scope: the key without vouchers:write still reads', async () => {
+    const key = await keyWith(ALL_SCOPES.filter((s) => s !== 'vouchers:write'), 'reader');
+    const read = await service.get(`/v1/vouchers/${seed.id}`, { key });
+    expect(read.status).to.equal(200);
+    const write = await service.put(`/v1/vouchers/${seed.id}`, { value: 11 }, { key });
+    expectError(write, 403, 'INSUFFICIENT_PERMISSIONS', { required_scope: 'vouchers:write' });
+  });
+
+  describe('environments: scopes never cross them', () => {
+    let production: { id: string; code: string };
+    const PROD_CODE = 'PRODONLY42';
+
+    before(async () => {
+      const v = await service.createVoucher({ code: PROD_CODE, type: 'fixed', value: 700 }, { key: PRODUCTION_KEY });
+      production = { id: v.id, code: v.code };
+    });
+
+    const expectProductionUntouched = async (): Promise<void> => {
+      const res = await service.get(`/v1/vouchers/${production.id}`, { key: PRODUCTION_KEY });
+      expect(res.status).to.equal(200);
+      expect(res.body.value).to.equal(700);
+      expect(res.body.status).to.equal('active');
+      expect(res.body.usage_count).to.equal(0);
+    };
+
+    it('a sandbox key with every scope gets 404 VOUCHER_NOT_FOUND for a production voucher, on every voucher route', async () => {
+      const key = await keyWith([...ALL_SCOPES], 'sandbox, all scopes');
+      const notFound = { voucher_id: production.id };
+      expectError(await service.get(`/v1/vouchers/${production.id}`, { key }), 404, 'VOUCHER_NOT_FOUND', notFound);
+      expectError(await service.get(`/v1/vouchers/${production.id}/applications`, { key }), 404, 'VOUCHER_NOT_FOUND', notFound);
+      expect((await service.put(`/v1/vouchers/${production.id}`, { value: 1 }, { key })).status).to.equal(404);
+      expect((await service.delete(`/v1/vouchers/${production.id}`, { key })).status).to.equal(404);
+
+      const validate = await service.post('/v1/vouchers/validate', { code: PROD_CODE, order: { value: 10_000 } }, { key });
+      expect(validate.status, JSON.stringify(validate.body)).to.equal(404);
+      expect(validate.body.error.code).to.equal('VOUCHER_NOT_FOUND');
+      expect(JSON.stringify(validate.body)).to.not.include(production.id);
+      const apply = await service.post('/v1/vouchers/apply', { code: PROD_CODE, order_id: 'cross-1', order: { value: 10_000 } }, { key });
+      expect(apply.status, JSON.stringify(apply.body)).to.equal(404);
+      expect(apply.body.error.code).to.equal('VOUCHER_NOT_FOUND');
+
+      await expectProductionUntouched();
+    });
+
+    it("a sandbox key with every scope does not see production vouchers in the list", async () => {
+      const key = await keyWith([...ALL_SCOPES], 'sandbox lister');
+      const res = await service.get('/v1/vouchers?limit=100', { key });
+      expect(res.status).to.equal(200);
+      const ids = (res.body.data as Array<{ id: string; code: string }>).map((v) => v.id);
+      expect(res.body.total).to.equal(ids.length); // the whole sandbox fits in one page, so this is all of it
+      expect(ids).to.include(seed.id);
+      expect(ids).to.not.include(production.id);
+      expect((res.body.data as Array<{ code: string }>).map((v) => v.code)).to.not.include(PROD_CODE);
+
+      const prod = await service.get('/v1/vouchers?limit=100', { key: PRODUCTION_KEY });
+      expect((prod.body.data as Array<{ id: string }>).map((v) => v.id)).to.include(production.id).and.not.include(seed.id);
+    });
+
+    it('a key with fewer scopes is still bound to its environment', async () => {
+      const sandboxReader = await keyWith(['vouchers:read'], 'sandbox reader');
+      expectError(await service.get(`/v1/vouchers/${production.id}`, { key: sandboxReader }), 404, 'VOUCHER_NOT_FOUND', { voucher_id: production.id });
+      expect((await service.get(`/v1/vouchers/${seed.id}`, { key: sandboxReader })).status).to.equal(200);
+
+      const productionReader = await keyWith(['vouchers:read'], 'production reader', 'production');
+      const own = await service.get(`/v1/vouchers/${production.id}`, { key: productionReader });
+      expect(own.status).to.equal(200);
+      expect(own.body.code).to.equal(PROD_CODE);
+      expectError(await service.get(`/v1/vouchers/${seed.id}`, { key: productionReader }), 404, 'VOUCHER_NOT_FOUND', { voucher_id: seed.id });
+      const list = await service.get('/v1/vouchers?limit=100', { key: productionReader });
+      expect((list.body.data as Array<{ id: string }>).map((v) => v.id)).to.include(production.id).and.not.include(seed.id);
+      // and its scopes still apply in its own environment
+      expectError(await service.delete(`/v1/vouchers/${production.id}`, { key: productionReader }), 403, 'INSUFFICIENT_PERMISSIONS', { required_scope: 'vouchers:delete' });
+
+      const sandboxRedeemer = await keyWith(['vouchers:redeem'], 'sandbox redeemer');
+      const validate = await service.post('/v1/vouchers/validate', { code: PROD_CODE, order: { value: 10_000 } }, { key: sandboxRedeemer });
+      expect(validate.status).to.equal(404);
+      expect(validate.body.error.code).to.equal('VOUCHER_NOT_FOUND');
+      await expectProductionUntouched();
+    });
+
+    it('the same code can exist in both environments, each key seeing its own', async () => {
+      const sandboxWriter = await keyWith(['vouchers:write', 'vouchers:redeem'], 'sandbox writer');
+      const created = await service.post('/v1/vouchers', { code: PROD_CODE, type: 'fixed', value: 300 }, { key: sandboxWriter });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      expect(created.body.id).to.not.equal(production.id);
+      const sandboxQuote = await service.post('/v1/vouchers/validate', { code: PROD_CODE, order: { value: 10_000 } }, { key: sandboxWriter });
+      expect(sandboxQuote.body.voucher.id).to.equal(created.body.id);
+      expect(sandboxQuote.body.discount_amount).to.equal(300);
+      const productionQuote = await service.post('/v1/vouchers/validate', { code: PROD_CODE, order: { value: 10_000 } }, { key: PRODUCTION_KEY });
+      expect(productionQuote.body.voucher.id).to.equal(production.id);
+      expect(productionQuote.body.discount_amount).to.equal(700);
+      // the operator's sandbox key is sandbox too
+      expect((await service.get(`/v1/vouchers/${production.id}`, { key: SANDBOX_KEY })).status).to.equal(404);
+    });
+  });
+});
