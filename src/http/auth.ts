@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import express, { type RequestHandler } from 'express';
 import type { ApiKeyRegistry, Scope } from '../application/apiKeys.ts';
 import type { EnvContext, Environment } from '../application/context.ts';
 import { HttpError } from './errors.ts';
@@ -37,4 +37,21 @@ export type Guard = (scope: Scope, group: RateLimitGroup) => RequestHandler[];
  * a key hammering an endpoint it may not use is limited too, and its 403s carry the headers.
  */
 export const guardWith = (authenticate: RequestHandler, limit: RateLimiter): Guard =>
-  (scope, group) => [authenticate, limit(group), requireScope(scope)];
+  (scope, group) => [authenticate, limit(group), requireScope(scope), requireJson, parseJson];
+
+export const MAX_BODY_BYTES = 1_048_576;
+
+/**
+ * A body must be JSON: anything else is 415 before it is read. Bodies are read only after the
+ * key, the limit and the scope are checked, so an anonymous caller cannot make the service parse
+ * a megabyte, and every answer of a limited endpoint (413, 415 included) carries the limit headers.
+ */
+const requireJson: RequestHandler = (req, _res, next) => {
+  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  if (hasBody && !req.is('application/json')) {
+    throw new HttpError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as JSON with Content-Type: application/json', {});
+  }
+  next();
+};
+
+const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: true, type: 'application/json' });

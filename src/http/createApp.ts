@@ -26,17 +26,6 @@ export interface AppDeps {
   clock?: Clock;
 }
 
-export const MAX_BODY_BYTES = 1_048_576;
-
-/** A body must be JSON: anything else is 415 before it is read. */
-const requireJson: RequestHandler = (req, _res, next) => {
-  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-  if (hasBody && !req.is('application/json')) {
-    throw new HttpError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as JSON with Content-Type: application/json', {});
-  }
-  next();
-};
-
 const notFound: RequestHandler = (req) => {
   throw new HttpError('NOT_FOUND', `No endpoint ${req.method} ${req.originalUrl.split('?')[0]}`, { path: req.originalUrl.split('?')[0] });
 };
@@ -53,8 +42,6 @@ export const createApp = (deps: AppDeps): Express => {
   app.get('/v1/openapi.json', (_req, res) => { res.json(openapi); });
 
   const v1 = express.Router();
-  v1.use(requireJson);
-  v1.use(express.json({ limit: MAX_BODY_BYTES, strict: true, type: 'application/json' }));
   const limit = createRateLimiter(deps.rateLimits ?? defaultRateLimitConfig(), deps.rateLimitStores, deps.logger);
   const guard = guardWith(authenticate(deps.keys, deps.environments), limit);
   v1.use(voucherRoutes(guard));

@@ -187,6 +187,17 @@ describe('HTTP rate limits', () => {
     expect429(await service.post('/v1/vouchers', { code: 'X', type: 'percentage', value: 1 }, { key: readOnly }), 50);
   });
 
+  it('counts and labels body errors of a limited endpoint too: 415, 413 and unparseable JSON carry the headers', async () => {
+    const answers = [
+      await service.post('/v1/vouchers', undefined, { raw: 'code=X', headers: { 'Content-Type': 'text/plain' } }),
+      await service.post('/v1/vouchers', undefined, { raw: JSON.stringify({ code: 'X'.repeat(1_100_000) }) , headers: { 'Content-Type': 'application/json' } }),
+      await service.post('/v1/vouchers', undefined, { raw: '{"code":', headers: { 'Content-Type': 'application/json' } }),
+    ];
+    expect(answers.map((r) => r.status)).to.deep.equal([415, 413, 400]);
+    expect(answers.map((r) => r.body.error.code)).to.deep.equal(['UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'INVALID_REQUEST']);
+    expect(answers.map((r) => r.headers.get('X-RateLimit-Remaining'))).to.deep.equal(['49', '48', '47']);
+  });
+
   it('sends no rate limit headers where there is no key to count: 401, unknown paths, /health, the OpenAPI document', async () => {
     const answers = [
       await service.get('/v1/vouchers', { key: null }),
