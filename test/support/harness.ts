@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { openEmbedded, type Embedded } from '../../src/composition.ts';
 import { AdminAuth } from '../../src/application/adminAuth.ts';
 import { createApp } from '../../src/http/createApp.ts';
@@ -47,11 +47,13 @@ export class TestService {
   static async start(
     options: { clock?: FakeClock; dataDir?: string; rateLimits?: RateLimitConfig; rateLimitStores?: RateLimitStoreFactory;
       /** Serves the dashboard at /dashboard with this operator password (else no dashboard). */
-      adminPassword?: string } = {},
+      adminPassword?: string;
+      /** Where log lines go (default: nowhere). */
+      logger?: Logger } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
     const clock = options.clock ?? new FakeClock();
-    const logger = pino({ level: 'silent' });
+    const logger = options.logger ?? pino({ level: 'silent' });
     const embedded = await openEmbedded({ dataDir, clock, logger, apiKeys: [SANDBOX_KEY, PRODUCTION_KEY] });
     const admin = options.adminPassword === undefined ? undefined : await AdminAuth.fromPassword(options.adminPassword);
     const app = createApp({

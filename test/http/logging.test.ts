@@ -1,0 +1,59 @@
+import { Writable } from 'node:stream';
+import { expect } from 'chai';
+import { createLogger } from '../../src/logger.ts';
+import { PRODUCTION_KEY, SANDBOX_KEY, TestService } from '../support/harness.ts';
+
+/** Request logging: one JSON line per request, with its id, status and duration, and never a key. */
+describe('request logging', () => {
+  let service: TestService;
+  let lines: string[];
+
+  before(async () => {
+    lines = [];
+    const sink = new Writable({ write(chunk: Buffer, _enc, done) { lines.push(...chunk.toString().split('\n').filter(Boolean)); done(); } });
+    service = await TestService.start({ logger: createLogger('info', sink) });
+  });
+  after(async () => { await service.stop(); });
+
+  const requestLines = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request' || l.msg === 'request failed');
+
+  it('writes one line per request with request id, method, path, status, duration and key id', async () => {
+    const created = await service.post('/v1/vouchers', { code: 'LOGGED1', type: 'fixed', value: 100 }, { headers: { 'X-Request-Id': 'req-log-1' } });
+    expect(created.status).to.equal(201);
+    await service.post('/v1/vouchers/validate', { code: 'nope', order: { value: 1 } }, { headers: { 'X-Request-Id': 'req-log-2' } });
+    await new Promise((resolve) => setImmediate(resolve));
+    const [first, second] = ['req-log-1', 'req-log-2'].map((id) => requestLines().filter((l) => l.req_id === id));
+    expect(first).to.have.length(1);
+    expect(first![0]).to.include({ method: 'POST', path: '/v1/vouchers', status: 201, environment: 'sandbox', level: 30 });
+    expect(first![0]!.duration_ms).to.be.a('number').at.least(0);
+    expect(first![0]!.key_id).to.match(/^key_cfg_/);
+    expect(second![0]).to.include({ status: 404, error_code: 'VOUCHER_NOT_FOUND' });
+  });
+
+  it('never writes an API key, whatever the request carries', async () => {
+    await service.get('/v1/vouchers', { key: PRODUCTION_KEY });
+    await service.get('/v1/vouchers?key=sk_test_InTheQuery', { key: 'sk_test_WrongKeyThatIsNotValid000000000' });
+    await service.post('/v1/vouchers', { code: 'LOGGED2', type: 'fixed', value: 100 }, { headers: { 'X-Api-Key': SANDBOX_KEY } });
+    await new Promise((resolve) => setImmediate(resolve));
+    const all = lines.join('\n');
+    expect(requestLines().length).to.be.at.least(3);
+    for (const secret of [SANDBOX_KEY, PRODUCTION_KEY, 'sk_test_WrongKeyThatIsNotValid000000000', 'sk_test_InTheQuery']) {
+      expect(all).not.to.include(secret);
+    }
+  });
+
+  it('logs a 5xx at error level with the request id the client was given', async () => {
+    const find = service.sandbox.reads.find;
+    service.sandbox.reads.find = () => Promise.reject(new Error('read store down'));
+    try {
+      const res = await service.get('/v1/vouchers');
+      expect(res.status).to.equal(500);
+      await new Promise((resolve) => setImmediate(resolve));
+      const failed = requestLines().filter((l) => l.req_id === res.body.error.details.request_id);
+      expect(failed).to.have.length(1);
+      expect(failed[0]).to.include({ level: 50, status: 500 });
+    } finally {
+      service.sandbox.reads.find = find;
+    }
+  });
+});
