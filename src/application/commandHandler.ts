@@ -35,7 +35,8 @@ interface Pending<E, S> {
   reject(error: unknown): void;
 }
 
-interface CacheEntry<S> { state: S; revision: number }
+/** `token`: the store's external change token when the entry was known complete. */
+interface CacheEntry<S> { state: S; revision: number; token?: number }
 
 export interface CommandHandlerOptions {
   /** Aggregates kept in memory (least recently used dropped first). */
@@ -52,7 +53,9 @@ export interface CommandHandlerOptions {
  *   after the other and appended together, in ONE append with the expected revision, so a hot
  *   voucher costs one write per batch and its retries cannot storm;
  * - the aggregate is cached and brought up to date by reading only the events after the cached
- *   revision, so the cost of a command does not grow with the length of the stream;
+ *   revision, so the cost of a command does not grow with the length of the stream; when the
+ *   store can tell that nobody else has written since (`externalChangeToken`), not even that
+ *   read is made: every write of this process to the stream went through this handler;
  * - a revision conflict (another process wrote) drops the cache and re-decides the whole batch,
  *   at most `maxAttempts` times, then fails with CONCURRENT_MODIFICATION (409); any other store
  *   failure rejects the batch as it is (an outage is never reported as a conflict).
@@ -103,14 +106,15 @@ export class CommandHandler<E extends DomainEvent, S> {
       }
       const { state, settled, events } = this.decideAll(entry.state, batch);
       if (events.length === 0) {
-        this.remember(streamId, { state, revision: entry.revision });
+        this.remember(streamId, entry.state === state ? entry : { ...entry, state });
         settled.forEach((s) => s.settle(0));
         return;
       }
       try {
         const expectedRevision = entry.revision < 0 ? 'no_stream' : entry.revision;
         const appended = await this.store.appendToStream(streamId, events, { expectedRevision });
-        this.remember(streamId, { state, revision: appended.nextExpectedRevision });
+        // A foreign write between the load and now changed the token: the next load then reads.
+        this.remember(streamId, { state, revision: appended.nextExpectedRevision, token: entry.token });
         settled.forEach((s) => s.settle(appended.position));
         return;
       } catch (error) {
@@ -152,6 +156,8 @@ export class CommandHandler<E extends DomainEvent, S> {
 
   private async load(streamId: string): Promise<CacheEntry<S>> {
     const cached = this.cache.get(streamId);
+    const token = this.store.externalChangeToken?.();
+    if (cached && token !== undefined && cached.token === token) return cached;
     const fromRevision = cached ? cached.revision + 1 : 0;
     const recorded = await this.store.readStream(streamId, { fromRevision });
     let state = cached ? cached.state : this.decider.initialState();
@@ -165,7 +171,7 @@ export class CommandHandler<E extends DomainEvent, S> {
       this.cache.delete(streamId); // half-folded: the next load starts from the stream's beginning
       throw error;
     }
-    return { state, revision };
+    return { state, revision, token };
   }
 
   private remember(streamId: string, entry: CacheEntry<S>): void {

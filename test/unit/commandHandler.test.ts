@@ -52,27 +52,41 @@ describe('CommandHandler over SqliteEventStore', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('(a) reads only the events after the cached revision: a voucher with 2,000 applications costs an empty read', async () => {
+  it('(a) reads nothing more while no other connection writes: 2,000 applications, one read', async () => {
     const stream = voucherStream('v_hot');
     const h = handler();
     const read = sinon.spy(store, 'readStream');
     expect((await h.execute(stream, work(createCmd('v_hot')))).result).to.equal(0);
     await Promise.all(range(2_000).map((i) => h.execute(stream, work(applyCmd('v_hot', `o${i}`)))));
-    expect(read.firstCall.args).to.deep.equal([stream, { fromRevision: 0 }]);
-    for (const call of read.getCalls().slice(1)) expect(await call.returnValue).to.deep.equal([]);
-
-    read.resetHistory();
-    const outcome = await h.execute(stream, work(applyCmd('v_hot', 'o2000')));
-    expect(outcome.result).to.equal(2_001);
-    await h.execute(stream, work(applyCmd('v_hot', 'o2001')));
-    expect(read.getCalls().map((c) => c.args)).to.deep.equal([[stream, { fromRevision: 2_001 }], [stream, { fromRevision: 2_002 }]]);
-    expect(await read.firstCall.returnValue).to.deep.equal([]);
+    expect(read.getCalls().map((c) => c.args)).to.deep.equal([[stream, { fromRevision: 0 }]]);
+    expect((await h.execute(stream, work(applyCmd('v_hot', 'o2000')))).result).to.equal(2_001);
+    expect(read.callCount).to.equal(1);
 
     // A handler without the cache pays the full read.
     read.resetHistory();
-    expect((await handler().execute(stream, work(applyCmd('v_hot', 'o2002')))).result).to.equal(2_003);
+    expect((await handler().execute(stream, work(applyCmd('v_hot', 'o2001')))).result).to.equal(2_002);
     expect(read.firstCall.args).to.deep.equal([stream, { fromRevision: 0 }]);
-    expect(await read.firstCall.returnValue).to.have.length(2_003);
+    expect(await read.firstCall.returnValue).to.have.length(2_002);
+  });
+
+  it('(a) after another connection wrote, reads only the events after the cached revision', async () => {
+    const stream = voucherStream('v_shared');
+    const h = handler();
+    await h.execute(stream, work(createCmd('v_shared')));
+    await Promise.all(range(50).map((i) => h.execute(stream, work(applyCmd('v_shared', `o${i}`)))));
+    const other = SqliteEventStore.open(path.join(dir, 'events.db'));
+    try {
+      await other.appendToStream('unrelated', [{ type: 'Noise', data: {} }]);
+      const read = sinon.spy(store, 'readStream');
+      expect((await h.execute(stream, work(applyCmd('v_shared', 'o50')))).result).to.equal(51);
+      expect(read.getCalls().map((c) => c.args)).to.deep.equal([[stream, { fromRevision: 51 }]]);
+      expect(await read.firstCall.returnValue).to.deep.equal([]);
+      // the token is current again: the next command reads nothing
+      await h.execute(stream, work(applyCmd('v_shared', 'o51')));
+      expect(read.callCount).to.equal(1);
+    } finally {
+      await other.close();
+    }
   });
 
   it('(b) 100 commands issued at once on one stream are appended in few appends, in order', async () => {
@@ -103,30 +117,34 @@ describe('CommandHandler over SqliteEventStore', () => {
   });
 
   describe('(c) a conflict with another writer', () => {
-    /** Appends `orderId`'s application behind the handler's back, right after its next read. */
-    const interfereAfterNextRead = async (stream: string, voucherId: string, orderId: string) => {
+    /** Another process (a second connection) appends `orderId`'s application just before the handler's next append. */
+    const interfereBeforeNextAppend = async (stream: string, voucherId: string, orderId: string) => {
       const state = (await store.readStream(stream)).reduce<VoucherState>((s, e) => evolve(s, e as unknown as VoucherEvent), initialState());
       const theirs = decide(applyCmd(voucherId, orderId), state).map((e) => ({ type: e.type, data: e.data as unknown as Record<string, unknown> }));
-      const realRead = store.readStream.bind(store);
+      const other = SqliteEventStore.open(path.join(dir, 'events.db'));
       const realAppend = store.appendToStream.bind(store);
       let done = false;
-      return sinon.stub(store, 'readStream').callsFake(async (id, options) => {
-        const events = await realRead(id, options);
-        if (!done) { done = true; await realAppend(id, theirs, { expectedRevision: state!.usageCount }); }
-        return events;
+      const append = sinon.stub(store, 'appendToStream').callsFake(async (id, events, options) => {
+        if (!done) {
+          done = true;
+          await other.appendToStream(id, theirs, { expectedRevision: state!.usageCount });
+          await other.close();
+        }
+        return realAppend(id, events, options);
       });
+      return { append, read: sinon.spy(store, 'readStream') };
     };
 
     it('is retried: the command is re-decided on the fresh state', async () => {
       const stream = voucherStream('v_c');
       const h = handler();
       await h.execute(stream, work(createCmd('v_c', { max_uses: 2 })));
-      const read = await interfereAfterNextRead(stream, 'v_c', 'theirs');
-      const append = sinon.spy(store, 'appendToStream');
+      const { append, read } = await interfereBeforeNextAppend(stream, 'v_c', 'theirs');
 
       const outcome = await h.execute(stream, work(applyCmd('v_c', 'ours')));
       expect(outcome.result).to.equal(2); // decided on the stale state it would be 1
-      expect(read.getCalls().map((c) => c.args[1])).to.deep.equal([{ fromRevision: 1 }, { fromRevision: 0 }]);
+      // the first decision used the cache (no read); the retry reloads the whole stream
+      expect(read.getCalls().map((c) => c.args[1])).to.deep.equal([{ fromRevision: 0 }]);
       expect(append.callCount).to.equal(2);
       expect(await rejectionOf(append.firstCall.returnValue)).to.be.instanceOf(WrongExpectedRevisionError);
       expect(append.secondCall.args[2]).to.deep.equal({ expectedRevision: 1 });
@@ -137,8 +155,7 @@ describe('CommandHandler over SqliteEventStore', () => {
       const stream = voucherStream('v_c1');
       const h = handler();
       await h.execute(stream, work(createCmd('v_c1', { max_uses: 1 })));
-      await interfereAfterNextRead(stream, 'v_c1', 'theirs');
-      const append = sinon.spy(store, 'appendToStream');
+      const { append } = await interfereBeforeNextAppend(stream, 'v_c1', 'theirs');
 
       const error = await rejectionOf(h.execute(stream, work(applyCmd('v_c1', 'ours'))));
       expect(error).to.be.instanceOf(DomainError);
@@ -159,7 +176,8 @@ describe('CommandHandler over SqliteEventStore', () => {
     expect(error).to.be.instanceOf(DomainError);
     expect((error as DomainError).code).to.equal('CONCURRENT_MODIFICATION');
     expect(append.callCount).to.equal(3);
-    expect(read.getCalls().map((c) => c.args[1])).to.deep.equal([{ fromRevision: 1 }, { fromRevision: 0 }, { fromRevision: 0 }]);
+    // the first attempt decides on the cache (no read); each retry reloads the whole stream
+    expect(read.getCalls().map((c) => c.args[1])).to.deep.equal([{ fromRevision: 0 }, { fromRevision: 0 }]);
   });
 
   it('(e) an outage rejects with the store error itself, is not retried, and drops the cached state', async () => {
@@ -191,12 +209,17 @@ describe('CommandHandler over SqliteEventStore', () => {
     };
     const h = new CommandHandler<VoucherEvent, VoucherState>(store, { evolve: folding, initialState });
     await h.execute(stream, work(createCmd('v_h')));
-    // another writer appends two applications; folding the second one fails once
-    const other = new CommandHandler<VoucherEvent, VoucherState>(store, { evolve, initialState });
+    // another process appends two applications; folding the second one fails once
+    const otherStore = SqliteEventStore.open(path.join(dir, 'events.db'));
+    const other = new CommandHandler<VoucherEvent, VoucherState>(otherStore, { evolve, initialState });
     await other.execute(stream, work(applyCmd('v_h', 'o1')));
     await other.execute(stream, work(applyCmd('v_h', 'o2')));
+    await otherStore.close();
+    const incremental = sinon.spy(store, 'readStream');
     failOn = 'o2';
     expect(((await rejectionOf(h.execute(stream, work(applyCmd('v_h', 'o3'))))) as Error).message).to.equal('unknown event shape');
+    expect(incremental.firstCall.args[1]).to.deep.equal({ fromRevision: 1 }); // it folded o1, then failed on o2
+    incremental.restore();
     failOn = undefined;
     // without dropping the cache, the next load would fold o1 again onto the half-updated state
     const read = sinon.spy(store, 'readStream');
@@ -237,8 +260,9 @@ describe('CommandHandler over SqliteEventStore', () => {
     expect(await touch('c', 'o1')).to.equal(1); // miss → a, c (b dropped)
     expect(await touch('a', 'o2')).to.equal(2); // hit  → c, a
     expect(await touch('b', 'o2')).to.equal(2); // miss
+    // hits read nothing (nobody else writes); misses read the whole stream
     expect(read.getCalls().map((c) => [c.args[0], c.args[1]!.fromRevision])).to.deep.equal([
-      ['voucher-b', 1], ['voucher-a', 0], ['voucher-c', 0], ['voucher-a', 2], ['voucher-b', 0],
+      ['voucher-a', 0], ['voucher-c', 0], ['voucher-b', 0],
     ]);
   });
 });

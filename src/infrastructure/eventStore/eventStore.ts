@@ -103,5 +103,13 @@ export interface EventStore {
   subscribeToAll(options: SubscribeOptions, handler: BatchHandler): Subscription;
   /** Position of the last committed event, 0 when the store is empty. */
   headPosition(): Promise<number>;
+  /**
+   * Optional, synchronous and cheap: a value that stays the same for as long as no OTHER writer
+   * (another process or connection) has committed to the store. A caller that saw the same value
+   * before and now, and made every write of its own through this instance, knows that its view
+   * of a stream is complete without reading it. Stores that cannot tell (a server shared by
+   * several instances) leave it out, and callers read.
+   */
+  externalChangeToken?(): number;
   close(): Promise<void>;
 }

@@ -84,6 +84,12 @@ export class SqliteEventStore implements EventStore {
     return this.readAfter(options.after ?? 0, limit(options.maxCount));
   }
 
+  /** SQLite's data_version: changes only when another connection (another process) commits. */
+  externalChangeToken(): number {
+    this.assertOpen();
+    return this.statements.dataVersion.get()!;
+  }
+
   async headPosition(): Promise<number> {
     this.assertOpen();
     return this.statements.headPosition.get()!.head;

@@ -97,10 +97,12 @@ export function prepareStatements(db: Database.Database) {
   const readAll = db.prepare<[number, number], EventRow>(
     'SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?',
   );
+  // data_version changes only when another connection commits to the file
+  const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
   const headPosition = db.prepare<[], { head: number }>(
     'SELECT COALESCE(MAX(position), 0) AS head FROM events',
   );
-  return { insertEvent, upsertStream, streamRevision, readStream, readAll, headPosition };
+  return { insertEvent, upsertStream, streamRevision, readStream, readAll, headPosition, dataVersion };
 }
 
 export type Statements = ReturnType<typeof prepareStatements>;
