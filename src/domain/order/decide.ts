@@ -1,0 +1,66 @@
+import { isoSeconds } from '../clock.ts';
+import { stackContext, type StackProfile } from '../discount/stacking.ts';
+import type { OrderEvent, OrderVoucherDetached, OrderVoucherProfile } from './events.ts';
+import { liveVouchers, type OrderState } from './state.ts';
+
+interface Metadata { now: Date }
+
+export type OrderCommand =
+  | { type: 'AttachVoucher'; data: { orderId: string; applicationId: string; voucher: StackProfile; orderValue: number }; metadata: Metadata }
+  | { type: 'ConfirmVoucher'; data: { orderId: string; applicationId: string; voucher: StackProfile; orderValue: number; discountAmount: number }; metadata: Metadata }
+  | { type: 'DetachVoucher'; data: { orderId: string; voucherId: string; applicationId: string; reason: OrderVoucherDetached['data']['reason'] }; metadata: Metadata };
+
+type Command<T extends OrderCommand['type']> = Extract<OrderCommand, { type: T }>;
+
+const profile = (v: StackProfile, orderValue: number): OrderVoucherProfile => ({
+  voucherId: v.voucherId, code: v.code, voucherType: v.type, priority: v.priority, ...(v.stackRules ? { stackRules: v.stackRules } : {}), orderValue,
+});
+
+/**
+ * Attach: the stacking rules (discount/stacking.ts) against the vouchers the order carries.
+ * The same voucher already pending (an identical request in flight) → nothing: both go on to the
+ * voucher stream, which keeps one application per order. The same voucher confirmed (its
+ * rollback's detach was lost; the voucher stream said it is not applied) → superseded.
+ */
+const attach = ({ data, metadata }: Command<'AttachVoucher'>, state: OrderState): OrderEvent[] => {
+  const live = liveVouchers(state, metadata.now);
+  const same = live.find((v) => v.voucherId === data.voucher.voucherId);
+  if (same?.status === 'pending') return [];
+  stackContext(live, data.voucher, data.orderValue);
+  const at = isoSeconds(metadata.now);
+  const events: OrderEvent[] = [];
+  if (same) {
+    events.push({ type: 'OrderVoucherDetached', data: { orderId: data.orderId, voucherId: same.voucherId, applicationId: same.applicationId, reason: 'superseded', detachedAt: at } });
+  }
+  events.push({ type: 'OrderVoucherAttached', data: { ...profile(data.voucher, data.orderValue), orderId: data.orderId, applicationId: data.applicationId, attachedAt: at } });
+  return events;
+};
+
+/** Confirm (idempotent): also records an application the order stream missed (upsert). */
+const confirm = ({ data, metadata }: Command<'ConfirmVoucher'>, state: OrderState): OrderEvent[] => {
+  const found = state?.vouchers.find((v) => v.voucherId === data.voucher.voucherId);
+  if (found?.status === 'confirmed' && found.applicationId === data.applicationId) return [];
+  return [{
+    type: 'OrderVoucherConfirmed',
+    data: { ...profile(data.voucher, data.orderValue), orderId: data.orderId, applicationId: data.applicationId, discountAmount: data.discountAmount, confirmedAt: isoSeconds(metadata.now) },
+  }];
+};
+
+/** Detach only the named application (another request's attachment of the voucher stays). */
+const detach = ({ data, metadata }: Command<'DetachVoucher'>, state: OrderState): OrderEvent[] => {
+  const found = state?.vouchers.some((v) => v.voucherId === data.voucherId && v.applicationId === data.applicationId);
+  if (!found) return [];
+  return [{ type: 'OrderVoucherDetached', data: { ...data, detachedAt: isoSeconds(metadata.now) } }];
+};
+
+export const decideOrder = (command: OrderCommand, state: OrderState): OrderEvent[] => {
+  switch (command.type) {
+    case 'AttachVoucher': return attach(command, state);
+    case 'ConfirmVoucher': return confirm(command, state);
+    case 'DetachVoucher': return detach(command, state);
+    default: {
+      const unknown: never = command;
+      throw new Error(`unknown command ${JSON.stringify(unknown)}`);
+    }
+  }
+};

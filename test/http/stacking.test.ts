@@ -1,0 +1,176 @@
+/**
+ * HTTP: several vouchers on one order. The order stream `order-<id>` decides, race-free, which
+ * vouchers an order may carry; stacked discounts follow priority order on the amount left.
+ */
+import { expect } from 'chai';
+import { decideOrder } from '../../src/domain/order/decide.ts';
+import { decide } from '../../src/domain/voucher/decide.ts';
+import { stackProfile } from '../../src/domain/voucher/evaluate.ts';
+import { TestService, type TestResponse } from '../support/harness.ts';
+
+const MINUTE = 60_000;
+
+describe('HTTP stacking: vouchers on one order', () => {
+  let service: TestService;
+  before(async () => { service = await TestService.start(); });
+  after(async () => { await service.stop(); });
+
+  const apply = (code: string, orderId: string, value = 10_000) => service.post('/v1/vouchers/apply', { code, order_id: orderId, order: { value, currency: 'USD' } });
+  const applied = async (voucherId: string, orderId: string) =>
+    (await service.sandbox.events.readStream(`voucher-${voucherId}`)).filter((e) => e.type === 'VoucherApplied' && (e.data as any).orderId === orderId);
+  const orderEvents = async (orderId: string) => (await service.sandbox.events.readStream(`order-${orderId}`)).map((e) => [e.type, (e.data as any).voucherId, (e.data as any).reason ?? (e.data as any).discountAmount ?? null]);
+  const conflict = (res: TestResponse, conflicting: string, reason: string) => {
+    expect(res.status, JSON.stringify(res.body)).to.equal(409);
+    expect(res.body.error.code).to.equal('STACKING_CONFLICT');
+    expect(res.body.error.details).to.include({ conflicting_voucher: conflicting, conflict_reason: reason });
+    expect(res.body.error.details.stackable_types).to.be.an('array');
+  };
+  const stackable = (code: string, base: number, priority: number, stack_rules: Record<string, unknown> = {}, base_discount_type = 'percentage') =>
+    service.createVoucher({ code, type: 'stackable', config: { base_discount: base, base_discount_type, priority, stack_rules } });
+
+  let pct10: any;
+  let fix500: any;
+  before(async () => {
+    pct10 = await service.createVoucher({ code: 'PCT10', type: 'percentage', value: 10 });
+    fix500 = await service.createVoucher({ code: 'FIX500', type: 'fixed', value: 500 });
+  });
+
+  it('two different non-stackable vouchers on one order at the same moment: exactly one applies (20 orders)', async () => {
+    const orders = Array.from({ length: 20 }, (_, i) => `race-${i}`);
+    const responses = await Promise.all(orders.flatMap((id) => [apply('PCT10', id), apply('FIX500', id)]));
+    for (const [i, id] of orders.entries()) {
+      const pair = [responses[2 * i]!, responses[2 * i + 1]!];
+      const statuses = pair.map((r) => r.status).sort();
+      expect(statuses, JSON.stringify(pair.map((r) => r.body))).to.deep.equal([201, 409]);
+      const loser = pair.find((r) => r.status === 409)!;
+      const winner = pair.find((r) => r.status === 201)!;
+      conflict(loser, winner.body.voucher.code, 'not_stackable');
+      const events = [...await applied(pct10.id, id), ...await applied(fix500.id, id)];
+      expect(events, id).to.have.length(1);
+      expect((events[0]!.data as any).applicationId).to.equal(winner.body.id);
+    }
+  });
+
+  it('two stackable vouchers in priority order: 10% of 10000 = 1000, then 15% of the 9000 left = 1350', async () => {
+    await stackable('STACK1', 10, 1);
+    await stackable('STACK2', 15, 2);
+    const first = await apply('STACK1', 'stack-a');
+    expect(first.status, JSON.stringify(first.body)).to.equal(201);
+    expect(first.body).to.include({ discount_amount: 1000, final_amount: 9000 });
+    const second = await apply('STACK2', 'stack-a');
+    expect(second.status, JSON.stringify(second.body)).to.equal(201);
+    expect(second.body).to.include({ discount_amount: 1350, final_amount: 8650 });
+    expect(await orderEvents('stack-a')).to.deep.equal([
+      ['OrderVoucherAttached', first.body.voucher.id, null], ['OrderVoucherConfirmed', first.body.voucher.id, 1000],
+      ['OrderVoucherAttached', second.body.voucher.id, null], ['OrderVoucherConfirmed', second.body.voucher.id, 1350],
+    ]);
+  });
+
+  it('a stackable voucher after a non-stackable one (which it allows): on the amount left', async () => {
+    await stackable('STACKFIX', 700, 0, { stackable_with: ['percentage'] }, 'fixed');
+    expect((await apply('PCT10', 'mixed-1')).body.discount_amount).to.equal(1000);
+    expect((await apply('STACKFIX', 'mixed-1')).body).to.include({ discount_amount: 700, final_amount: 9300 });
+    // ... but not after a fixed one, and a non-stackable never joins
+    expect((await apply('FIX500', 'mixed-2')).status).to.equal(201);
+    conflict(await apply('STACKFIX', 'mixed-2'), 'FIX500', 'type_not_stackable');
+    conflict(await apply('FIX500', 'mixed-1'), 'PCT10', 'not_stackable');
+  });
+
+  it('priority order: a lower priority number after a higher one is refused', async () => {
+    expect((await apply('STACK2', 'prio-1')).status).to.equal(201);
+    conflict(await apply('STACK1', 'prio-1'), 'STACK2', 'priority_order');
+  });
+
+  it('max_stack_count: the third voucher on an order that allows two is refused', async () => {
+    await stackable('TWOMAX1', 5, 1, { max_stack_count: 2 });
+    await stackable('TWOMAX2', 5, 2);
+    await stackable('TWOMAX3', 5, 3);
+    expect((await apply('TWOMAX1', 'count-1')).status).to.equal(201);
+    expect((await apply('TWOMAX2', 'count-1')).status).to.equal(201);
+    conflict(await apply('TWOMAX3', 'count-1'), 'TWOMAX1', 'max_stack_count');
+  });
+
+  it('max_total_discount: 20% of 10000 caps the total at 2000; once reached, a further voucher conflicts', async () => {
+    await stackable('CAP20', 15, 1, { max_total_discount: 20 });
+    await stackable('CAPNEXT', 15, 2);
+    await stackable('CAPLAST', 500, 3, {}, 'fixed');
+    expect((await apply('CAP20', 'cap-1')).body.discount_amount).to.equal(1500);
+    // 15% of 8500 = 1275, capped at 2000 − 1500 = 500 (final_amount is order.value − this voucher's discount)
+    expect((await apply('CAPNEXT', 'cap-1')).body).to.include({ discount_amount: 500, final_amount: 9500 });
+    conflict(await apply('CAPLAST', 'cap-1'), 'CAP20', 'max_total_discount_reached');
+    expect(await orderEvents('cap-1')).to.have.length(6); // the last one attached and detached again
+  });
+
+  it('validate with order.id sees the vouchers on the order', async () => {
+    expect((await apply('FIX500', 'val-1')).status).to.equal(201);
+    const res = await service.post('/v1/vouchers/validate', { code: 'PCT10', order: { id: 'val-1', value: 10_000 } });
+    conflict(res, 'FIX500', 'not_stackable');
+    const stacked = await service.post('/v1/vouchers/validate', { code: 'STACK1', order: { id: 'val-1', value: 10_000 } });
+    expect(stacked.body).to.include({ discount_amount: 950 }); // 10% of 9500
+    expect(stacked.body.validation_details).to.include({ stack_position: 2, prior_discount: 500 });
+    // without order.id nothing is known about the order
+    expect((await service.post('/v1/vouchers/validate', { code: 'PCT10', order: { value: 10_000 } })).status).to.equal(200);
+  });
+
+  it('a repeat of the same apply returns the stored application and adds no order event', async () => {
+    const first = await apply('PCT10', 'repeat-1');
+    const again = await apply('PCT10', 'repeat-1');
+    expect(again.status).to.equal(200);
+    expect(again.body).to.deep.equal(first.body);
+    expect(await orderEvents('repeat-1')).to.have.length(2);
+  });
+
+  it('rollback detaches the voucher from the order: another non-stackable may follow', async () => {
+    const first = await apply('PCT10', 'rb-1');
+    conflict(await apply('FIX500', 'rb-1'), 'PCT10', 'not_stackable');
+    expect((await service.post(`/v1/vouchers/applications/${first.body.id}/rollback`, {})).status).to.equal(200);
+    expect((await apply('FIX500', 'rb-1')).status).to.equal(201);
+    expect((await orderEvents('rb-1')).map((e) => e[0])).to.deep.equal([
+      'OrderVoucherAttached', 'OrderVoucherConfirmed', 'OrderVoucherDetached', 'OrderVoucherAttached', 'OrderVoucherConfirmed',
+    ]);
+  });
+
+  describe('the crash window between the voucher and the order stream', () => {
+    /** A process that attached PCT10 to the order and stopped: with or without its VoucherApplied. */
+    const crashed = async (orderId: string, withApplication: boolean) => {
+      const ctx = service.sandbox;
+      const now = service.clock.now();
+      const { result: voucher } = await ctx.vouchers.execute(`voucher-${pct10.id}`, { decide: () => [], result: (s) => stackProfile(s!) });
+      await ctx.orders.execute(`order-${orderId}`, {
+        decide: (s) => decideOrder({ type: 'AttachVoucher', data: { orderId, applicationId: 'va_crashed0000000000', voucher, orderValue: 10_000 }, metadata: { now } }, s),
+        result: () => undefined,
+      });
+      if (!withApplication) return;
+      await ctx.vouchers.execute(`voucher-${pct10.id}`, {
+        decide: (s) => decide({ type: 'ApplyVoucher', data: { voucherId: pct10.id, applicationId: 'va_crashed0000000000', orderId, order: { value: 10_000, currency: 'USD' }, orderFingerprint: 'x', customerFingerprint: 'y' }, metadata: { now } }, s),
+        result: () => undefined,
+      });
+    };
+
+    it('no VoucherApplied: blocks for 2 minutes, then is detached as abandoned', async () => {
+      await crashed('crash-1', false);
+      conflict(await apply('FIX500', 'crash-1'), 'PCT10', 'not_stackable');
+      service.clock.advance(2 * MINUTE + 1000);
+      expect((await apply('FIX500', 'crash-1')).status).to.equal(201);
+      expect((await orderEvents('crash-1')).map((e) => e.slice(0, 1).concat(e[2] === 'abandoned' ? ['abandoned'] : []))).to.deep.equal([
+        ['OrderVoucherAttached'], ['OrderVoucherDetached', 'abandoned'], ['OrderVoucherAttached'], ['OrderVoucherConfirmed'],
+      ]);
+    });
+
+    it('VoucherApplied recorded: after 2 minutes it is confirmed, and still blocks a second non-stackable', async () => {
+      await crashed('crash-2', true);
+      service.clock.advance(2 * MINUTE + 1000);
+      conflict(await apply('FIX500', 'crash-2'), 'PCT10', 'not_stackable');
+      expect((await orderEvents('crash-2')).map((e) => e[0])).to.deep.equal(['OrderVoucherAttached', 'OrderVoucherConfirmed']);
+      expect((await orderEvents('crash-2'))[1]![2]).to.equal(1000);
+    });
+
+    it('VoucherApplied recorded: a repeat of the apply confirms it at once', async () => {
+      await crashed('crash-3', true);
+      const again = await service.post('/v1/vouchers/apply', { code: 'PCT10', order_id: 'crash-3' });
+      expect(again.status).to.equal(200);
+      expect(again.body.id).to.equal('va_crashed0000000000');
+      expect((await orderEvents('crash-3')).map((e) => e[0])).to.deep.equal(['OrderVoucherAttached', 'OrderVoucherConfirmed']);
+    });
+  });
+});

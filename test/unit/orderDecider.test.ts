@@ -1,0 +1,108 @@
+/**
+ * The order decider (stream `order-<orderId>`): attach / confirm / detach, stacking conflicts,
+ * pending attachments and their expiry.
+ */
+import { expect } from 'chai';
+import { DomainError, type ErrorCode } from '../../src/domain/errors.ts';
+import { decideOrder, type OrderCommand } from '../../src/domain/order/decide.ts';
+import type { OrderEvent } from '../../src/domain/order/events.ts';
+import { evolveOrder, initialOrderState, liveVouchers, PENDING_TTL_MS } from '../../src/domain/order/state.ts';
+import type { StackProfile } from '../../src/domain/discount/stacking.ts';
+
+const NOW = new Date('2026-01-15T12:00:00Z');
+const AT = '2026-01-15T12:00:00Z';
+const O = 'o-1';
+
+const fold = (events: OrderEvent[]) => events.reduce(evolveOrder, initialOrderState());
+const given = (events: OrderEvent[]) => ({
+  when: (command: OrderCommand) => ({
+    then: (expected: OrderEvent[]) => expect(decideOrder(command, fold(events))).to.deep.equal(expected),
+    thenThrows: (code: ErrorCode, details?: Record<string, unknown>) => {
+      let error: unknown;
+      try { decideOrder(command, fold(events)); } catch (e) { error = e; }
+      expect(error, 'expected a DomainError').to.be.instanceOf(DomainError);
+      expect((error as DomainError).code).to.equal(code);
+      if (details) expect((error as DomainError).details).to.deep.include(details);
+    },
+  }),
+});
+
+const basic = (code: string, type: StackProfile['type'] = 'percentage'): StackProfile => ({ voucherId: `v_${code}`, code, type, priority: 0 });
+const stackable = (code: string, priority: number, stackRules: StackProfile['stackRules'] = {}): StackProfile => ({ voucherId: `v_${code}`, code, type: 'stackable', priority, stackRules });
+const profile = (v: StackProfile, orderValue = 10_000) => ({ voucherId: v.voucherId, code: v.code, voucherType: v.type, priority: v.priority, ...(v.stackRules ? { stackRules: v.stackRules } : {}), orderValue });
+
+const attach = (v: StackProfile, applicationId: string, now = NOW, orderValue = 10_000): OrderCommand =>
+  ({ type: 'AttachVoucher', data: { orderId: O, applicationId, voucher: v, orderValue }, metadata: { now } });
+const attached = (v: StackProfile, applicationId: string, attachedAt = AT): OrderEvent =>
+  ({ type: 'OrderVoucherAttached', data: { ...profile(v), orderId: O, applicationId, attachedAt } });
+const confirmed = (v: StackProfile, applicationId: string, discountAmount: number): OrderEvent =>
+  ({ type: 'OrderVoucherConfirmed', data: { ...profile(v), orderId: O, applicationId, discountAmount, confirmedAt: AT } });
+
+describe('order decider', () => {
+  const A = basic('A10');
+  const B = basic('B20', 'fixed');
+  const S1 = stackable('S1', 1);
+  const S2 = stackable('S2', 2, { max_stack_count: 2 });
+
+  it('attaches the first voucher of an order as pending', () => {
+    given([]).when(attach(A, 'va_1')).then([attached(A, 'va_1')]);
+    expect(liveVouchers(fold([attached(A, 'va_1')]), NOW)).to.deep.equal([{
+      voucherId: 'v_A10', code: 'A10', type: 'percentage', priority: 0, orderValue: 10_000, applicationId: 'va_1', discountAmount: null, status: 'pending', attachedAt: AT,
+    }]);
+  });
+
+  it('a second non-stackable voucher: STACKING_CONFLICT, also while the first is still pending', () => {
+    given([attached(A, 'va_1')]).when(attach(B, 'va_2')).thenThrows('STACKING_CONFLICT', { conflicting_voucher: 'A10', conflict_reason: 'not_stackable' });
+    given([attached(A, 'va_1'), confirmed(A, 'va_1', 1000)]).when(attach(B, 'va_2')).thenThrows('STACKING_CONFLICT', { conflicting_voucher: 'A10' });
+  });
+
+  it('a stackable voucher joins a confirmed one', () => {
+    given([attached(A, 'va_1'), confirmed(A, 'va_1', 1000)]).when(attach(S1, 'va_2')).then([attached(S1, 'va_2')]);
+  });
+
+  it('a stackable voucher behind a pending one: CONCURRENT_MODIFICATION (retry)', () => {
+    given([attached(A, 'va_1')]).when(attach(S1, 'va_2')).thenThrows('CONCURRENT_MODIFICATION');
+  });
+
+  it('priority order and max_stack_count are enforced both ways', () => {
+    given([attached(S2, 'va_1'), confirmed(S2, 'va_1', 100)]).when(attach(S1, 'va_2')).thenThrows('STACKING_CONFLICT', { conflicting_voucher: 'S2', conflict_reason: 'priority_order' });
+    const S3 = stackable('S3', 3);
+    given([attached(S1, 'va_1'), confirmed(S1, 'va_1', 100), attached(S2, 'va_2'), confirmed(S2, 'va_2', 100)])
+      .when(attach(S3, 'va_3')).thenThrows('STACKING_CONFLICT', { conflicting_voucher: 'S2', conflict_reason: 'max_stack_count' });
+  });
+
+  it('the same voucher pending (an identical request in flight): nothing; the voucher stream decides', () => {
+    given([attached(A, 'va_1')]).when(attach(A, 'va_2')).then([]);
+  });
+
+  it('the same voucher confirmed (its rollback\'s detach was lost): superseded', () => {
+    given([attached(A, 'va_1'), confirmed(A, 'va_1', 1000)]).when(attach(A, 'va_2')).then([
+      { type: 'OrderVoucherDetached', data: { orderId: O, voucherId: 'v_A10', applicationId: 'va_1', reason: 'superseded', detachedAt: AT } },
+      attached(A, 'va_2'),
+    ]);
+  });
+
+  it(`a pending attachment older than ${PENDING_TTL_MS / 60_000} minutes no longer blocks`, () => {
+    const later = new Date(NOW.getTime() + PENDING_TTL_MS + 1000);
+    given([attached(A, 'va_1')]).when(attach(B, 'va_2', later)).then([attached(B, 'va_2', '2026-01-15T12:02:01Z')]);
+    const atTheLimit = new Date(NOW.getTime() + PENDING_TTL_MS);
+    given([attached(A, 'va_1')]).when(attach(B, 'va_2', atTheLimit)).thenThrows('STACKING_CONFLICT');
+  });
+
+  it('confirm records the discount; repeating it changes nothing; it also records a missed attachment', () => {
+    const confirm: OrderCommand = { type: 'ConfirmVoucher', data: { orderId: O, applicationId: 'va_1', voucher: A, orderValue: 10_000, discountAmount: 1000 }, metadata: { now: NOW } };
+    given([attached(A, 'va_1')]).when(confirm).then([confirmed(A, 'va_1', 1000)]);
+    given([attached(A, 'va_1'), confirmed(A, 'va_1', 1000)]).when(confirm).then([]);
+    given([]).when(confirm).then([confirmed(A, 'va_1', 1000)]);
+    expect(liveVouchers(fold([confirmed(A, 'va_1', 1000)]), NOW)[0]).to.include({ status: 'confirmed', discountAmount: 1000 });
+  });
+
+  it('detach removes only the named application', () => {
+    const detach = (applicationId: string): OrderCommand => ({ type: 'DetachVoucher', data: { orderId: O, voucherId: 'v_A10', applicationId, reason: 'apply_failed' }, metadata: { now: NOW } });
+    given([attached(A, 'va_1')]).when(detach('va_1')).then([{ type: 'OrderVoucherDetached', data: { orderId: O, voucherId: 'v_A10', applicationId: 'va_1', reason: 'apply_failed', detachedAt: AT } }]);
+    given([attached(A, 'va_1')]).when(detach('va_9')).then([]);
+    given([]).when(detach('va_1')).then([]);
+    const state = fold([attached(A, 'va_1'), { type: 'OrderVoucherDetached', data: { orderId: O, voucherId: 'v_A10', applicationId: 'va_1', reason: 'apply_failed', detachedAt: AT } }]);
+    expect(state!.vouchers).to.deep.equal([]);
+  });
+});
