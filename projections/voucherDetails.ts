@@ -13,6 +13,8 @@ export interface VoucherView {
   currency: string | null;
   config: Record<string, unknown> | null;
   conditions: Conditions;
+  /** Absent (older documents) or null: none. */
+  validation_rules?: Array<Record<string, unknown>> | null;
   /** Recorded status; readers add expiry by the clock (`effectiveStatus`). */
   status: 'active' | 'inactive' | 'expired';
   /** Copy of conditions.valid_until (null when none), for status filters. */
@@ -34,7 +36,7 @@ const evolveView = (view: VoucherView | null, event: Recorded): VoucherView | nu
       const d = event.data;
       return {
         id: d.voucherId, code: d.code, code_lower: d.code.toLowerCase(), type: d.voucherType, value: d.value ?? null,
-        currency: d.currency ?? null, config: d.config ?? null, conditions: d.conditions, status: 'active',
+        currency: d.currency ?? null, config: d.config ?? null, conditions: d.conditions, ...(d.validationRules ? { validation_rules: d.validationRules } : {}), status: 'active',
         valid_until: d.conditions.valid_until ?? null, usage_count: 0, created_at: d.createdAt, updated_at: d.createdAt,
         deleted_at: null, created_seq: event.position,
       };
@@ -45,6 +47,8 @@ const evolveView = (view: VoucherView | null, event: Recorded): VoucherView | nu
       const conditions = d.conditions ?? view.conditions;
       return {
         ...view, value: d.value ?? view.value, currency: d.currency === undefined ? view.currency : d.currency,
+        config: d.config ?? view.config,
+        ...(d.validationRules !== undefined ? { validation_rules: d.validationRules } : {}),
         conditions, valid_until: conditions.valid_until ?? null, status: d.status, updated_at: d.updatedAt,
         deleted_at: d.status === 'inactive' ? view.deleted_at : null,
       };

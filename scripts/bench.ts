@@ -6,8 +6,8 @@
  * A bare express app with one JSON route (scripts/bench/ceiling.ts), also a child process, is
  * measured first with the same autocannon settings; every scenario is reported as a ratio to it.
  * The machine may be shared (other processes take CPU now and then), so the ceiling is measured
- * again right before each scenario and the ratio uses that adjacent measurement (--ceiling=once:
- * only the first one, for a shorter run).
+ * again (3 s, no warm-up: it is warm) right before each scenario and the ratio uses that adjacent
+ * measurement (--ceiling=once: only the first one, for a shorter run).
  *
  * It is a report, not a test: the exit code is 0 even when a target is missed, and non-zero only
  * when the bench itself failed (a child did not start, setup requests failed, ...).
@@ -36,6 +36,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { ANALYTICS_SCENARIO_ID, benchAnalytics } from './bench/analytics.ts';
 import { formatSummary, loadProfile, summariseProfile, type ProfileSummary } from './bench/profile.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -52,6 +53,8 @@ const ONLY = args.get('only')?.split(',');
 const PROFILE = args.has('profile');
 const KEEP_DATA = args.has('keep-data');
 const CEILING_ONCE = args.get('ceiling') === 'once';
+/** Seconds of each re-measurement of the ceiling before a scenario (it is warm by then). */
+const RECHECK_S = Math.min(DURATION_S, 3);
 const SERVICE_ROOT = path.resolve(args.get('service-root') ?? ROOT);
 /**
  * The service limits requests per API key and endpoint group (src/http/rateLimits.ts, read from
@@ -128,6 +131,8 @@ const startChild = (name: string, cwd: string, script: string, env: Record<strin
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const child: Child = { name, proc, output: [] };
+  // A failed spawn (bad cwd, missing node) must end the bench through its cleanup, not crash it.
+  proc.on('error', (error) => void abort(new Error(`${name} could not be started: ${error.message}`)));
   const keep = (chunk: Buffer) => {
     child.output.push(chunk.toString());
     if (child.output.length > 200) child.output.shift();
@@ -157,7 +162,7 @@ const waitForHealth = async (child: Child, baseUrl: string, timeoutMs = 30_000):
 
 const stopChild = async (child: Child): Promise<void> => {
   const { proc } = child;
-  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  if (proc.pid === undefined || proc.exitCode !== null || proc.signalCode !== null) return; // never started, or gone
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   proc.kill('SIGTERM');
   const graceful = await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)]);
@@ -196,7 +201,7 @@ const machineCpuSeconds = (): number | null => {
  * Other sessions may be using the machine: before a measurement, wait (from a budget shared by
  * the whole run) for half a second in which the machine is almost idle. Best effort.
  */
-let quietBudgetMs = 30_000;
+let quietBudgetMs = 10_000;
 const waitForQuiet = async (): Promise<{ waitedMs: number; quiet: boolean }> => {
   const started = Date.now();
   for (;;) {
@@ -312,8 +317,8 @@ const SCENARIOS: Scenario[] = [
 // Load
 // ---------------------------------------------------------------------------------------------
 
-/** One autocannon run (1 s warm-up, then DURATION_S measured) with a distinct body per request. */
-const load = async (url: string, body: (n: number) => string, serverPid: number | undefined) => {
+/** One autocannon run (a warm-up run, then the measured one) with a distinct body per request. */
+const load = async (url: string, body: (n: number) => string, serverPid: number | undefined, warmupS = WARMUP_S, durationS = DURATION_S) => {
   let n = 0;
   // Requests are built per call so each one can differ (distinct order ids).
   const setupRequest = (req: any) => { req.body = body(n++); return req; };
@@ -326,12 +331,12 @@ const load = async (url: string, body: (n: number) => string, serverPid: number 
   };
   // Warm-up as a separate short run: autocannon's own warm-up option is not in its typings, and
   // a separate run lets the CPU counters cover the measured part only.
-  const warm = await autocannon({ ...common, duration: WARMUP_S });
+  const warm = warmupS > 0 ? await autocannon({ ...common, duration: warmupS }) : { '2xx': 0, non2xx: 0, errors: 0 };
   const cpuBefore = process.cpuUsage();
   const serverBefore = processCpuSeconds(serverPid);
   const machineBefore = machineCpuSeconds();
   const started = process.hrtime.bigint();
-  const result = await autocannon({ ...common, duration: DURATION_S });
+  const result = await autocannon({ ...common, duration: durationS });
   const ended = process.hrtime.bigint();
   const wall = Number(ended - started) / 1e9;
   const cpu = process.cpuUsage(cpuBefore);
@@ -355,9 +360,9 @@ const load = async (url: string, body: (n: number) => string, serverPid: number 
 
 const measure = async (
   scenario: Pick<Scenario, 'id' | 'title' | 'path' | 'target' | 'body'>, baseUrl: string, pid: number | undefined,
-  ceiling: Measured | null,
+  ceiling: Measured | null, warmupS = WARMUP_S, durationS = DURATION_S,
 ) => {
-  const { result, window, loadGenCpu, serverCpu, serverCpuSeconds, otherCpu, warmup2xx, warmupNon2xx } = await load(`${baseUrl}${scenario.path}`, scenario.body, pid);
+  const { result, window, loadGenCpu, serverCpu, serverCpuSeconds, otherCpu, warmup2xx, warmupNon2xx } = await load(`${baseUrl}${scenario.path}`, scenario.body, pid, warmupS, durationS);
   const reqPerSec = result.requests.mean;
   const ratio = ceiling ? reqPerSec / ceiling.reqPerSec : null;
   const completed = result['2xx'] + result.non2xx;
@@ -433,11 +438,12 @@ const main = async (): Promise<void> => {
     if (!ok) log('  (the machine is busy with other processes: measuring anyway)');
     else if (waitedMs > 1_000) log(`  (waited ${(waitedMs / 1000).toFixed(1)} s for other processes to go quiet)`);
   };
-  const measureCeiling = async () => {
+  /** `again`: a re-measurement of the (already warm) ceiling: no warm-up, RECHECK_S seconds. */
+  const measureCeiling = async (again = false) => {
     await quiet();
     const run = await measure({
       id: 'ceiling', title: 'ceiling (bare express)', path: '/ceiling', body: (n) => validateBodies[n % VALIDATE_POOL]!,
-    }, ceilingUrl, ceilingChild.proc.pid, null);
+    }, ceilingUrl, ceilingChild.proc.pid, null, again ? 0 : WARMUP_S, again ? RECHECK_S : DURATION_S);
     const { measured } = run;
     if (measured.non2xx + measured.errors + measured.timeouts > 0) {
       throw new Error(`the ceiling app answered ${measured.non2xx} non-2xx, ${measured.errors} errors, ${measured.timeouts} timeouts`);
@@ -467,7 +473,7 @@ const main = async (): Promise<void> => {
   await waitForHealth(service, baseUrl);
 
   const scenarios = SCENARIOS.filter((s) => !ONLY || ONLY.includes(s.id));
-  if (scenarios.length === 0) throw new Error(`--only matches no scenario (ids: ${SCENARIOS.map((s) => s.id).join(', ')})`);
+  if (scenarios.length === 0 && !ONLY?.includes(ANALYTICS_SCENARIO_ID)) throw new Error(`--only matches no scenario (ids: ${[...SCENARIOS.map((s) => s.id), ANALYTICS_SCENARIO_ID].join(', ')})`);
   const pools = new Set(scenarios.map((s) => s.pool));
   const count = (pools.has('validate') ? VALIDATE_POOL : 0) + (pools.has('spread') ? SPREAD_POOL : 0) + (pools.has('hot') ? 1 : 0);
   log(`creating ${count} vouchers through the API (not timed) ...`);
@@ -484,7 +490,7 @@ const main = async (): Promise<void> => {
     let adjacent = ceiling;
     if (!CEILING_ONCE) {
       log('measuring the ceiling again ...');
-      adjacent = (await measureCeiling()).measured;
+      adjacent = (await measureCeiling(true)).measured;
       ceilings.push(adjacent);
     }
     log(`measuring ${scenario.title} ...`);
@@ -493,6 +499,13 @@ const main = async (): Promise<void> => {
     windows[scenario.id] = { ...window, requests: measured.total };
     rows.push(measured);
     warmups[scenario.id] = { ok2xx: warmup2xx, failures: warmupNon2xx };
+  }
+  // The analytics read on its own seeded DATA_DIR (scripts/bench/analytics.ts).
+  if (!ONLY || ONLY.includes(ANALYTICS_SCENARIO_ID)) {
+    rows.push(await benchAnalytics({
+      serviceRoot: SERVICE_ROOT, apiKey: API_KEY, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S, keepData: KEEP_DATA, tempDirs,
+      log, freePort, startChild, waitForHealth, stopChild, ceilingReqPerSec: async () => (CEILING_ONCE ? ceiling : (await measureCeiling()).measured).reqPerSec,
+    }));
   }
 
   // Sanity: every 2xx apply on the hot voucher is counted on it (probe + warm-up + measured).
@@ -552,7 +565,7 @@ const main = async (): Promise<void> => {
     at: new Date().toISOString(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
     service_root: SERVICE_ROOT,
-    settings: { connections: CONNECTIONS, pipelining: 1, warmup_s: WARMUP_S, duration_s: DURATION_S, rate_limits: RATE_LIMITS },
+    settings: { connections: CONNECTIONS, pipelining: 1, warmup_s: WARMUP_S, duration_s: DURATION_S, ceiling_recheck_s: CEILING_ONCE ? null : RECHECK_S, rate_limits: RATE_LIMITS },
     ceiling_req_per_sec: ceiling.reqPerSec,
     results: rows,
     ceiling_runs: ceilings,
@@ -572,6 +585,8 @@ const abort = async (error: unknown) => {
   process.exit(1);
 };
 process.on('SIGINT', () => void abort(new Error('interrupted')));
+process.on('uncaughtException', (error) => void abort(error));
+process.on('unhandledRejection', (error) => void abort(error));
 process.on('SIGTERM', () => void abort(new Error('terminated')));
 
 main().then(async () => {

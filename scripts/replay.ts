@@ -1,6 +1,7 @@
 /**
- * `npm run replay [-- --env sandbox|production]`: rebuilds every core read model (vouchers,
- * applications) of each environment from its event log, in DATA_DIR (default ./data).
+ * `npm run replay [-- --env sandbox|production]`: rebuilds every read model of each environment from
+ * its event log, in DATA_DIR (default ./data): the core group (vouchers, applications; checkpoint
+ * `core`) and the analytics group (analytics aggregates, export records; checkpoint `analytics`).
  *
  * Stop the service first. The embedded stores are plain SQLite files, so the replay can open them
  * while the service runs, but the service's projector would keep writing the same collections and
@@ -12,7 +13,8 @@ import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
-import { coreProjections, CORE_CHECKPOINT } from '../projections/index.ts';
+import { PROJECTION_GROUPS } from '../projections/index.ts';
+import { collectionsOf } from '../src/infrastructure/projector/projection.ts';
 import type { Environment } from '../src/application/context.ts';
 import { ENVIRONMENTS, environmentFiles } from '../src/composition.ts';
 import { loadConfig } from '../src/config.ts';
@@ -53,20 +55,27 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
   const interactive = process.stdout.isTTY === true;
   const bar = interactive
     ? new cliProgress.SingleBar({
-        format: `${environment.padEnd(10)} [{bar}] {percentage}% | position {value}/{total} | {eta_formatted} left`,
+        format: `${environment.padEnd(10)} {group} [{bar}] {percentage}% | position {value}/{total} | {eta_formatted} left`,
         hideCursor: true,
       }, cliProgress.Presets.shades_classic)
     : undefined;
   const started = performance.now();
   try {
-    let barStarted = false;
-    const result = await rebuildReadModels(events, reads, coreProjections, CORE_CHECKPOINT, (done, total) => {
-      if (!bar) return;
-      if (!barStarted) { bar.start(total, done); barStarted = true; return; }
-      bar.setTotal(total);
-      bar.update(done);
-    });
-    bar?.stop();
+    let result = { events: 0, position: 0 };
+    for (const group of PROJECTION_GROUPS) {
+      let barStarted = false;
+      const groupStarted = performance.now();
+      result = await rebuildReadModels(events, reads, group.projections, group.checkpoint, (done, total) => {
+        if (!bar) return;
+        if (!barStarted) { bar.start(total, done, { group: group.name }); barStarted = true; return; }
+        bar.setTotal(total);
+        bar.update(done, { group: group.name });
+      });
+      bar?.stop();
+      if (!interactive) {
+        process.stdout.write(`  ${environment} ${group.name} group: ${result.events} events folded in ${(performance.now() - groupStarted).toFixed(0)} ms\n`);
+      }
+    }
     const ms = performance.now() - started;
     if (!interactive) {
       process.stdout.write(`${environment}: replayed ${result.events} events (up to position ${result.position}) in ${ms.toFixed(0)} ms\n`);
@@ -85,7 +94,7 @@ const main = async (): Promise<void> => {
   const environments = selectedEnvironments(process.argv.slice(2));
   const { dataDir } = loadConfig();
   process.stderr.write('warning: stop the voucher service before replaying; a running service keeps projecting into the same read models\n');
-  process.stdout.write(`Rebuilding read models (${coreProjections.map((p) => p.collection).join(', ')}) in ${dataDir}\n`);
+  process.stdout.write(`Rebuilding read models (${PROJECTION_GROUPS.map((g) => `${g.name}: ${collectionsOf(g.projections).join(', ')}`).join('; ')}) in ${dataDir}\n`);
   const started = performance.now();
   const summaries: Summary[] = [];
   for (const environment of environments) summaries.push(await replayEnvironment(dataDir, environment));

@@ -1,15 +1,20 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { coreProjections, CORE_CHECKPOINT } from '../projections/index.ts';
+import { analyticsProjections, ANALYTICS_CHECKPOINT, coreProjections, CORE_CHECKPOINT } from '../projections/index.ts';
 import { ApiKeyRegistry } from './application/apiKeys.ts';
 import { CodeRegistry } from './application/codeRegistry.ts';
 import { CommandHandler } from './application/commandHandler.ts';
 import type { EnvContext, Environment } from './application/context.ts';
+import { ExportJobs } from './application/exports.ts';
 import { randomIds, type IdGenerator } from './application/ids.ts';
+import { AttemptRecorder } from './application/telemetry.ts';
+import { WindowMemo } from './application/analytics/memo.ts';
 import { expireDueVouchers } from './application/vouchers.ts';
 import type { Clock } from './domain/clock.ts';
 import type { VoucherEvent } from './domain/voucher/events.ts';
 import { evolve, initialState, type VoucherState } from './domain/voucher/state.ts';
+import type { OrderEvent } from './domain/order/events.ts';
+import { evolveOrder, initialOrderState, type OrderState } from './domain/order/state.ts';
 import { SqliteEventStore } from './infrastructure/eventStore/sqliteEventStore.ts';
 import { SqliteKvStore } from './infrastructure/kvStore/sqliteKvStore.ts';
 import { ProjectionRunner } from './infrastructure/projector/projectionRunner.ts';
@@ -23,15 +28,19 @@ export interface EmbeddedOptions {
   logger: Logger;
   ids?: IdGenerator;
   readYourWritesMs?: number;
+  /** Pause before each export job (tests of the resume path; EXPORT_JOB_DELAY_MS). */
+  exportJobDelayMs?: number;
 }
 
 export const voucherDecider = { evolve, initialState: initialState as () => VoucherState };
+export const orderDecider = { evolve: evolveOrder, initialState: initialOrderState };
 
 /** Paths of one environment's embedded stores: each environment has its own files. */
 export const environmentFiles = (dataDir: string, environment: Environment) => ({
   events: path.join(dataDir, environment, 'events.db'),
   reads: path.join(dataDir, environment, 'read.db'),
   kv: path.join(dataDir, environment, 'state.db'),
+  exports: path.join(dataDir, environment, 'exports'),
 });
 
 /** One environment on the embedded SQLite stores, with its projector running. */
@@ -40,17 +49,29 @@ export const openEmbeddedEnvironment = async (environment: Environment, options:
   const events = SqliteEventStore.open(files.events);
   const reads = SqliteReadStore.open(files.reads);
   const kv = SqliteKvStore.open(files.kv, options.clock);
-  const projector = new ProjectionRunner(events, reads, coreProjections, CORE_CHECKPOINT, options.logger.child({ environment }));
+  const logger = options.logger.child({ environment });
+  const projector = new ProjectionRunner(events, reads, coreProjections, CORE_CHECKPOINT, logger);
   await projector.start();
+  // The second group: analytics aggregates and export records, with their own checkpoint.
+  const analytics = new ProjectionRunner(events, reads, analyticsProjections, ANALYTICS_CHECKPOINT, logger);
+  await analytics.start();
+  const telemetry = new AttemptRecorder(events, options.clock, { onError: (err) => logger.error({ err }, 'order attempts lost: telemetry append failed') });
+  const exports = new ExportJobs({ events, reads, clock: options.clock, analytics, dir: files.exports, logger, startDelayMs: options.exportJobDelayMs });
+  await exports.start();
   return {
     environment, events, reads, kv, projector, clock: options.clock, ids: options.ids ?? randomIds,
     vouchers: new CommandHandler<VoucherEvent, VoucherState>(events, voucherDecider),
+    orders: new CommandHandler<OrderEvent, OrderState>(events, orderDecider),
     codes: new CodeRegistry(events),
     readYourWritesMs: options.readYourWritesMs ?? 5_000,
+    analytics, telemetry, exports, analyticsMemo: new WindowMemo(),
   };
 };
 
 export const closeEnvironment = async (ctx: EnvContext): Promise<void> => {
+  await ctx.exports.stop();
+  await ctx.telemetry.close();
+  await ctx.analytics.stop();
   await ctx.projector.stop();
   await ctx.events.close();
   await ctx.reads.close();

@@ -20,6 +20,8 @@ export interface Config {
   rateLimits: RateLimitConfig;
   /** The dashboard's operator password (ADMIN_PASSWORD); unset or empty: generated on the first start. */
   adminPassword?: string;
+  /** EXPORT_JOB_DELAY_MS: pause before each export job starts (default 0; for tests of resuming exports). */
+  exportJobDelayMs: number;
 }
 
 const integer = (raw: string | undefined, fallback: number, name: string): number => {
@@ -40,6 +42,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   expiryIntervalMs: Math.min(60_000, Math.max(1_000, integer(env.EXPIRY_INTERVAL_MS, 30_000, 'EXPIRY_INTERVAL_MS'))),
   rateLimits: rateLimitsFrom(env),
   adminPassword: env.ADMIN_PASSWORD || undefined,
+  exportJobDelayMs: integer(env.EXPORT_JOB_DELAY_MS, 0, 'EXPORT_JOB_DELAY_MS'),
 });
 
 /** Longest window: the in-memory store sweeps with setInterval, which takes at most 2^31 - 1 ms. */

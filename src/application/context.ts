@@ -1,6 +1,8 @@
 import type { Clock } from '../domain/clock.ts';
 import type { VoucherEvent } from '../domain/voucher/events.ts';
 import type { VoucherState } from '../domain/voucher/state.ts';
+import type { OrderEvent } from '../domain/order/events.ts';
+import type { OrderState } from '../domain/order/state.ts';
 import type { EventStore } from '../infrastructure/eventStore/eventStore.ts';
 import type { KvStore } from '../infrastructure/kvStore/kvStore.ts';
 import type { ProjectionRunner } from '../infrastructure/projector/projectionRunner.ts';
@@ -8,6 +10,9 @@ import type { ReadStore } from '../infrastructure/readStore/readStore.ts';
 import type { CodeRegistry } from './codeRegistry.ts';
 import type { CommandHandler } from './commandHandler.ts';
 import type { IdGenerator } from './ids.ts';
+import type { ExportJobs } from './exports.ts';
+import type { AttemptRecorder } from './telemetry.ts';
+import type { WindowMemo } from './analytics/memo.ts';
 
 export type Environment = 'sandbox' | 'production';
 
@@ -18,12 +23,22 @@ export interface EnvContext {
   reads: ReadStore;
   kv: KvStore;
   vouchers: CommandHandler<VoucherEvent, VoucherState>;
+  /** Order streams `order-<orderId>`: the vouchers each order carries (stacking, see orders.ts). */
+  orders: CommandHandler<OrderEvent, OrderState>;
   codes: CodeRegistry;
   projector: ProjectionRunner;
   clock: Clock;
   ids: IdGenerator;
   /** Longest wait for the read models to reflect a write before answering it. */
   readYourWritesMs: number;
+  /** The analytics projection group (own checkpoint): analytics aggregates and export records. */
+  analytics: ProjectionRunner;
+  /** Buffered order-attempt telemetry, written by validate. */
+  telemetry: AttemptRecorder;
+  /** Background export jobs and their files (DATA_DIR/<env>/exports). */
+  exports: ExportJobs;
+  /** Exact memo of customer counts per analytics window (see analytics/memo.ts). */
+  analyticsMemo: WindowMemo<{ unique: number; repeat: number }>;
 }
 
 /** Who caused a command: stored as event metadata. */

@@ -1,11 +1,13 @@
 import { DomainError } from '../domain/errors.ts';
 import type { Customer, Order } from '../domain/discount/types.ts';
 import { decide } from '../domain/voucher/decide.ts';
-import { evaluate, type Evaluation } from '../domain/voucher/evaluate.ts';
+import { evaluate, stackProfile, type Evaluation } from '../domain/voucher/evaluate.ts';
+import type { StackProfile } from '../domain/discount/stacking.ts';
 import { voucherStream } from '../domain/voucher/events.ts';
 import type { Voucher, VoucherState } from '../domain/voucher/state.ts';
 import type { ApplicationView } from '../../projections/usageHistory.ts';
 import { QUOTE_TTL_MS, quoteKey, type CallMetadata, type EnvContext } from './context.ts';
+import { attachVoucher, confirmVoucher, detachVoucher, settleStale, vouchersOnOrder } from './orders.ts';
 import { suggestCodes } from './queries.ts';
 import { fingerprint, renderApplication, type ApplicationResponse } from './views.ts';
 
@@ -28,12 +30,15 @@ const orderFingerprint = (order: Order): string =>
  */
 export const validateVoucher = async (ctx: EnvContext, code: string, order: Order, customer: Customer | undefined): Promise<Evaluation> => {
   const voucherId = await resolveCode(ctx, code);
+  ctx.telemetry.record(voucherId, order.id, customer?.segment); // an order attempt, for conversion (buffered, see telemetry.ts)
   const now = ctx.clock.now();
+  // With order.id, stacking is checked against the vouchers the order carries (orders.ts).
+  const onOrder = order.id !== undefined ? await vouchersOnOrder(ctx, order.id, now) : [];
   const { result } = await ctx.vouchers.execute(voucherStream(voucherId), {
     decide: () => [],
     result: (state: VoucherState) => {
       if (order.id !== undefined) refuseOtherOrderOnSameId(state!, order, customer);
-      return evaluate(state!, order, customer, now);
+      return evaluate(state!, order, customer, now, onOrder);
     },
   });
   if (order.id !== undefined) {
@@ -69,10 +74,26 @@ export interface ApplyInput {
 
 export interface ApplyOutcome { application: ApplicationResponse; replayed: boolean }
 
+type ApplyCommand = Extract<Parameters<typeof decide>[0], { type: 'ApplyVoucher' }>;
+
+/** The ApplyVoucher command on the voucher stream (one write, or none for a repeat). */
+const runApply = async (ctx: EnvContext, command: ApplyCommand, meta: CallMetadata) => {
+  const { result, position } = await ctx.vouchers.execute(voucherStream(command.data.voucherId), {
+    decide: (state) => decide(command, state),
+    result: (state, events) => {
+      const application = state!.applications.get(state!.liveByOrder.get(command.data.orderId)!)!;
+      return { outcome: { application: renderApplication(state!, application), replayed: events.length === 0 }, orderValue: application.orderValue };
+    },
+    metadata: { ...meta },
+  });
+  return { ...result, position };
+};
+
 /**
  * Applies the voucher to an order: from the order in the request, else from the quote kept by
  * validate, re-evaluated against the voucher as it is now. A repeat with the same (or no) order
- * and customer returns the stored application.
+ * and customer returns the stored application. The order stream records the vouchers the order
+ * carries, for stacking (attach → apply → confirm, or detach on failure; see orders.ts).
  */
 export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: CallMetadata): Promise<ApplyOutcome> => {
   const voucherId = await resolveCode(ctx, input.code);
@@ -91,16 +112,43 @@ export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: Cal
     },
     metadata: { now: ctx.clock.now() },
   };
-  const { result, position } = await ctx.vouchers.execute(voucherStream(voucherId), {
-    decide: (state) => decide(command, state),
-    result: (state, events) => {
-      const application = state!.applications.get(state!.liveByOrder.get(input.order_id)!)!;
-      return { application: renderApplication(state!, application), replayed: events.length === 0 };
+  const now = command.metadata.now;
+  // The voucher's own state first: a repeat (stored application or 409) and a voucher that cannot
+  // apply to this order at all never touch the order stream.
+  const { result: first } = await ctx.vouchers.execute(voucherStream(voucherId), {
+    decide: () => [],
+    result: (state: VoucherState): { profile?: StackProfile; attach: boolean } => {
+      if (!state) return { attach: false };
+      const profile = stackProfile(state);
+      if (state.liveByOrder.has(input.order_id) || order === undefined) return { profile, attach: false };
+      evaluate(state, order, customer, now);
+      return { profile, attach: true };
     },
-    metadata: { ...meta },
   });
-  await ctx.projector.waitFor(position, ctx.readYourWritesMs);
-  return result;
+  const confirm = (applied: Awaited<ReturnType<typeof runApply>>) =>
+    // The application stands whatever happens here: an unconfirmed attachment is settled later
+    // (settleStale) or by a repeat of this request, so a failure is not the client's problem.
+    confirmVoucher(ctx, input.order_id, applied.outcome.application.id, first.profile!, applied.orderValue, applied.outcome.application.discount_amount, now, meta)
+      .catch(() => undefined);
+  if (!first.attach) {
+    const applied = await runApply(ctx, command, meta);
+    if (first.profile) await confirm(applied); // a repeat also heals a crash between the writes
+    await ctx.projector.waitFor(applied.position, ctx.readYourWritesMs);
+    return applied.outcome;
+  }
+  await settleStale(ctx, input.order_id, now, meta);
+  const before = await attachVoucher(ctx, input.order_id, command.data.applicationId, first.profile!, order!.value, now, meta);
+  let applied: Awaited<ReturnType<typeof runApply>>;
+  try {
+    applied = await runApply(ctx, { ...command, data: { ...command.data, orderVouchers: before } }, meta);
+  } catch (error) {
+    // Best effort: a detach lost here leaves a pending attachment that settles as abandoned.
+    await detachVoucher(ctx, input.order_id, voucherId, command.data.applicationId, 'apply_failed', now, meta).catch(() => undefined);
+    throw error;
+  }
+  await confirm(applied);
+  await ctx.projector.waitFor(applied.position, ctx.readYourWritesMs);
+  return applied.outcome;
 };
 
 /** Reverses an application: usage counts go down by one; repeating it changes nothing. */
@@ -114,6 +162,8 @@ export const rollbackApplication = async (ctx: EnvContext, applicationId: string
     result: (state) => renderApplication(state!, state!.applications.get(applicationId)!),
     metadata: { ...meta },
   });
+  // The order no longer carries it (also on a repeat, which repairs a detach lost before).
+  await detachVoucher(ctx, result.order_id, view.voucher_id, applicationId, 'rolled_back', command.metadata.now, meta);
   await ctx.projector.waitFor(position, ctx.readYourWritesMs);
   return result;
 };

@@ -9,6 +9,7 @@ export const renderVoucher = (view: VoucherView, now: Date): Record<string, unkn
     id: view.id, code: view.code, type: view.type, value: view.value, currency: view.currency,
   };
   if (view.config) out.config = view.config;
+  if (view.validation_rules) out.validation_rules = view.validation_rules;
   Object.assign(out, {
     conditions: view.conditions,
     status: effectiveStatus(view, now),
@@ -22,7 +23,7 @@ export const renderVoucher = (view: VoucherView, now: Date): Record<string, unkn
 /** The same view, built from the write model (used to answer writes without a read). */
 export const viewFromState = (v: Voucher, createdSeq = 0): VoucherView => ({
   id: v.id, code: v.code, code_lower: v.code.toLowerCase(), type: v.type, value: v.value ?? null, currency: v.currency ?? null,
-  config: v.config ?? null, conditions: v.conditions, status: v.status, valid_until: v.conditions.valid_until ?? null,
+  config: v.config ?? null, conditions: v.conditions, ...(v.validationRules ? { validation_rules: v.validationRules } : {}), status: v.status, valid_until: v.conditions.valid_until ?? null,
   usage_count: v.usageCount, created_at: v.createdAt, updated_at: v.updatedAt, deleted_at: v.deactivatedAt ?? null,
   created_seq: createdSeq,
 });

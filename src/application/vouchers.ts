@@ -1,6 +1,7 @@
 import { DomainError } from '../domain/errors.ts';
 import type { Conditions, VoucherType } from '../domain/voucher/events.ts';
 import type { ConditionsPatch } from '../domain/voucher/commands.ts';
+import type { ValidationRule } from '../domain/discount/rules.ts';
 import { decide } from '../domain/voucher/decide.ts';
 import { voucherStream } from '../domain/voucher/events.ts';
 import type { VoucherState } from '../domain/voucher/state.ts';
@@ -15,6 +16,7 @@ export interface CreateVoucherInput {
   currency?: string;
   config?: Record<string, unknown>;
   conditions?: Conditions;
+  validation_rules?: ValidationRule[];
 }
 
 const snapshot = (state: VoucherState): VoucherView => viewFromState(state!);
@@ -25,7 +27,10 @@ export const createVoucher = async (ctx: EnvContext, input: CreateVoucherInput, 
   const voucherId = ctx.ids.voucherId();
   const command = {
     type: 'CreateVoucher' as const,
-    data: { voucherId, code: input.code, voucherType: input.type, value: input.value, currency: input.currency, config: input.config, conditions: input.conditions },
+    data: {
+      voucherId, code: input.code, voucherType: input.type, value: input.value, currency: input.currency, config: input.config, conditions: input.conditions,
+      ...(input.validation_rules !== undefined ? { validationRules: input.validation_rules } : {}),
+    },
     metadata: { now },
   };
   decide(command, null); // every rejection happens before the code is claimed
@@ -42,10 +47,16 @@ export interface UpdateVoucherInput {
   currency?: string | null;
   conditions?: ConditionsPatch;
   status?: 'active' | 'inactive';
+  /** Advanced types: replaces the stored config. */
+  config?: Record<string, unknown>;
+  /** Replaces the stored rules; null removes them. */
+  validation_rules?: ValidationRule[] | null;
 }
 
 export const updateVoucher = async (ctx: EnvContext, voucherId: string, input: UpdateVoucherInput, meta: CallMetadata): Promise<VoucherView> => {
-  const command = { type: 'UpdateVoucher' as const, data: { voucherId, ...input }, metadata: { now: ctx.clock.now() } };
+  const { validation_rules: validationRules, ...rest } = input;
+  const data = { voucherId, ...rest, ...(validationRules !== undefined ? { validationRules } : {}) };
+  const command = { type: 'UpdateVoucher' as const, data, metadata: { now: ctx.clock.now() } };
   const { result, position } = await ctx.vouchers.execute(voucherStream(voucherId), {
     decide: (state) => decide(command, state), result: snapshot, metadata: { ...meta },
   });

@@ -16,7 +16,12 @@ export type ErrorCode =
   | 'DUPLICATE_VOUCHER_CODE'
   | 'IDEMPOTENCY_KEY_REUSED'
   | 'CONCURRENT_MODIFICATION'
-  | 'SERVICE_UNAVAILABLE';
+  | 'SERVICE_UNAVAILABLE'
+  | 'INVALID_TIME_PERIOD'
+  | 'EXPORT_FAILED'
+  | 'EXPORT_NOT_FOUND'
+  | 'EXPORT_NOT_READY'
+  | 'EXPORT_EXPIRED';
 
 export type ErrorDetails = Record<string, unknown> | Array<Record<string, unknown>>;
 

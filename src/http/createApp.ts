@@ -10,6 +10,7 @@ import { errorHandler, HttpError } from './errors.ts';
 import { buildOpenApi } from './openapi.ts';
 import { createRateLimiter, defaultRateLimitConfig, type RateLimitConfig, type RateLimitStoreFactory } from './rateLimits.ts';
 import { requestLog } from './requestLog.ts';
+import { analyticsRoutes } from './routes/analytics.ts';
 import { voucherRoutes } from './routes/vouchers.ts';
 
 export interface AppDeps {
@@ -45,6 +46,7 @@ export const createApp = (deps: AppDeps): Express => {
   const limit = createRateLimiter(deps.rateLimits ?? defaultRateLimitConfig(), deps.rateLimitStores, deps.logger);
   const guard = guardWith(authenticate(deps.keys, deps.environments), limit);
   v1.use(voucherRoutes(guard));
+  v1.use(analyticsRoutes(guard));
   app.use('/v1', v1);
   if (deps.admin) app.use('/dashboard', dashboardRouter({ keys: deps.keys, admin: deps.admin, clock: deps.clock ?? systemClock }));
   app.use(notFound);

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import * as schemas from './schemas.ts';
+import { analyticsPaths, analyticsSchemas } from './openapiAnalytics.ts';
 
 const REFERENCE = new URL('../../docs/api-reference.md', import.meta.url);
 
@@ -72,7 +73,8 @@ export const buildOpenApi = (): object => ({
         requestBody: body(schemas.createVoucherSchema),
         responses: {
           201: json('The voucher (status active, usage_count 0).', ref('Voucher'), { Location: { schema: { type: 'string' } } }),
-          400: error('Invalid request.', ['INVALID_REQUEST']), 409: error('Code taken or key reused.', ['DUPLICATE_VOUCHER_CODE', 'IDEMPOTENCY_KEY_REUSED']), ...common,
+          400: error('Invalid request (shape: INVALID_REQUEST), or an advanced config / validation_rules that make no sense (INVALID_CONFIGURATION, details {field, issue, suggestion}).', ['INVALID_REQUEST', 'INVALID_CONFIGURATION']),
+          409: error('Code taken or key reused.', ['DUPLICATE_VOUCHER_CODE', 'IDEMPOTENCY_KEY_REUSED']), ...common,
         },
       },
       get: {
@@ -86,9 +88,10 @@ export const buildOpenApi = (): object => ({
         requestBody: body(schemas.validateSchema),
         responses: {
           200: json('The validation result.', ref('ValidationResult')),
-          400: error('Not applicable.', ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED']),
+          400: error('Not applicable (CONDITION_NOT_MET: details {failed_conditions, required_conditions, met_conditions}).', ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED', 'CONDITION_NOT_MET']),
           404: error('Unknown code (details.suggestions lists similar codes).', ['VOUCHER_NOT_FOUND']),
-          409: error('The order id already carries this voucher with another order or customer.', ['VOUCHER_ALREADY_APPLIED']), ...common,
+          409: error('The order id already carries this voucher with another order or customer; or (with order.id) the voucher cannot stack with the vouchers on the order (STACKING_CONFLICT: details {conflicting_voucher, conflict_reason, stackable_types}); or a voucher is being applied to the order (retry).',
+            ['VOUCHER_ALREADY_APPLIED', 'STACKING_CONFLICT', 'CONCURRENT_MODIFICATION']), ...common,
         },
       },
     },
@@ -99,9 +102,10 @@ export const buildOpenApi = (): object => ({
         responses: {
           201: json('The application.', ref('Application')),
           200: json('Idempotent repeat: the stored application (header Idempotent-Replayed: true).', ref('Application')),
-          400: error('Not applicable.', ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED']),
+          400: error('Not applicable.', ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED', 'CONDITION_NOT_MET']),
           404: error('Unknown code.', ['VOUCHER_NOT_FOUND']),
-          409: error('Applied to this order with another order or customer.', ['VOUCHER_ALREADY_APPLIED', 'IDEMPOTENCY_KEY_REUSED', 'CONCURRENT_MODIFICATION']), ...common,
+          409: error('Applied to this order with another order or customer; cannot stack with the vouchers on the order; or another writer / another voucher in flight on the order (retry).',
+            ['VOUCHER_ALREADY_APPLIED', 'STACKING_CONFLICT', 'IDEMPOTENCY_KEY_REUSED', 'CONCURRENT_MODIFICATION']), ...common,
         },
       },
     },
@@ -119,9 +123,13 @@ export const buildOpenApi = (): object => ({
         responses: { 200: json('The voucher.', ref('VoucherWithHistory')), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common },
       },
       put: {
-        summary: 'Update value, currency, conditions (merged) or status', operationId: 'updateVoucher', 'x-rate-limit-group': 'other', 'x-scope': 'vouchers:write',
+        summary: 'Update value, currency, conditions (merged), config (replaced), validation_rules (replaced; null removes) or status', operationId: 'updateVoucher', 'x-rate-limit-group': 'other', 'x-scope': 'vouchers:write',
         requestBody: body(schemas.updateVoucherSchema),
-        responses: { 200: json('The voucher.', ref('Voucher')), 400: error('Invalid, or an immutable field (code, type, created_at, id) sent.', ['INVALID_REQUEST']), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common },
+        responses: {
+          200: json('The voucher.', ref('Voucher')),
+          400: error('Invalid, or an immutable field (code, type, created_at, id) sent; or a config / validation_rules that make no sense.', ['INVALID_REQUEST', 'INVALID_CONFIGURATION']),
+          404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common,
+        },
       },
       delete: {
         summary: 'Deactivate (soft delete); repeating it is 200 again', operationId: 'deleteVoucher', 'x-rate-limit-group': 'other', 'x-scope': 'vouchers:delete',
@@ -135,11 +143,12 @@ export const buildOpenApi = (): object => ({
         responses: { 200: json('A page of applications.', ref('UsagePage')), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common },
       },
     },
+    ...analyticsPaths({ error, json, body, ref, idParam, common }),
   }),
   components: {
     securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sk_test_… (sandbox) or sk_live_… (production)' } },
     headers: headerComponents,
-    schemas: componentSchemas,
+    schemas: { ...componentSchemas, ...analyticsSchemas },
   },
 });
 
@@ -149,7 +158,8 @@ const voucher = {
   required: ['id', 'code', 'type', 'value', 'conditions', 'status', 'usage_count', 'created_at', 'updated_at'],
   properties: {
     id: { type: 'string', pattern: '^v_' }, code: { type: 'string' }, type: { type: 'string', enum: schemas.voucherTypes },
-    value: nullable('number'), currency: nullable('string'), config: { type: 'object' }, conditions: schemas.conditionsSchema,
+    value: nullable('number'), currency: nullable('string'), config: { type: 'object', description: 'Advanced types only' }, conditions: schemas.conditionsSchema,
+    validation_rules: schemas.validationRulesSchema,
     status: { type: 'string', enum: ['active', 'inactive', 'expired'] }, usage_count: { type: 'integer' },
     created_at: { type: 'string' }, updated_at: { type: 'string' },
   },
@@ -184,7 +194,10 @@ const componentSchemas = {
     properties: {
       is_valid: { const: true }, voucher: { type: 'object' }, discount_amount: { type: 'integer' }, final_amount: { type: 'integer' },
       currency: nullable('string'),
-      validation_details: { type: 'object', properties: { min_order_value_met: { type: 'boolean' }, usage_limit_not_exceeded: { type: 'boolean' }, valid_date_range: { type: 'boolean' }, customer_eligible: { type: 'boolean' } } },
+      validation_details: {
+        type: 'object', description: 'Advanced types add: bogo bogo_eligible_items, bogo_applied_items, discount_applied, remaining_eligibility; tiered order_value, applicable_tier, discount_amount; conditional conditions_met, conditions_failed, all_conditions_satisfied, discount_applicable; stackable stack_position, prior_discount, amount_left, max_total_discount',
+        properties: { min_order_value_met: { type: 'boolean' }, usage_limit_not_exceeded: { type: 'boolean' }, valid_date_range: { type: 'boolean' }, customer_eligible: { type: 'boolean' } },
+      },
       applied_to: { type: 'array', items: { type: 'object', properties: { item_id: { type: 'string' }, original_price: { type: 'integer' }, discount_amount: { type: 'integer' }, final_price: { type: 'integer' } } } },
       conditions_met: { type: 'array', items: { type: 'string' } },
     },

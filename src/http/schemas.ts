@@ -3,15 +3,17 @@
  * for the OpenAPI document (openapi.ts). Rules that need the stored voucher (a percentage on
  * update, valid_from before valid_until after a merge) are checked in the domain.
  */
+import { advancedConfigs, currency, timestamp, validationRulesSchema } from './configSchemas.ts';
+
 const MAX_CENTS = 1_000_000_000_000; // 10 billion in major units: far above any real order
 
-export const timestamp = { type: 'string', format: 'date-time', description: 'ISO 8601 timestamp; stored and shown in UTC with second precision' } as const;
+export { currency, timestamp, validationRulesSchema };
+export { bogoConfigSchema, conditionalConfigSchema, stackableConfigSchema, tieredConfigSchema } from './configSchemas.ts';
 export const code = { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', description: '1 to 64 characters of A-Z a-z 0-9 _ -; unique per environment, case-insensitively' } as const;
-export const currency = { type: 'string', pattern: '^[A-Z]{3}$', description: 'ISO 4217 currency code, e.g. USD' } as const;
 const cents = (description: string) => ({ type: 'integer', minimum: 0, maximum: MAX_CENTS, description }) as const;
 const productIds = { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 128 } } as const;
-const basicTypes = ['percentage', 'fixed'] as const;
 export const voucherTypes = ['percentage', 'fixed', 'bogo', 'tiered', 'conditional', 'stackable'] as const;
+
 
 const conditionProperties = {
   min_order_value: cents('Minimum order value (order.value) in cents'),
@@ -38,11 +40,17 @@ export const createVoucherSchema = {
   required: ['code', 'type'],
   properties: {
     code,
-    type: { type: 'string', enum: basicTypes, description: 'percentage or fixed (the advanced types are not available yet)' },
-    value: { type: 'number', minimum: 0, description: 'percentage: 0 to 100 with at most 2 decimals; fixed: integer cents 1 to 100000000' },
+    type: { type: 'string', enum: voucherTypes },
+    value: { type: 'number', minimum: 0, description: 'percentage and fixed only (required): percentage 0 to 100 with at most 2 decimals; fixed integer cents 1 to 100000000' },
     currency: { ...currency, description: 'Optional: orders in another currency get VOUCHER_INVALID currency_mismatch' },
+    config: { type: 'object', description: 'bogo, tiered, conditional, stackable only (required): the schema of the type' },
     conditions: conditionsSchema,
+    validation_rules: validationRulesSchema,
   },
+  allOf: Object.entries(advancedConfigs).map(([type, schema]) => ({
+    if: { properties: { type: { const: type } }, required: ['type'] },
+    then: { properties: { config: schema } },
+  })),
 } as const;
 
 export const updateVoucherSchema = {
@@ -53,6 +61,8 @@ export const updateVoucherSchema = {
     currency: { anyOf: [currency, { type: 'null' }] },
     conditions: conditionsPatchSchema,
     status: { type: 'string', enum: ['active', 'inactive'] },
+    config: { type: 'object', description: 'Advanced types: replaces the stored config whole; checked like on create (every problem is INVALID_CONFIGURATION)' },
+    validation_rules: { anyOf: [validationRulesSchema, { type: 'null' }], description: 'Replaces the stored rules; null removes them' },
   },
 } as const;
 

@@ -5,6 +5,7 @@ import sinon, { type SinonFakeTimers } from 'sinon';
 import type { Guard } from '../../src/http/auth.ts';
 import { buildOpenApi } from '../../src/http/openapi.ts';
 import { DEFAULT_RATE_LIMITS, defaultRateLimitConfig, RATE_LIMIT_GROUPS, type RateLimitGroup } from '../../src/http/rateLimits.ts';
+import { analyticsRoutes } from '../../src/http/routes/analytics.ts';
 import { voucherRoutes } from '../../src/http/routes/vouchers.ts';
 import { PRODUCTION_KEY, SANDBOX_KEY, TestService, type TestResponse } from '../support/harness.ts';
 
@@ -226,7 +227,7 @@ describe('HTTP rate limits', () => {
     });
     await service.post('/v1/vouchers/validate', { code: 'UNKNOWN', order: ORDER });
     await service.post('/v1/vouchers/validate', { code: 'UNKNOWN', order: ORDER }, { key: PRODUCTION_KEY });
-    expect(made.map((m) => m.group)).to.have.members(['read', 'create', 'validate', 'apply', 'other']);
+    expect(made.map((m) => m.group)).to.have.members(['read', 'create', 'validate', 'apply', 'other', 'performance', 'trends', 'customers', 'export']);
     const validate = made.find((m) => m.group === 'validate')!;
     expect(validate.keys).to.deep.equal([service.embedded.keys.authenticate(SANDBOX_KEY)!.id, service.embedded.keys.authenticate(PRODUCTION_KEY)!.id]);
     for (const m of made.filter((x) => x.group !== 'validate')) expect(m.keys).to.deep.equal([]);
@@ -283,7 +284,7 @@ describe('rate limit groups of the routes, and the OpenAPI document', () => {
       return [marker];
     };
     type Layer = { route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: { group?: RateLimitGroup } }> } };
-    const served = Object.fromEntries((voucherRoutes(guard).stack as Layer[]).filter((l) => l.route).flatMap(({ route }) =>
+    const served = Object.fromEntries(([...voucherRoutes(guard).stack, ...analyticsRoutes(guard).stack] as Layer[]).filter((l) => l.route).flatMap(({ route }) =>
       Object.keys(route!.methods).map((m) => [`${m.toUpperCase()} ${route!.path.replace(/:[A-Za-z]+/g, ':id')}`, route!.stack[0]!.handle.group])));
     const documented = Object.fromEntries(operations.map(({ route, op }) => [route, op['x-rate-limit-group']]));
     expect(served).to.deep.equal(documented);
@@ -291,13 +292,16 @@ describe('rate limit groups of the routes, and the OpenAPI document', () => {
       'POST /vouchers': 'create', 'GET /vouchers': 'read', 'POST /vouchers/validate': 'validate', 'POST /vouchers/apply': 'apply',
       'POST /vouchers/applications/:id/rollback': 'other', 'GET /vouchers/:id': 'read', 'GET /vouchers/:id/applications': 'read',
       'PUT /vouchers/:id': 'other', 'DELETE /vouchers/:id': 'other',
+      'GET /analytics/vouchers/:id/performance': 'performance', 'GET /analytics/vouchers/:id/trends': 'trends',
+      'GET /analytics/vouchers/:id/customers': 'customers', 'POST /analytics/export': 'export',
+      'GET /analytics/export/:id': 'other', 'GET /analytics/export/:id/download': 'other',
     });
     for (const group of Object.values(served)) expect(RATE_LIMIT_GROUPS).to.include(group);
   });
 
   it('documents 429 and the three headers on every response of every operation (but 401)', () => {
     expect(doc.components.headers).to.have.all.keys('X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After');
-    expect(operations).to.have.length(9);
+    expect(operations).to.have.length(9 + 6); // voucher routes + analytics routes
     for (const { route, op } of operations) {
       expect(op.responses, route).to.have.property('429');
       expect(op.responses['429']!.headers, route).to.have.property('Retry-After');

@@ -9,6 +9,8 @@ import { expect } from 'chai';
 import { ALL_SCOPES, type Scope } from '../../src/application/apiKeys.ts';
 import type { Environment } from '../../src/application/context.ts';
 import { voucherRoutes } from '../../src/http/routes/vouchers.ts';
+import { analyticsRoutes } from '../../src/http/routes/analytics.ts';
+import { waitForExport } from '../support/analyticsFixture.ts';
 import { PRODUCTION_KEY, SANDBOX_KEY, TestService, type TestResponse } from '../support/harness.ts';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -178,6 +180,39 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
         };
       },
     },
+    ...(['performance', 'trends', 'customers'] as const).map((report): RouteCase => ({
+      method: 'GET', template: `/analytics/vouchers/{voucher_id}/${report}`, scope: 'analytics:read', allowed: 200,
+      prepare: async () => ({
+        path: `/v1/analytics/vouchers/${seed.id}/${report}`,
+        done: (res) => { expect(res.body.voucher_id).to.equal(seed.id); },
+      }),
+    })),
+    {
+      method: 'POST', template: '/analytics/export', scope: 'analytics:read', allowed: 202,
+      prepare: async () => ({
+        path: '/v1/analytics/export',
+        body: { voucher_ids: [seed.id], metrics: ['uses'] },
+        done: async (res) => {
+          expect(res.body.status).to.equal('processing');
+          expect((await service.get(`/v1/analytics/export/${res.body.export_id}`)).body.export_id).to.equal(res.body.export_id);
+        },
+      }),
+    },
+    {
+      method: 'GET', template: '/analytics/export/{export_id}', scope: 'analytics:read', allowed: 200,
+      prepare: async () => {
+        const id = (await service.post('/v1/analytics/export', { voucher_ids: [seed.id], metrics: ['uses'] })).body.export_id as string;
+        return { path: `/v1/analytics/export/${id}`, done: (res) => { expect(res.body.export_id).to.equal(id); } };
+      },
+    },
+    {
+      method: 'GET', template: '/analytics/export/{export_id}/download', scope: 'analytics:read', allowed: 200,
+      prepare: async () => {
+        const id = (await service.post('/v1/analytics/export', { voucher_ids: [seed.id], metrics: ['uses'] })).body.export_id as string;
+        await waitForExport(() => service.get(`/v1/analytics/export/${id}`));
+        return { path: `/v1/analytics/export/${id}/download`, done: (res) => { expect(String(res.body)).to.match(/^voucher_id,code,date,uses\n/); } };
+      },
+    },
   ];
 
   const keyWith = async (scopes: Scope[], name: string, environment: Environment = 'sandbox'): Promise<string> =>
@@ -203,7 +238,7 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       expect(table).to.deep.equal(documented);
     });
 
-    it('names every route the voucher router serves, with the scope its guard checks', () => {
+    it('names every route the voucher and analytics routers serve, with the scope its guard checks', () => {
       // A guard that marks its middleware with the scope, so each route of the router tells its scope.
       const guard = ((scope: Scope) => {
         const marker: RequestHandler & { scope?: Scope } = (_req, _res, next) => next();
@@ -211,16 +246,16 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
         return [marker];
       }) as unknown as Parameters<typeof voucherRoutes>[0];
       type RouteLayer = { route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: { scope?: Scope } }> } };
-      const served = (voucherRoutes(guard).stack as RouteLayer[])
+      const served = ([...voucherRoutes(guard).stack, ...analyticsRoutes(guard).stack] as RouteLayer[])
         .filter((layer) => layer.route)
         .flatMap(({ route }) => Object.keys(route!.methods).map((m) => [`${m.toUpperCase()} ${normalise(route!.path)}`, route!.stack[0]!.handle.scope]));
       expect(served).to.have.length(ROUTES.length);
       expect(Object.fromEntries(served)).to.deep.equal(Object.fromEntries(ROUTES.map((r) => [`${r.method} ${normalise(r.template)}`, r.scope])));
     });
 
-    it('uses only known scopes, and every voucher scope guards at least one route', () => {
+    it('uses only known scopes, and every voucher and analytics scope guards at least one route', () => {
       for (const r of ROUTES) expect(ALL_SCOPES).to.include(r.scope);
-      expect([...new Set(ROUTES.map((r) => r.scope))]).to.have.members(['vouchers:read', 'vouchers:write', 'vouchers:delete', 'vouchers:redeem']);
+      expect([...new Set(ROUTES.map((r) => r.scope))]).to.have.members(['vouchers:read', 'vouchers:write', 'vouchers:delete', 'vouchers:redeem', 'analytics:read']);
     });
   });
 

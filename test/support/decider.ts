@@ -22,6 +22,8 @@ export const given = (events: VoucherEvent[]) => ({
   when: (command: VoucherCommand) => {
     const run = (): VoucherEvent[] => decide(command, fold(events));
     return {
+      /** The decided events, for assertions on a part of them. */
+      run,
       then(expected: VoucherEvent[]): void {
         expect(run()).to.deep.equal(expected);
       },

@@ -1,5 +1,7 @@
 import type { Customer, Order } from '../discount/types.ts';
 import type { Conditions, VoucherType } from './events.ts';
+import type { ValidationRule } from '../discount/rules.ts';
+import type { OrderVoucher } from '../discount/stacking.ts';
 
 /** Time and ids come in on the command; decide never reads a clock or draws randomness. */
 export interface CommandMetadata {
@@ -14,13 +16,19 @@ export type VoucherCommand =
       type: 'CreateVoucher';
       data: {
         voucherId: string; code: string; voucherType: VoucherType; value?: number; currency?: string;
-        config?: Record<string, unknown>; conditions?: Conditions;
+        config?: Record<string, unknown>; conditions?: Conditions; validationRules?: ValidationRule[];
       };
       metadata: CommandMetadata;
     }
   | {
       type: 'UpdateVoucher';
-      data: { voucherId: string; value?: number; currency?: string | null; conditions?: ConditionsPatch; status?: 'active' | 'inactive' };
+      data: {
+        voucherId: string; value?: number; currency?: string | null; conditions?: ConditionsPatch; status?: 'active' | 'inactive';
+        /** Replaces the stored config (advanced types only). */
+        config?: Record<string, unknown>;
+        /** Replaces the stored validation rules; null removes them. */
+        validationRules?: ValidationRule[] | null;
+      };
       metadata: CommandMetadata;
     }
   | { type: 'DeactivateVoucher'; data: { voucherId: string }; metadata: CommandMetadata }
@@ -39,6 +47,8 @@ export type VoucherCommand =
         /** Fingerprints of the order and customer priced, stored with the application. */
         orderFingerprint: string;
         customerFingerprint: string;
+        /** The vouchers the order carried before this one (from the order stream), for stacking. */
+        orderVouchers?: OrderVoucher[];
       };
       metadata: CommandMetadata;
     }

@@ -1,6 +1,8 @@
 import { DomainError, invalidRequest } from '../errors.ts';
 import { isoSeconds } from '../clock.ts';
 import { hasAtMostTwoDecimals } from '../discount/money.ts';
+import { isAdvanced, parseConfig } from '../discount/configs.ts';
+import { compileRules } from '../discount/rules.ts';
 import type { VoucherCommand, ConditionsPatch } from './commands.ts';
 import type { Conditions, RecordedStatus, VoucherEvent, VoucherType } from './events.ts';
 import { evaluate } from './evaluate.ts';
@@ -18,7 +20,10 @@ const existing = (state: VoucherState, voucherId: string): Voucher => {
 
 /** Rules on `value` that depend on the type (the schema cannot see the type on update). */
 export const checkValue = (type: VoucherType, value: number | undefined, field = 'value'): void => {
-  if (type !== 'percentage' && type !== 'fixed') return;
+  if (type !== 'percentage' && type !== 'fixed') {
+    if (value !== undefined) throw invalidRequest([{ field, message: `is not allowed for ${type} vouchers: their discount is in config` }]);
+    return;
+  }
   if (value === undefined) throw invalidRequest([{ field, message: `is required for ${type} vouchers` }]);
   if (type === 'percentage' && !(value >= 0 && value <= 100)) {
     throw invalidRequest([{ field, message: 'must be a percentage between 0 and 100' }]);
@@ -29,6 +34,22 @@ export const checkValue = (type: VoucherType, value: number | undefined, field =
   if (type === 'fixed' && !(Number.isInteger(value) && value >= 1 && value <= 100_000_000)) {
     throw invalidRequest([{ field, message: 'must be an integer amount in cents between 1 and 100000000' }]);
   }
+};
+
+/**
+ * `config`: required for (and only allowed with) the advanced types; its meaning is checked by
+ * the type's parser (INVALID_CONFIGURATION). On update a config replaces the stored one whole.
+ */
+export const checkConfig = (type: VoucherType, config: Record<string, unknown> | undefined, creating: boolean): void => {
+  if (!isAdvanced(type)) {
+    if (config !== undefined) throw invalidRequest([{ field: 'config', message: `is not allowed for ${type} vouchers: only bogo, tiered, conditional and stackable take a config` }]);
+    return;
+  }
+  if (config === undefined) {
+    if (creating) throw invalidRequest([{ field: 'config', message: `is required for ${type} vouchers` }]);
+    return;
+  }
+  parseConfig(type, config);
 };
 
 export const checkConditions = (c: Conditions): void => {
@@ -49,23 +70,30 @@ const mergeConditions = (stored: Conditions, patch: ConditionsPatch): Conditions
 const create = ({ data, metadata }: Command<'CreateVoucher'>, state: VoucherState): VoucherEvent[] => {
   if (state) throw new DomainError('DUPLICATE_VOUCHER_CODE', `Voucher ${data.voucherId} already exists`, { code: data.code, voucher_id: state.id });
   checkValue(data.voucherType, data.value);
+  checkConfig(data.voucherType, data.config, true);
+  if (data.validationRules !== undefined) compileRules(data.validationRules);
   const conditions = data.conditions ?? {};
   checkConditions(conditions);
   return [{
     type: 'VoucherCreated',
     data: {
       voucherId: data.voucherId, code: data.code, voucherType: data.voucherType, value: data.value,
-      currency: data.currency, config: data.config, conditions, createdAt: isoSeconds(metadata.now),
+      currency: data.currency, config: data.config, conditions,
+      ...(data.validationRules !== undefined ? { validationRules: data.validationRules } : {}),
+      createdAt: isoSeconds(metadata.now),
     },
   }];
 };
 
 const update = ({ data, metadata }: Command<'UpdateVoucher'>, state: VoucherState): VoucherEvent[] => {
   const voucher = existing(state, data.voucherId);
-  if (data.value === undefined && data.currency === undefined && data.conditions === undefined && data.status === undefined) {
+  if (data.value === undefined && data.currency === undefined && data.conditions === undefined && data.status === undefined
+    && data.config === undefined && data.validationRules === undefined) {
     return []; // nothing to change: no event, updated_at stays
   }
   if (data.value !== undefined) checkValue(voucher.type, data.value);
+  if (data.config !== undefined) checkConfig(voucher.type, data.config, false);
+  if (data.validationRules !== undefined && data.validationRules !== null) compileRules(data.validationRules);
   const conditions = data.conditions ? mergeConditions(voucher.conditions, data.conditions) : undefined;
   if (conditions) checkConditions(conditions);
   // An expired voucher becomes active again only when valid_until moves into the future (or is
@@ -81,6 +109,8 @@ const update = ({ data, metadata }: Command<'UpdateVoucher'>, state: VoucherStat
     type: 'VoucherUpdated',
     data: {
       voucherId: voucher.id, value: data.value, currency: data.currency, conditions, status,
+      ...(data.config !== undefined ? { config: data.config } : {}),
+      ...(data.validationRules !== undefined ? { validationRules: data.validationRules } : {}),
       updatedAt: isoSeconds(metadata.now),
     },
   }];
@@ -107,7 +137,7 @@ const apply = ({ data, metadata }: Command<'ApplyVoucher'>, state: VoucherState)
   if (data.order === undefined) {
     throw invalidRequest([{ field: 'order', message: 'is required: send the order, or validate it with order.id first (quotes are kept 30 minutes)' }]);
   }
-  const result = evaluate(voucher, data.order, data.customer, metadata.now);
+  const result = evaluate(voucher, data.order, data.customer, metadata.now, data.orderVouchers);
   const customer = data.customer;
   return [{
     type: 'VoucherApplied',

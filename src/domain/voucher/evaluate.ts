@@ -1,6 +1,13 @@
 import { DomainError, invalidRequest } from '../errors.ts';
 import { isoSeconds } from '../clock.ts';
-import { priceBasic } from '../discount/basic.ts';
+import { priceBasic, type Priced, type ProductRestriction } from '../discount/basic.ts';
+import { priceBogo } from '../discount/bogo.ts';
+import { checkConditional } from '../discount/conditional.ts';
+import { isAdvanced, parseConfig } from '../discount/configs.ts';
+import { checkRules } from '../discount/rules.ts';
+import { priceStackable } from '../discount/stackable.ts';
+import { stackContext, type OrderVoucher, type StackContext, type StackProfile } from '../discount/stacking.ts';
+import { matchTier } from '../discount/tiered.ts';
 import type { AppliedLine, Customer, Order } from '../discount/types.ts';
 import { effectiveStatus, type Voucher } from './state.ts';
 
@@ -9,6 +16,8 @@ export interface ValidationDetails {
   usage_limit_not_exceeded: boolean;
   valid_date_range: boolean;
   customer_eligible?: boolean;
+  /** The advanced types add their own members (bogo_*, order_value/applicable_tier, conditions_*, stack_*). */
+  [member: string]: unknown;
 }
 
 /** The outcome of evaluating a voucher against an order: the validation result of the spec. */
@@ -53,11 +62,7 @@ const checkAvailability = (voucher: Voucher, order: Order, now: Date): void => {
       required_currency: voucher.currency, current_currency: order.currency,
     });
   }
-  if (c.min_order_value !== undefined && order.value < c.min_order_value) {
-    throw invalid('min_order_value', `Order value must be at least ${c.min_order_value}`, {
-      min_required: c.min_order_value, current_value: order.value, currency: order.currency ?? voucher.currency ?? null,
-    });
-  }
+  minOrderValue(voucher, order, c.min_order_value);
 };
 
 const checkUsage = (voucher: Voucher, customer: Customer | undefined): void => {
@@ -79,6 +84,14 @@ const checkUsage = (voucher: Voucher, customer: Customer | undefined): void => {
   }
 };
 
+const minOrderValue = (voucher: Voucher, order: Order, min: number | undefined): void => {
+  if (min !== undefined && order.value < min) {
+    throw invalid('min_order_value', `Order value must be at least ${min}`, {
+      min_required: min, current_value: order.value, currency: order.currency ?? voucher.currency ?? null,
+    });
+  }
+};
+
 const conditionsMet = (voucher: Voucher): string[] => {
   const c = voucher.conditions;
   const met = ['active'];
@@ -92,22 +105,64 @@ const conditionsMet = (voucher: Voucher): string[] => {
   return met;
 };
 
+/** What stacking needs to know of a voucher: its type, and for `stackable` its priority and rules. */
+export const stackProfile = (voucher: Voucher): StackProfile => {
+  if (voucher.type !== 'stackable') return { voucherId: voucher.id, code: voucher.code, type: voucher.type, priority: 0 };
+  const parsed = parseConfig('stackable', voucher.config);
+  const config = parsed.type === 'stackable' ? parsed.config : undefined;
+  return { voucherId: voucher.id, code: voucher.code, type: 'stackable', priority: config?.priority ?? 0, stackRules: config?.stack_rules };
+};
+
+type TypePriced = Priced & { details?: Record<string, unknown> };
+
+/** Dispatch to the pure pricing module of the voucher's type. */
+const price = (voucher: Voucher, order: Order, customer: Customer | undefined, stack: StackContext): TypePriced => {
+  const c = voucher.conditions;
+  const restriction: ProductRestriction = { productIds: c.product_ids, excludedProductIds: c.excluded_product_ids };
+  if (!isAdvanced(voucher.type)) return priceBasic(order, voucher.type as 'percentage' | 'fixed', voucher.value ?? 0, restriction);
+  const parsed = parseConfig(voucher.type, voucher.config);
+  const withFinal = (p: Omit<TypePriced, 'final_amount'>): TypePriced => ({ ...p, final_amount: order.value - p.discount_amount });
+  switch (parsed.type) {
+    case 'bogo': {
+      minOrderValue(voucher, order, parsed.config.min_order_value);
+      const r = new Set(restriction.productIds ?? []);
+      const x = new Set(restriction.excludedProductIds ?? []);
+      return withFinal(priceBogo(order, parsed.config, (id) => (r.size === 0 || r.has(id)) && !x.has(id)));
+    }
+    case 'tiered': {
+      const currency = parsed.config.currency;
+      if (currency !== undefined && order.currency !== undefined && order.currency !== currency) {
+        throw invalid('currency_mismatch', `Voucher ${voucher.code} is for ${currency} orders`, { required_currency: currency, current_currency: order.currency });
+      }
+      const tier = matchTier(order, parsed.config);
+      const priced = priceBasic(order, tier.discount_type, tier.discount, restriction);
+      return { ...priced, details: { order_value: order.value, applicable_tier: tier, discount_amount: priced.discount_amount } };
+    }
+    case 'conditional': {
+      const details = checkConditional(parsed.config, order, customer);
+      return { ...priceBasic(order, parsed.config.discount_type, parsed.config.discount, restriction), details: { ...details } };
+    }
+    case 'stackable':
+      return withFinal(priceStackable(order, parsed.config, restriction, stack));
+  }
+};
+
 /**
  * The single evaluation behind validate and apply: checks every condition in a fixed order
- * (status, expiry, start, currency, minimum, usage, customer limit, products) and prices the
- * order. Throws the DomainError of the first condition that fails.
+ * (status, expiry, start, currency, minimum, usage, customer limit, validation_rules, stacking
+ * against the vouchers already on the order, then the type's own checks and products) and prices
+ * the order with the type's pricing module. Throws the DomainError of the first failure.
  */
-export const evaluate = (voucher: Voucher, order: Order, customer: Customer | undefined, now: Date): Evaluation => {
+export const evaluate = (
+  voucher: Voucher, order: Order, customer: Customer | undefined, now: Date, orderVouchers: OrderVoucher[] = [],
+): Evaluation => {
   checkOrder(order);
   checkAvailability(voucher, order, now);
   checkUsage(voucher, customer);
-  if (voucher.type !== 'percentage' && voucher.type !== 'fixed') {
-    throw invalid('unsupported_type', `Vouchers of type ${voucher.type} cannot be evaluated yet`);
-  }
+  const rulesMet = checkRules(voucher.validationRules, order, customer);
+  const stack = stackContext(orderVouchers, stackProfile(voucher), order.value);
   const c = voucher.conditions;
-  const priced = priceBasic(order, voucher.type, voucher.value ?? 0, {
-    productIds: c.product_ids, excludedProductIds: c.excluded_product_ids,
-  });
+  const priced = price(voucher, order, customer, stack);
   const restricted = (c.product_ids?.length ?? 0) > 0 || (c.excluded_product_ids?.length ?? 0) > 0;
   if (restricted && priced.applied_to.length === 0) {
     throw invalid('no_eligible_items', `No item of the order is eligible for voucher ${voucher.code}`, {
@@ -116,6 +171,10 @@ export const evaluate = (voucher: Voucher, order: Order, customer: Customer | un
   }
   const details: ValidationDetails = { min_order_value_met: true, usage_limit_not_exceeded: true, valid_date_range: true };
   if (customer !== undefined) details.customer_eligible = true;
+  Object.assign(details, priced.details);
+  const met = conditionsMet(voucher);
+  if (rulesMet.length > 0) met.push('validation_rules');
+  if (stack.position > 1) met.push('stacking');
   return {
     is_valid: true,
     voucher: { id: voucher.id, code: voucher.code, type: voucher.type, value: voucher.value ?? null },
@@ -124,6 +183,6 @@ export const evaluate = (voucher: Voucher, order: Order, customer: Customer | un
     currency: order.currency ?? voucher.currency ?? null,
     validation_details: details,
     applied_to: priced.applied_to,
-    conditions_met: conditionsMet(voucher),
+    conditions_met: met,
   };
 };

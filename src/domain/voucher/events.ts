@@ -1,4 +1,5 @@
 import type { AppliedLine, OrderItem } from '../discount/types.ts';
+import type { ValidationRule } from '../discount/rules.ts';
 
 export type VoucherType = 'percentage' | 'fixed' | 'bogo' | 'tiered' | 'conditional' | 'stackable';
 export type RecordedStatus = 'active' | 'inactive' | 'expired';
@@ -29,6 +30,8 @@ export interface VoucherCreated {
     currency?: string;
     config?: Record<string, unknown>;
     conditions: Conditions;
+    /** Optional (absent when none were given). */
+    validationRules?: ValidationRule[];
     createdAt: string;
   };
 }
@@ -41,6 +44,10 @@ export interface VoucherUpdated {
     currency?: string | null;
     /** The complete conditions after the merge. */
     conditions?: Conditions;
+    /** Advanced types: the new config, replacing the stored one (absent: unchanged). */
+    config?: Record<string, unknown>;
+    /** The new validation rules, replacing the stored ones; null removes them (absent: unchanged). */
+    validationRules?: ValidationRule[] | null;
     /** The recorded status after the update. */
     status: RecordedStatus;
     updatedAt: string;

@@ -1,4 +1,5 @@
 import type { Conditions, RecordedStatus, VoucherEvent, VoucherType } from './events.ts';
+import type { ValidationRule } from '../discount/rules.ts';
 
 export interface Application {
   id: string;
@@ -22,6 +23,7 @@ export interface Voucher {
   currency?: string;
   config?: Record<string, unknown>;
   conditions: Conditions;
+  validationRules?: ValidationRule[];
   /** Status as recorded by events; `effectiveStatus` adds expiry by the clock. */
   status: RecordedStatus;
   usageCount: number;
@@ -50,7 +52,7 @@ export const evolve = (state: VoucherState, event: VoucherEvent): VoucherState =
       const d = event.data;
       return {
         id: d.voucherId, code: d.code, type: d.voucherType, value: d.value, currency: d.currency,
-        config: d.config, conditions: d.conditions, status: 'active', usageCount: 0,
+        config: d.config, conditions: d.conditions, validationRules: d.validationRules, status: 'active', usageCount: 0,
         createdAt: d.createdAt, updatedAt: d.createdAt,
         applications: new Map(), liveByOrder: new Map(), customerUses: new Map(),
       };
@@ -61,6 +63,8 @@ export const evolve = (state: VoucherState, event: VoucherEvent): VoucherState =
       const currency = d.currency === null ? undefined : (d.currency ?? state.currency);
       return {
         ...state, value: d.value ?? state.value, currency, conditions: d.conditions ?? state.conditions,
+        config: d.config ?? state.config,
+        validationRules: d.validationRules === null ? undefined : (d.validationRules ?? state.validationRules),
         status: d.status, updatedAt: d.updatedAt,
         deactivatedAt: d.status === 'inactive' ? state.deactivatedAt : undefined,
       };

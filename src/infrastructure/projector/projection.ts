@@ -18,3 +18,42 @@ export interface Projection<V extends Document = Document> {
 }
 
 export type PositionedDocument = Document & { _position?: number };
+
+/** A document of a DocumentSetProjection: which collection, which id. */
+export interface DocRef { collection: string; id: string }
+
+/** The documents an event touches, keyed `collection/id`; null when absent (or to delete). */
+export type DocSet = Map<string, Document | null>;
+export const docKey = (collection: string, id: string): string => `${collection}/${id}`;
+
+/**
+ * A read model spread over several documents (and collections) per event, as a pure definition:
+ * `touches` names every document an event reads or writes (from the event alone), the runner
+ * loads them, and `evolve` returns the documents that change (null: delete). Used where one event
+ * updates several aggregates at once (analytics: a day, a customer, a dedupe record) or where the
+ * fold of one document needs another (seen order ids). Redelivery: the runner skips an event when
+ * any touched document already records a position at or after it; documents and checkpoint are
+ * written in one transaction, so an event is either applied to all its documents or to none.
+ */
+export interface DocumentSetProjection {
+  name: string;
+  /** Collections written, with the indexes the read side queries each one with. */
+  collections: Record<string, string[][]>;
+  handles: readonly string[];
+  touches(event: RecordedEvent): DocRef[];
+  /** Must be pure: `docs` holds every touched document; returns the changed ones. */
+  evolve(docs: ReadonlyMap<string, Document | null>, event: RecordedEvent): DocSet;
+}
+
+export type AnyProjection = Projection | DocumentSetProjection;
+
+export const isDocumentSet = (p: AnyProjection): p is DocumentSetProjection => 'touches' in p;
+
+/** Collection names of a projection group (for resets). */
+export const collectionsOf = (projections: AnyProjection[]): string[] =>
+  [...new Set(projections.flatMap((p) => (isDocumentSet(p) ? Object.keys(p.collections) : [p.collection])))];
+
+/** Every (collection, fields) index a projection group declares. */
+export const indexesOf = (projections: AnyProjection[]): Array<[string, string[]]> => projections.flatMap((p) => (isDocumentSet(p)
+  ? Object.entries(p.collections).flatMap(([c, idx]) => idx.map((fields): [string, string[]] => [c, fields]))
+  : (p.indexes ?? []).map((fields): [string, string[]] => [p.collection, fields])));

@@ -1,6 +1,8 @@
 import type { EventStore, RecordedEvent, Subscription } from '../eventStore/eventStore.ts';
 import type { ReadStore, WriteBatch } from '../readStore/readStore.ts';
-import type { PositionedDocument, Projection } from './projection.ts';
+import {
+  docKey, indexesOf, isDocumentSet, type AnyProjection, type DocumentSetProjection, type PositionedDocument, type Projection,
+} from './projection.ts';
 
 export interface RunnerLogger {
   error(obj: object, msg: string): void;
@@ -22,7 +24,7 @@ export class ProjectionRunner {
   constructor(
     private readonly events: EventStore,
     private readonly reads: ReadStore,
-    private readonly projections: Projection[],
+    private readonly projections: AnyProjection[],
     private readonly checkpointName: string,
     private readonly logger?: RunnerLogger,
   ) {}
@@ -31,7 +33,7 @@ export class ProjectionRunner {
   get checkpoint(): number { return this.position; }
 
   async start(): Promise<void> {
-    for (const p of this.projections) for (const fields of p.indexes ?? []) await this.reads.ensureIndex(p.collection, fields);
+    for (const [collection, fields] of indexesOf(this.projections)) await this.reads.ensureIndex(collection, fields);
     this.position = await this.reads.getCheckpoint(this.checkpointName);
     this.subscribe();
   }
@@ -62,7 +64,10 @@ export class ProjectionRunner {
   async handle(batch: RecordedEvent[]): Promise<void> {
     if (batch.length === 0) return;
     const write: WriteBatch = { upserts: [], deletes: [], checkpoint: { name: this.checkpointName, position: batch.at(-1)!.position } };
-    for (const projection of this.projections) await this.project(projection, batch, write);
+    for (const projection of this.projections) {
+      if (isDocumentSet(projection)) await this.projectSet(projection, batch, write);
+      else await this.project(projection, batch, write);
+    }
     await this.reads.writeBatch(write);
     this.advance(batch.at(-1)!.position);
   }
@@ -84,6 +89,42 @@ export class ProjectionRunner {
     for (const [id, doc] of docs) {
       if (doc) write.upserts!.push({ collection: projection.collection, doc });
       else if (loaded.has(id)) write.deletes!.push({ collection: projection.collection, id });
+    }
+  }
+
+  private async projectSet(projection: DocumentSetProjection, batch: RecordedEvent[], write: WriteBatch): Promise<void> {
+    const handled = new Set(projection.handles);
+    const relevant = batch.filter((e) => handled.has(e.type)).map((event) => ({ event, refs: projection.touches(event) }));
+    if (relevant.length === 0) return;
+    const wanted = new Map<string, Set<string>>();
+    for (const { refs } of relevant) for (const r of refs) (wanted.get(r.collection) ?? wanted.set(r.collection, new Set()).get(r.collection)!).add(r.id);
+    const docs = new Map<string, PositionedDocument | null>();
+    const existed = new Set<string>();
+    for (const [collection, ids] of wanted) {
+      const loaded = await this.reads.getMany<PositionedDocument>(collection, [...ids]);
+      for (const id of ids) {
+        const doc = loaded.get(id) ?? null;
+        docs.set(docKey(collection, id), doc);
+        if (doc) existed.add(docKey(collection, id));
+      }
+    }
+    const changed = new Set<string>();
+    for (const { event, refs } of relevant) {
+      const keys = refs.map((r) => docKey(r.collection, r.id));
+      if (keys.some((k) => (docs.get(k)?._position ?? 0) >= event.position)) continue; // seen already
+      const view = new Map(keys.map((k) => [k, docs.get(k) ?? null]));
+      for (const [key, next] of projection.evolve(view, event)) {
+        if (!view.has(key)) throw new Error(`projection ${projection.name} wrote ${key}, which the event does not touch`);
+        docs.set(key, next ? { ...next, _position: event.position } : null);
+        changed.add(key);
+      }
+    }
+    for (const key of changed) {
+      const slash = key.indexOf('/');
+      const collection = key.slice(0, slash);
+      const doc = docs.get(key);
+      if (doc) write.upserts!.push({ collection, doc });
+      else if (existed.has(key)) write.deletes!.push({ collection, id: key.slice(slash + 1) });
     }
   }
 

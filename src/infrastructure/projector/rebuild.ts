@@ -1,6 +1,6 @@
 import type { EventStore } from '../eventStore/eventStore.ts';
 import type { ReadStore } from '../readStore/readStore.ts';
-import type { Projection } from './projection.ts';
+import { collectionsOf, indexesOf, type AnyProjection } from './projection.ts';
 import { ProjectionRunner } from './projectionRunner.ts';
 
 /** Events read from the log and folded per transaction while rebuilding. */
@@ -31,14 +31,13 @@ export interface RebuildResult {
 export const rebuildReadModels = async (
   events: EventStore,
   reads: ReadStore,
-  projections: Projection[],
+  projections: AnyProjection[],
   checkpointName: string,
   onProgress?: (done: number, total: number) => void,
   pageSize = REBUILD_PAGE_SIZE,
 ): Promise<RebuildResult> => {
-  const collections = [...new Set(projections.map((p) => p.collection))];
-  await reads.reset(collections, checkpointName);
-  for (const p of projections) for (const fields of p.indexes ?? []) await reads.ensureIndex(p.collection, fields);
+  await reads.reset(collectionsOf(projections), checkpointName);
+  for (const [collection, fields] of indexesOf(projections)) await reads.ensureIndex(collection, fields);
 
   const runner = new ProjectionRunner(events, reads, projections, checkpointName);
   const head = await events.headPosition();

@@ -1,0 +1,109 @@
+/**
+ * The analytics read models (documents of projections/analytics.ts). Days are UTC calendar days,
+ * `YYYY-MM-DD`; amounts are integer cents. Every figure counts live applications: a rollback
+ * subtracts the application from the day it was applied on.
+ */
+
+/** Sums kept per day, per voucher and per segment within the day. */
+export interface Totals {
+  uses: number;
+  discount: number;
+  /** Sum of pre-discount order values of the applications. */
+  order_value: number;
+  /** Sum of final amounts (what customers paid): the revenue impact. */
+  final_amount: number;
+  /** Order attempts (validations, one per distinct order id; see OrderAttemptsRecorded). */
+  orders: number;
+}
+
+/** `analytics_daily/<voucher>|<day>`: one voucher on one UTC day. */
+export interface DailyDoc extends Totals {
+  id: string;
+  voucher_id: string;
+  date: string;
+  /** Customers with at least one live application of the voucher that day. */
+  unique_customers: number;
+  currency: string | null;
+  segments: Record<string, Totals>;
+  [key: string]: unknown;
+}
+
+/** Per day of one customer with one voucher: [uses, spend (final amounts), order value]. */
+export type DayEntry = [uses: number, spend: number, orderValue: number];
+
+/**
+ * `analytics_voucher_customers/<voucher>|<customer>`: one customer of one voucher. `days` holds
+ * only days with live uses, so "unique customers" and "repeat usage" in a window are sums over the
+ * docs whose [first_day, last_day] overlaps it (indexed on voucher_id, last_day) without reading
+ * any application. The trade-off: one doc per customer active in (or spanning) the window is read,
+ * and a doc grows by one entry per distinct day the customer used the voucher.
+ */
+export interface VoucherCustomerDoc {
+  id: string;
+  voucher_id: string;
+  customer_id: string;
+  /** Segment and region of the customer's latest application (`unknown` when not given). */
+  segment: string;
+  region: string;
+  uses: number;
+  spend: number;
+  order_value: number;
+  /** First and last application ever recorded (a rollback does not move them). */
+  first_used_at: string;
+  last_used_at: string;
+  /** First and last day with live uses; null when every use was rolled back. */
+  first_day: string | null;
+  last_day: string | null;
+  /** When the customer's first application in the environment happened (any voucher). */
+  customer_first_applied_at: string;
+  days: Record<string, DayEntry>;
+  [key: string]: unknown;
+}
+
+/** `analytics_customers/<customer>`: a customer across the environment (any voucher). */
+export interface CustomerDoc {
+  id: string;
+  /** First application ever, rolled back or not: decides new versus returning. */
+  first_applied_at: string;
+  uses: number;
+  spend: number;
+  order_value: number;
+  [key: string]: unknown;
+}
+
+/** `analytics_order_attempts/<voucher>|<order id>`: an order id already counted as an attempt. */
+export interface OrderAttemptDoc { id: string; voucher_id: string; order_id: string; first_seen_at: string; [key: string]: unknown }
+
+/** `analytics_applications/<application id>`: what a rollback needs to undo the application. */
+export interface AnalyticsApplicationDoc {
+  id: string;
+  voucher_id: string;
+  customer_id: string | null;
+  day: string;
+  segment: string;
+  rolled_back: boolean;
+  [key: string]: unknown;
+}
+
+export const COLLECTIONS = {
+  daily: 'analytics_daily',
+  voucherCustomers: 'analytics_voucher_customers',
+  customers: 'analytics_customers',
+  orderAttempts: 'analytics_order_attempts',
+  applications: 'analytics_applications',
+} as const;
+
+export const dailyId = (voucherId: string, day: string): string => `${voucherId}|${day}`;
+export const voucherCustomerId = (voucherId: string, customerId: string): string => `${voucherId}|${customerId}`;
+export const orderAttemptId = (voucherId: string, orderId: string): string => `${voucherId}|${orderId}`;
+
+/** The UTC day of an ISO timestamp. */
+export const dayOf = (iso: string): string => new Date(iso).toISOString().slice(0, 10);
+
+export const UNKNOWN = 'unknown';
+
+export const zeroTotals = (): Totals => ({ uses: 0, discount: 0, order_value: 0, final_amount: 0, orders: 0 });
+
+export const emptyDaily = (voucherId: string, day: string): DailyDoc => ({
+  id: dailyId(voucherId, day), voucher_id: voucherId, date: day, ...zeroTotals(), unique_customers: 0, currency: null, segments: {},
+});

@@ -1,0 +1,141 @@
+/**
+ * The bench's analytics read: `GET /analytics/vouchers/{id}/performance` over 90 days on a voucher
+ * with 100,000 applications (1,000 customers, every day of the window), as a ratio to the ceiling.
+ *
+ * Seeding 100,000 applications through HTTP would take minutes, so this scenario seeds a separate
+ * DATA_DIR by appending events straight to the sandbox event store (bench-only path): the code
+ * claim, the voucher's creation, 100,000 VoucherApplied events in appends of 1,000, and per append
+ * one OrderAttemptsRecorded with ATTEMPTS_PER_USE attempts per application (its own order id plus
+ * abandoned ones: conversion 0.5). The service is then started on that DATA_DIR;
+ * its projectors fold the log on start (not timed), and the scenario waits until the performance
+ * endpoint reports every application before measuring.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import autocannon from 'autocannon';
+import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
+import { environmentFiles } from '../../src/composition.ts';
+
+export const ANALYTICS_SCENARIO_ID = 'analytics-performance';
+const APPLICATIONS = 100_000;
+const CUSTOMERS = 1_000;
+const DAYS = 90;
+const ATTEMPTS_PER_USE = 2;
+const VOUCHER_ID = 'v_BenchAnalytics00000001';
+const CODE = 'BENCHANALYTICS';
+
+interface Child { name: string; proc: ChildProcess; output: string[] }
+export interface AnalyticsBenchDeps {
+  serviceRoot: string;
+  apiKey: string;
+  connections: number;
+  durationS: number;
+  warmupS: number;
+  keepData: boolean;
+  tempDirs: string[];
+  log(msg: string): void;
+  freePort(): Promise<number>;
+  startChild(name: string, cwd: string, script: string, env: Record<string, string>): Child;
+  waitForHealth(child: Child, baseUrl: string, timeoutMs?: number): Promise<void>;
+  stopChild(child: Child): Promise<void>;
+  /** The ceiling's req/s measured right before this scenario. */
+  ceilingReqPerSec(): Promise<number>;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** Appends the voucher, its 100,000 applications and their attempts to the sandbox event store of `dataDir`. */
+const seed = async (dataDir: string, endDay: string): Promise<{ startDay: string }> => {
+  const events = SqliteEventStore.open(environmentFiles(dataDir, 'sandbox').events);
+  const endMs = Date.parse(`${endDay}T00:00:00Z`);
+  const startMs = endMs - (DAYS - 1) * 86_400_000;
+  const created = iso(startMs - 86_400_000);
+  await events.appendToStream(`voucherCode-${CODE.toLowerCase()}`, [{ type: 'VoucherCodeClaimed', data: { code: CODE, voucherId: VOUCHER_ID, claimedAt: created } }]);
+  await events.appendToStream(`voucher-${VOUCHER_ID}`, [{
+    type: 'VoucherCreated', data: { voucherId: VOUCHER_ID, code: CODE, voucherType: 'percentage', value: 10, currency: 'USD', conditions: {}, createdAt: created },
+  }]);
+  for (let start = 0; start < APPLICATIONS; start += 1_000) {
+    const batch = Array.from({ length: Math.min(1_000, APPLICATIONS - start) }, (_, k) => {
+      const i = start + k;
+      const at = iso(startMs + Math.floor((i / APPLICATIONS) * DAYS * 86_400_000));
+      const orderValue = 5_000 + (i % 50) * 100;
+      const discount = Math.round(orderValue / 10);
+      return {
+        type: 'VoucherApplied',
+        data: {
+          voucherId: VOUCHER_ID, applicationId: `va_bench${i}`, code: CODE, orderId: `ord_${i}`, customerId: `cus_${i % CUSTOMERS}`,
+          customerSegment: ['regular', 'vip', 'new'][i % 3], customerRegion: ['eu', 'us', 'apac', 'latam'][i % 4], orderValue,
+          discountAmount: discount, finalAmount: orderValue - discount, currency: 'USD', appliedTo: [], orderFingerprint: `of${i}`,
+          customerFingerprint: `cf${i % CUSTOMERS}`, appliedAt: at,
+        },
+      };
+    });
+    await events.appendToStream(`voucher-${VOUCHER_ID}`, batch, { expectedRevision: 'any' });
+    const attempts = batch.flatMap((e) => Array.from({ length: ATTEMPTS_PER_USE }, (_, n) => ({
+      voucherId: VOUCHER_ID, orderId: n === 0 ? e.data.orderId : `${e.data.orderId}_abandoned${n}`, segment: e.data.customerSegment, at: e.data.appliedAt,
+    })));
+    await events.appendToStream(`telemetry-${batch[0]!.data.appliedAt.slice(0, 10)}`, [{ type: 'OrderAttemptsRecorded', data: { attempts, recordedAt: batch[0]!.data.appliedAt } }], { expectedRevision: 'any' });
+  }
+  await events.close();
+  return { startDay: iso(startMs).slice(0, 10) };
+};
+
+export const benchAnalytics = async (deps: AnalyticsBenchDeps) => {
+  const { log } = deps;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-analytics-'));
+  if (deps.keepData) log(`analytics DATA_DIR ${dataDir} (kept)`);
+  else deps.tempDirs.push(dataDir);
+  const endDay = new Date().toISOString().slice(0, 10);
+  log(`seeding ${APPLICATIONS.toLocaleString('en-US')} applications of one voucher over ${DAYS} days straight into the event store (not timed) ...`);
+  let started = Date.now();
+  const { startDay } = await seed(dataDir, endDay);
+  log(`  done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const port = await deps.freePort();
+  const service = deps.startChild('analytics service', deps.serviceRoot, 'src/main.ts', {
+    PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, VOUCHER_API_KEYS: deps.apiKey, LOG_LEVEL: 'warn', RATE_LIMITS: 'off',
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const headers = { authorization: `Bearer ${deps.apiKey}` };
+  const url = `${baseUrl}/v1/analytics/vouchers/${VOUCHER_ID}/performance?start_date=${startDay}&end_date=${endDay}`;
+  try {
+    await deps.waitForHealth(service, baseUrl, 300_000);
+    log('waiting for the projectors to fold the seeded log (not timed) ...');
+    started = Date.now();
+    for (;;) {
+      const res = await fetch(url, { headers });
+      const body = await res.json() as { performance?: { total_uses: number } };
+      // both groups: the analytics one, and the core one (usage history) still folding would share the CPU
+      const voucher = await (await fetch(`${baseUrl}/v1/vouchers/${VOUCHER_ID}`, { headers })).json() as { usage_count?: number };
+      if (res.status === 200 && body.performance?.total_uses === APPLICATIONS && voucher.usage_count === APPLICATIONS) break;
+      if (Date.now() - started > 600_000) throw new Error(`analytics not caught up after 600 s: ${res.status} ${JSON.stringify(body)}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    log(`  done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    // A window never asked before misses the memo of customer counts (src/application/analytics/memo.ts):
+    // that request reads every customer doc active in the window. The measured run repeats one window.
+    const coldStarted = performance.now();
+    const cold = await fetch(url.replace(`start_date=${startDay}`, `start_date=${iso(Date.parse(`${startDay}T00:00:00Z`) + 86_400_000).slice(0, 10)}`), { headers });
+    await cold.text();
+    log(`  one request on a window not asked before (89 days; reads the ${CUSTOMERS} customer docs too): ${(performance.now() - coldStarted).toFixed(1)} ms`);
+    const ceiling = await deps.ceilingReqPerSec();
+    log(`measuring analytics performance (90 days, ${APPLICATIONS.toLocaleString('en-US')} applications, ${CUSTOMERS} customers) ...`);
+    const common = { url, connections: deps.connections, pipelining: 1, timeout: 10, headers };
+    await autocannon({ ...common, duration: deps.warmupS });
+    const cpuBefore = process.cpuUsage();
+    const t0 = process.hrtime.bigint();
+    const result = await autocannon({ ...common, duration: deps.durationS });
+    const wall = Number(process.hrtime.bigint() - t0) / 1e9;
+    const cpu = process.cpuUsage(cpuBefore);
+    const reqPerSec = result.requests.mean;
+    return {
+      id: ANALYTICS_SCENARIO_ID, title: 'analytics performance (90 d, 100k applications)', reqPerSec, p50: result.latency.p50, p99: result.latency.p99,
+      total: result.requests.total, ok2xx: result['2xx'], non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts,
+      ceilingReqPerSec: ceiling, ratio: reqPerSec / ceiling, target: null, verdict: 'INFO' as const, serverCpu: null,
+      loadGenCpu: (cpu.user + cpu.system) / 1e6 / wall, otherCpu: null, serverCpuMsPerReq: null, cpuRatio: null,
+    };
+  } finally {
+    await deps.stopChild(service);
+  }
+};

@@ -1,0 +1,129 @@
+/**
+ * The analytics projection group: a rebuild from scratch gives the documents the live projector
+ * kept; events delivered twice change nothing; the fold itself (attempt dedupe, rollbacks).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { analyticsProjections, ANALYTICS_CHECKPOINT } from '../../projections/index.ts';
+import { analytics } from '../../projections/analytics.ts';
+import type { DailyDoc } from '../../projections/analyticsDocs.ts';
+import { environmentFiles } from '../../src/composition.ts';
+import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
+import { collectionsOf } from '../../src/infrastructure/projector/projection.ts';
+import { ProjectionRunner } from '../../src/infrastructure/projector/projectionRunner.ts';
+import { rebuildReadModels } from '../../src/infrastructure/projector/rebuild.ts';
+import type { ReadStore } from '../../src/infrastructure/readStore/readStore.ts';
+import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
+import { buildFixture } from '../support/analyticsFixture.ts';
+import { TestService } from '../support/harness.ts';
+
+const snapshot = async (reads: ReadStore) => {
+  const out: Record<string, unknown[]> = {};
+  for (const c of collectionsOf(analyticsProjections)) out[c] = await reads.find(c, {}, { sort: [['id', 1]] });
+  return out;
+};
+
+describe('analytics projections', function () {
+  this.timeout(60_000);
+  let dataDir: string;
+  let live: Record<string, unknown[]>;
+  let events: SqliteEventStore;
+
+  before(async () => {
+    const service = await TestService.start();
+    await buildFixture(service);
+    // and an export, so the exports read model is part of the comparison
+    await service.post('/v1/analytics/export', { voucher_ids: [(await service.get('/v1/vouchers?limit=1')).body.data[0].id], metrics: ['uses'] });
+    await service.stop(true);
+    dataDir = service.dataDir;
+    const reads = SqliteReadStore.open(environmentFiles(dataDir, 'sandbox').reads);
+    live = await snapshot(reads);
+    await reads.close();
+    events = SqliteEventStore.open(environmentFiles(dataDir, 'sandbox').events);
+  });
+  after(async () => {
+    await events.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('the live documents are those of the fixture (8 daily docs of P, 1 of Q; 4 customers; 10 seen order ids)', () => {
+    expect((live.analytics_daily as DailyDoc[]).map((d) => d.date)).to.have.members([
+      '2026-02-20', '2026-03-01', '2026-03-02', '2026-03-03', '2026-03-05', '2026-03-06', '2026-03-07', '2026-03-08', '2026-03-09',
+    ]);
+    expect(live.analytics_customers).to.have.length(4);
+    expect(live.analytics_voucher_customers).to.have.length(5); // c1..c4 with P, c3 with Q
+    expect(live.analytics_order_attempts).to.have.length(10); // o1..o9 and q1
+    expect(live.exports).to.have.length(1);
+  });
+
+  it('a rebuild from scratch (npm run replay) gives identical documents', async () => {
+    const reads = SqliteReadStore.open(environmentFiles(dataDir, 'sandbox').reads);
+    try {
+      await rebuildReadModels(events, reads, analyticsProjections, ANALYTICS_CHECKPOINT, undefined, 7);
+      expect(await snapshot(reads)).to.deep.equal(live);
+      expect(await reads.getCheckpoint(ANALYTICS_CHECKPOINT)).to.equal(await events.headPosition());
+    } finally {
+      await reads.close();
+    }
+  });
+
+  it('events delivered twice (one by one, and whole batches again) change nothing', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'analytics-twice-'));
+    const reads = SqliteReadStore.open(path.join(dir, 'read.db'));
+    try {
+      const runner = new ProjectionRunner(events, reads, analyticsProjections, ANALYTICS_CHECKPOINT);
+      const all = await events.readAll();
+      await runner.handle(all);
+      const once = await snapshot(reads);
+      expect(once).to.deep.equal(live);
+      for (const event of all) await runner.handle([event]);
+      await runner.handle(all.slice(3, 20));
+      await runner.handle([...all.slice(10, 12), ...all.slice(10, 12)]);
+      expect(await snapshot(reads)).to.deep.equal(once);
+    } finally {
+      await reads.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  describe('fold', () => {
+    const recorded = (type: string, data: Record<string, unknown>, position: number) =>
+      ({ id: `e${position}`, streamId: 's', type, data, metadata: {}, revision: 0, position, recordedAt: '2026-01-01T00:00:00Z' });
+    const fold = (list: ReturnType<typeof recorded>[]) => {
+      const docs = new Map<string, any>();
+      for (const e of list) {
+        const view = new Map(analytics.touches(e).map((r) => [`${r.collection}/${r.id}`, docs.get(`${r.collection}/${r.id}`) ?? null]));
+        for (const [k, v] of analytics.evolve(view, e)) docs.set(k, v);
+      }
+      return docs;
+    };
+
+    it('attempts: one per distinct order id (also within one event), one per call without an id', () => {
+      const docs = fold([recorded('OrderAttemptsRecorded', {
+        recordedAt: '2026-01-01T00:00:01Z',
+        attempts: [
+          { voucherId: 'v_A', orderId: 'o1', at: '2026-01-01T00:00:00Z' }, { voucherId: 'v_A', orderId: 'o1', at: '2026-01-01T00:00:00Z' },
+          { voucherId: 'v_A', at: '2026-01-01T00:00:00Z' }, { voucherId: 'v_A', at: '2026-01-01T00:00:00Z', segment: 'vip' },
+          { voucherId: 'v_B', orderId: 'o1', at: '2026-01-01T23:59:59Z' },
+        ],
+      }, 1)]);
+      expect(docs.get('analytics_daily/v_A|2026-01-01')).to.deep.include({ orders: 3, uses: 0, segments: { unknown: { uses: 0, discount: 0, order_value: 0, final_amount: 0, orders: 2 }, vip: { uses: 0, discount: 0, order_value: 0, final_amount: 0, orders: 1 } } });
+      expect(docs.get('analytics_daily/v_B|2026-01-01')).to.deep.include({ orders: 1 });
+    });
+
+    it('a rollback subtracts on the day of the application; a second rollback of it changes nothing', () => {
+      const appliedData = {
+        voucherId: 'v_A', applicationId: 'va_1', code: 'A', orderId: 'o1', customerId: 'c1', orderValue: 10_000, discountAmount: 1_000,
+        finalAmount: 9_000, currency: 'EUR', appliedTo: [], orderFingerprint: 'x', customerFingerprint: 'y', appliedAt: '2026-01-01T23:00:00Z',
+      };
+      const back = { voucherId: 'v_A', applicationId: 'va_1', orderId: 'o1', customerId: 'c1', orderValue: 10_000, discountAmount: 1_000, finalAmount: 9_000, appliedAt: '2026-01-01T23:00:00Z', rolledBackAt: '2026-01-02T01:00:00Z' };
+      const docs = fold([recorded('VoucherApplied', appliedData, 1), recorded('VoucherApplicationRolledBack', back, 2), recorded('VoucherApplicationRolledBack', back, 3)]);
+      expect(docs.get('analytics_daily/v_A|2026-01-01')).to.deep.include({ uses: 0, discount: 0, final_amount: 0, order_value: 0, orders: 1, unique_customers: 0, currency: 'EUR' });
+      expect(docs.get('analytics_voucher_customers/v_A|c1')).to.deep.include({ uses: 0, days: {}, first_day: null, last_day: null, first_used_at: '2026-01-01T23:00:00Z' });
+      expect(docs.get('analytics_customers/c1')).to.deep.include({ uses: 0, spend: 0, first_applied_at: '2026-01-01T23:00:00Z' });
+      expect(docs.has('analytics_daily/v_A|2026-01-02')).to.equal(false);
+    });
+  });
+});
