@@ -48,7 +48,7 @@ export const openEmbeddedEnvironment = async (environment: Environment, options:
   const files = environmentFiles(options.dataDir, environment);
   const events = SqliteEventStore.open(files.events);
   const reads = SqliteReadStore.open(files.reads);
-  const kv = SqliteKvStore.open(files.kv, options.clock);
+  const kv = SqliteKvStore.open(files.kv, options.clock, { relaxedNamespaces: ['quotes'] }); // quotes can be recomputed
   const logger = options.logger.child({ environment });
   const projector = new ProjectionRunner(events, reads, coreProjections, CORE_CHECKPOINT, logger);
   await projector.start();
@@ -69,6 +69,8 @@ export const openEmbeddedEnvironment = async (environment: Environment, options:
 };
 
 export const closeEnvironment = async (ctx: EnvContext): Promise<void> => {
+  await ctx.orders.idle(); // confirmations still queued after their responses
+  await ctx.vouchers.idle();
   await ctx.exports.stop();
   await ctx.telemetry.close();
   await ctx.analytics.stop();

@@ -63,6 +63,7 @@ export interface CommandHandlerOptions {
 export class CommandHandler<E extends DomainEvent, S> {
   private readonly cache = new Map<string, CacheEntry<S>>();
   private readonly queues = new Map<string, Array<Pending<E, S>>>();
+  private readonly idleWaiters: Array<() => void> = [];
   private readonly cacheSize: number;
   private readonly maxAttempts: number;
   private readonly maxBatch: number;
@@ -83,6 +84,12 @@ export class CommandHandler<E extends DomainEvent, S> {
     });
   }
 
+  /** Resolves once no work is queued or running on any stream (before closing the store). */
+  idle(): Promise<void> {
+    if (this.queues.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
   /** Forgets every cached aggregate (for tests and rebuilds). */
   clearCache(): void { this.cache.clear(); }
 
@@ -93,6 +100,7 @@ export class CommandHandler<E extends DomainEvent, S> {
       await this.runBatch(streamId, batch);
     }
     this.queues.delete(streamId);
+    if (this.queues.size === 0) this.idleWaiters.splice(0).forEach((resolve) => resolve());
   }
 
   private async runBatch(streamId: string, batch: Array<Pending<E, S>>): Promise<void> {

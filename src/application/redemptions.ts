@@ -125,14 +125,17 @@ export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: Cal
       return { profile, attach: true };
     },
   });
-  const confirm = (applied: Awaited<ReturnType<typeof runApply>>) =>
-    // The application stands whatever happens here: an unconfirmed attachment is settled later
-    // (settleStale) or by a repeat of this request, so a failure is not the client's problem.
-    confirmVoucher(ctx, input.order_id, applied.outcome.application.id, first.profile!, applied.orderValue, applied.outcome.application.discount_amount, now, meta)
+  // The application stands whatever happens to its confirmation, so the client does not wait for
+  // it: the confirm is queued on the order stream at once (a later attach to the same order in
+  // this process runs after it), and one that is lost is settled later (settleStale) or by a
+  // repeat of this request.
+  const confirm = (applied: Awaited<ReturnType<typeof runApply>>): void => {
+    void confirmVoucher(ctx, input.order_id, applied.outcome.application.id, first.profile!, applied.orderValue, applied.outcome.application.discount_amount, now, meta)
       .catch(() => undefined);
+  };
   if (!first.attach) {
     const applied = await runApply(ctx, command, meta);
-    if (first.profile) await confirm(applied); // a repeat also heals a crash between the writes
+    if (first.profile) confirm(applied); // a repeat also heals a crash between the writes
     await ctx.projector.waitFor(applied.position, ctx.readYourWritesMs);
     return applied.outcome;
   }
@@ -146,7 +149,7 @@ export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: Cal
     await detachVoucher(ctx, input.order_id, voucherId, command.data.applicationId, 'apply_failed', now, meta).catch(() => undefined);
     throw error;
   }
-  await confirm(applied);
+  confirm(applied);
   await ctx.projector.waitFor(applied.position, ctx.readYourWritesMs);
   return applied.outcome;
 };

@@ -249,6 +249,20 @@ describe('CommandHandler over SqliteEventStore', () => {
     expect(summary(await store.readStream(stream))).to.deep.equal([[0, 'VoucherCreated'], [1, 'o1'], [2, 'o2'], [3, 'o3']]);
   });
 
+  it('idle() resolves once every queued work has run, at once when nothing is queued', async () => {
+    const h = handler();
+    await h.idle();
+    const settled: string[] = [];
+    void h.execute(voucherStream('v_i1'), work(createCmd('v_i1'))).then(() => settled.push('v_i1'));
+    void h.execute(voucherStream('v_i2'), work(createCmd('v_i2'))).then(() => settled.push('v_i2'));
+    void h.execute(voucherStream('v_i1'), work(applyCmd('v_i1', 'o1'))).then(() => settled.push('v_i1/o1'));
+    expect(settled).to.deep.equal([]);
+    await h.idle();
+    await Promise.resolve(); // let the .then callbacks above run
+    expect(settled.sort()).to.deep.equal(['v_i1', 'v_i1/o1', 'v_i2']);
+    expect(summary(await store.readStream(voucherStream('v_i1')))).to.deep.equal([[0, 'VoucherCreated'], [1, 'o1']]);
+  });
+
   it('(g) the cache holds at most cacheSize aggregates, dropping the least recently used', async () => {
     const h = handler({ cacheSize: 2 });
     for (const id of ['a', 'b', 'c']) await h.execute(voucherStream(id), work(createCmd(id)));
