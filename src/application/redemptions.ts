@@ -102,13 +102,15 @@ export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: Cal
     const quote = await ctx.kv.get<Quote>('quotes', quoteKey(voucherId, input.order_id));
     if (quote) { order = quote.order; customer = customer ?? quote.customer; }
   }
+  const requestOrderFingerprint = input.order && orderFingerprint(input.order);
   const command = {
     type: 'ApplyVoucher' as const,
     data: {
       voucherId, applicationId: ctx.ids.applicationId(), orderId: input.order_id, order, customer,
-      requestOrderFingerprint: input.order && orderFingerprint(input.order),
+      requestOrderFingerprint,
       requestCustomerFingerprint: input.customer && fingerprint(input.customer),
-      orderFingerprint: order ? orderFingerprint(order) : '', customerFingerprint: fingerprint(customer ?? null),
+      orderFingerprint: order === undefined ? '' : order === input.order ? requestOrderFingerprint! : orderFingerprint(order),
+      customerFingerprint: fingerprint(customer ?? null),
     },
     metadata: { now: ctx.clock.now() },
   };

@@ -6,4 +6,4 @@ export interface Clock {
 export const systemClock: Clock = { now: () => new Date() };
 
 /** ISO 8601 UTC with second precision, as the API renders timestamps: YYYY-MM-DDThh:mm:ssZ. */
-export const isoSeconds = (date: Date): string => date.toISOString().replace(/\.\d{3}Z$/, 'Z');
+export const isoSeconds = (date: Date): string => `${date.toISOString().slice(0, 19)}Z`;

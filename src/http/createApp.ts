@@ -9,7 +9,7 @@ import { dashboardRouter } from './dashboard/router.ts';
 import { errorHandler, HttpError } from './errors.ts';
 import { buildOpenApi } from './openapi.ts';
 import { createRateLimiter, defaultRateLimitConfig, type RateLimitConfig, type RateLimitStoreFactory } from './rateLimits.ts';
-import { requestLog } from './requestLog.ts';
+import { installRequestLogger, requestLog } from './requestLog.ts';
 import { analyticsRoutes } from './routes/analytics.ts';
 import { voucherRoutes } from './routes/vouchers.ts';
 
@@ -37,6 +37,7 @@ export const createApp = (deps: AppDeps): Express => {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', false);
+  installRequestLogger(app.request, deps.logger);
   app.use(requestLog(deps.logger));
   app.get('/health', (_req, res) => { res.json({ status: 'ok' }); });
   const openapi = buildOpenApi();

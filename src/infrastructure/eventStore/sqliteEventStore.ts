@@ -42,6 +42,8 @@ export class SqliteEventStore implements EventStore {
   /** No new subscriptions once close() started; no appends/reads once it has flushed. */
   private closing: Promise<void> | undefined;
   private closed = false;
+  private token = 0;
+  private tokenTurn: NodeJS.Immediate | undefined;
 
   static open(filePath: string, options: SqliteEventStoreOptions = {}): SqliteEventStore {
     const db = openDatabase(filePath, { busyTimeoutMs: options.busyTimeoutMs ?? 5000 });
@@ -84,10 +86,19 @@ export class SqliteEventStore implements EventStore {
     return this.readAfter(options.after ?? 0, limit(options.maxCount));
   }
 
-  /** SQLite's data_version: changes only when another connection (another process) commits. */
+  /**
+   * SQLite's data_version: changes only when another connection (another process) commits. The
+   * pragma costs tens of microseconds, so it is read once per event-loop turn: a foreign commit is
+   * seen at the latest one turn later. Writes stay safe regardless (the expected-revision check);
+   * a read-only decision may be one turn stale.
+   */
   externalChangeToken(): number {
     this.assertOpen();
-    return this.statements.dataVersion.get()!;
+    if (this.tokenTurn === undefined) {
+      this.token = this.statements.dataVersion.get()!;
+      this.tokenTurn = setImmediate(() => { this.tokenTurn = undefined; });
+    }
+    return this.token;
   }
 
   async headPosition(): Promise<number> {
@@ -128,6 +139,7 @@ export class SqliteEventStore implements EventStore {
   private async shutDown(): Promise<void> {
     await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
     this.closed = true;
+    clearImmediate(this.tokenTurn);
     this.committer.flush();
     this.db.close();
   }
