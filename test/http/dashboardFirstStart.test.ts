@@ -3,53 +3,27 @@
  * the welcome box (never in a log line), the same one accepted after a restart, ADMIN_PASSWORD
  * taking over when set.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { loadConfig } from '../../src/config.ts';
 import { DashboardClient } from '../support/dashboardClient.ts';
+import { exitWithin, killAll, sleep, startService } from '../support/processes.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const PASSWORD_LINE = /operator password {2}(\S+)/;
+const WELCOME_BOX = /={78}\n[\s\S]*Dashboard \(API keys\)[^\n]*\n[\s\S]*={78}\n/;
 
-const freePort = (): Promise<number> => new Promise((resolve, reject) => {
-  const server = net.createServer();
-  server.once('error', reject);
-  server.listen(0, '127.0.0.1', () => {
-    const { port } = server.address() as net.AddressInfo;
-    server.close(() => resolve(port));
-  });
-});
+interface Running { base: string; output: () => string; stop: () => Promise<void> }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface Running { child: ChildProcess; base: string; output: () => string; stop: () => Promise<void> }
-
-const children = new Set<ChildProcess>();
-
-/** Starts `src/main.ts` and waits until the welcome box is printed (the process started listening). */
+/** Starts `src/main.ts` (no configured keys, no ADMIN_PASSWORD unless given) and waits for its welcome box. */
 const start = async (dataDir: string, extraEnv: Record<string, string> = {}): Promise<Running> => {
-  const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...extraEnv };
-  if (!('ADMIN_PASSWORD' in extraEnv)) delete env.ADMIN_PASSWORD;
-  delete env.VOUCHER_API_KEYS;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-  child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-  const exited = new Promise<void>((resolve) => { child.once('exit', () => { children.delete(child); resolve(); }); });
-  let done = false;
-  void exited.then(() => { done = true; });
-  while (!done && !/={78}\n[\s\S]*Dashboard \(API keys\)[^\n]*\n[\s\S]*={78}\n/.test(output)) await sleep(50);
-  if (done) throw new Error(`the service exited before listening:\n${output}`);
+  const service = await startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_PASSWORD: '', VOUCHER_API_KEYS: '', ...extraEnv });
+  const deadline = Date.now() + 10_000;
+  while (!WELCOME_BOX.test(service.proc.stdout()) && Date.now() < deadline) await sleep(50);
   return {
-    child, base: `http://127.0.0.1:${port}`, output: () => output,
-    stop: async () => { child.kill('SIGTERM'); await exited; },
+    base: service.base, output: service.proc.output,
+    stop: async () => { service.proc.child.kill('SIGTERM'); await exitWithin(service.proc, 10_000); },
   };
 };
 
@@ -57,8 +31,8 @@ describe('operator password on the real process', function () {
   this.timeout(60_000);
   let dataDir: string;
   before(() => { dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-admin-')); });
-  after(() => {
-    for (const child of children) child.kill('SIGKILL');
+  after(async () => {
+    await killAll();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
