@@ -67,6 +67,7 @@ describe('HTTP exports', function () {
     const { download, bytes } = await runExport('csv');
     expect(download.headers.get('content-type')).to.equal('text/csv; charset=utf-8');
     expect(download.headers.get('content-disposition')).to.match(/^attachment; filename="export_[A-Za-z0-9]+\.csv"$/);
+    expect(download.headers.get('cache-control')).to.equal('private, no-store');
     const rows = parse(bytes, { columns: true, cast: (value, ctx) => (ctx.header || ctx.column === 'voucher_id' || ctx.column === 'code' || ctx.column === 'date' ? value : Number(value)) });
     expect(rows).to.deep.equal(expectedRows());
     expect(Object.keys(rows[0] as object)).to.deep.equal(['voucher_id', 'code', 'date', ...ALL]);

@@ -122,7 +122,9 @@ export const analyticsRoutes = (guard: Guard): Router => {
     const { file, contentType, fileName } = await req.ctx.exports.download(String(req.params.exportId));
     res.setHeader('Content-Type', contentType);
     res.setHeader('Content-Disposition', `attachment; filename="${fileName}"`);
-    await new Promise<void>((resolve, reject) => res.sendFile(file, { headers: { 'Content-Type': contentType } }, (err) => (err ? reject(err) : resolve())));
+    // Analytics files are the account's data: never stored by a shared cache.
+    const headers = { 'Content-Type': contentType, 'Cache-Control': 'private, no-store' };
+    await new Promise<void>((resolve, reject) => res.sendFile(file, { headers, cacheControl: false, lastModified: false }, (err) => (err ? reject(err) : resolve())));
   });
 
   return router;
