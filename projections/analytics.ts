@@ -40,7 +40,7 @@ const dayRange = (days: Record<string, DayEntry>): { first_day: string | null; l
 const minIso = (a: string | undefined, b: string): string => (a !== undefined && a < b ? a : b);
 const maxIso = (a: string | undefined, b: string): string => (a !== undefined && a > b ? a : b);
 
-/** The order id of an application counts as an attempt when no validation carried it before. */
+/** A validation's order id counts as one attempt, however often it is validated. */
 const countOrderOnce = (docs: Docs, daily: DailyDoc, voucherId: string, orderId: string, segment: string, at: string): DailyDoc => {
   if (docs.get(C.orderAttempts, orderAttemptId(voucherId, orderId))) return daily;
   docs.set(C.orderAttempts, { id: orderAttemptId(voucherId, orderId), voucher_id: voucherId, order_id: orderId, first_seen_at: at } satisfies OrderAttemptDoc);
@@ -51,8 +51,9 @@ const applied = (docs: Docs, d: VoucherApplied['data']): void => {
   const day = dayOf(d.appliedAt);
   const segment = d.customerSegment ?? UNKNOWN;
   const region = d.customerRegion ?? UNKNOWN;
+  // decisions.md: `orders` are validation attempts only; an application is a use, not an attempt
+  // (conversion_rate is capped at 1 for orders applied without a validation).
   let daily = docs.get<DailyDoc>(C.daily, dailyId(d.voucherId, day)) ?? emptyDaily(d.voucherId, day);
-  daily = countOrderOnce(docs, daily, d.voucherId, d.orderId, segment, d.appliedAt);
   daily = withSegment({ ...addTotals(daily, 1, d) as DailyDoc, currency: d.currency ?? daily.currency }, segment, (t) => addTotals(t, 1, d));
   docs.set(C.applications, {
     id: d.applicationId, voucher_id: d.voucherId, customer_id: d.customerId ?? null, day, segment, rolled_back: false,

@@ -28,8 +28,9 @@ describe('HTTP analytics: performance, trends, customers', function () {
         performance: {
           // live uses o2, o4, o5, o7, o8 (o6 rolled back, o1 and o9 outside the window)
           total_uses: 5, total_discount: 2000 + 800 + 1200 + 1500 + 400,
-          // attempts: 03-02 o2, o3, anonymous; 03-03 o4 (twice, once); 03-05 o5 (applied unvalidated); 03-06 o6; 03-07 o7; 03-08 o8
-          conversion_rate: 0.625,
+          // attempts = validations only (decisions.md): 03-02 o2, o3, anonymous; 03-03 o4 (twice, once);
+          // 03-06 o6; 03-07 o7; 03-08 o8 = 7 (o5 was applied without a validation: a use, not an attempt)
+          conversion_rate: 0.7143, // 5 / 7
           avg_order_value: (20_000 + 8_000 + 12_000 + 15_000 + 4_000) / 5,
           revenue_impact: 18_000 + 7_200 + 10_800 + 13_500 + 3_600,
           unique_customers: 4, // c1, c2, c3, c4
@@ -50,14 +51,14 @@ describe('HTTP analytics: performance, trends, customers', function () {
         day('2026-03-02', 1, 2000, 3, 0.3333, 20_000, 18_000, 1),
         day('2026-03-03', 1, 800, 1, 1, 8_000, 7_200, 1),
         day('2026-03-04', 0, 0, 0, 0, 0, 0, 0),
-        day('2026-03-05', 1, 1200, 1, 1, 12_000, 10_800, 1),
+        day('2026-03-05', 1, 1200, 0, 0, 12_000, 10_800, 1), // o5: applied, never validated: no attempt, conversion 0 (no orders)
         day('2026-03-06', 0, 0, 1, 0, 0, 0, 0), // o6 applied and rolled back: only its attempt stays
         day('2026-03-07', 1, 1500, 1, 1, 15_000, 13_500, 1),
         day('2026-03-08', 1, 400, 1, 1, 4_000, 3_600, 1),
       ]);
       expect(res.body.details.segments).to.deep.equal([
         // regular: o4, o5, o8 live; attempts o3, o4, o5, o6, o8
-        { segment: 'regular', uses: 3, discount: 2400, orders: 5, conversion_rate: 0.6, avg_order_value: 8_000, revenue_impact: 21_600 },
+        { segment: 'regular', uses: 3, discount: 2400, orders: 4, conversion_rate: 0.75, avg_order_value: 8_000, revenue_impact: 21_600 },
         { segment: 'vip', uses: 2, discount: 3500, orders: 2, conversion_rate: 1, avg_order_value: 17_500, revenue_impact: 31_500 },
         { segment: 'unknown', uses: 0, discount: 0, orders: 1, conversion_rate: 0, avg_order_value: 0, revenue_impact: 0 },
       ]);
@@ -68,16 +69,17 @@ describe('HTTP analytics: performance, trends, customers', function () {
       const first = await get('performance?start_date=2026-03-01&end_date=2026-03-01');
       expect(first.body.performance).to.include({ total_uses: 1, total_discount: 1000, revenue_impact: 9000, unique_customers: 1 });
       const ninth = await get('performance?start_date=2026-03-09T00:00:00Z&end_date=2026-03-09T23:59:59Z');
-      expect(ninth.body.performance).to.include({ total_uses: 1, total_discount: 1000, revenue_impact: 9000, conversion_rate: 1 });
+      // o9 was applied without a validation: no order attempt that day, so conversion_rate is 0
+      expect(ninth.body.performance).to.include({ total_uses: 1, total_discount: 1000, revenue_impact: 9000, conversion_rate: 0 });
       expect(ninth.body.time_period).to.deep.equal({ start: '2026-03-09T00:00:00Z', end: '2026-03-09T23:59:59Z' });
     });
 
     it('defaults to the last 30 days up to now (2026-02-09..2026-03-10)', async () => {
       const res = await get('performance');
       expect(res.body.time_period).to.deep.equal({ start: '2026-02-09T00:00:00Z', end: '2026-03-10T23:59:59Z' });
-      // o1, o2, o4, o5, o7, o8, o9; attempts: those 7 + o3, anonymous, o6 = 10
+      // uses o1, o2, o4, o5, o7, o8, o9; attempts (validations): o1, o2, o3, anonymous, o4, o6, o7, o8 = 8
       expect(res.body.performance).to.deep.equal({
-        total_uses: 7, total_discount: 7900, conversion_rate: 0.7, avg_order_value: Math.round(79_000 / 7), revenue_impact: 71_100,
+        total_uses: 7, total_discount: 7900, conversion_rate: 0.875, avg_order_value: Math.round(79_000 / 7), revenue_impact: 71_100,
         unique_customers: 4, repeat_usage: 2, // c1 (o1, o2), c2 (o4, o8, o9)
       });
     });
@@ -107,13 +109,13 @@ describe('HTTP analytics: performance, trends, customers', function () {
         // 2026-03-01 is a Sunday: its week starts Monday 02-23; only 03-01 is in the window
         { date: '2026-02-23', uses: 1, orders: 1, unique_customers: 1, conversion_rate: 1, avg_order_value: 10_000, discount: 1000 },
         // c2 used it twice this week (o4, o8): 4 customers, not 5
-        { date: '2026-03-02', uses: 5, orders: 8, unique_customers: 4, conversion_rate: 0.625, avg_order_value: 11_800, discount: 5900 },
-        { date: '2026-03-09', uses: 1, orders: 1, unique_customers: 1, conversion_rate: 1, avg_order_value: 10_000, discount: 1000 },
+        { date: '2026-03-02', uses: 5, orders: 7, unique_customers: 4, conversion_rate: 0.7143, avg_order_value: 11_800, discount: 5900 },
+        { date: '2026-03-09', uses: 1, orders: 0, unique_customers: 1, conversion_rate: 0, avg_order_value: 10_000, discount: 1000 },
       ]);
       // 14 days: 03-01..03-07 = 5 uses, 03-08..03-14 = 2 uses
       expect(res.body.summary).to.deep.equal({ total_period_uses: 7, total_period_discount: 7900, avg_daily_uses: 0.5, growth_rate: -0.6 });
       const plain = await get('trends?interval=week&start_date=2026-03-01&end_date=2026-03-14');
-      expect(plain.body.trends[1]).to.deep.equal({ date: '2026-03-02', uses: 5, discount: 5900, orders: 8, conversion_rate: 0.625, avg_order_value: 11_800 });
+      expect(plain.body.trends[1]).to.deep.equal({ date: '2026-03-02', uses: 5, discount: 5900, orders: 7, conversion_rate: 0.7143, avg_order_value: 11_800 });
     });
 
     it('months are calendar months, zero-filled; growth is 0 when the first half had no uses', async () => {
@@ -150,7 +152,7 @@ describe('HTTP analytics: performance, trends, customers', function () {
           // spend ever, any voucher, rollbacks out: c1 27000, c2 19800 (incl. o9), c3 4500 (Q) + 10800, c4 13500
           customer_lifetime_value: (27_000 + 19_800 + 15_300 + 13_500) / 4,
           top_customer_segments: [
-            { segment: 'regular', count: 2, avg_order_value: 8_000, conversion_rate: 0.6 },
+            { segment: 'regular', count: 2, avg_order_value: 8_000, conversion_rate: 0.75 },
             { segment: 'vip', count: 2, avg_order_value: 17_500, conversion_rate: 1 },
           ],
           geographic_distribution: [
