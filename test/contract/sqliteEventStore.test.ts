@@ -215,6 +215,24 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     expect(received.map((e) => `${e.revision}:${e.type}`)).to.deep.equal(['0:FromFirst', '1:FromSecond']);
   });
 
+  it('own commits are handed to caught-up subscriptions; another instance\'s commit in between is read, not skipped', async function () {
+    const first = open({ pollIntervalMs: 60_000 }); // no poll: the gap must be seen from the handed-over commit
+    const second = open();
+    const received: RecordedEvent[][] = [[], []];
+    const subscriptions = received.map((into) => first.subscribeToAll({}, (batch) => { into.push(...batch); }));
+    await first.appendToStream('s', [{ type: 'A1', data: { n: 1 } }]);
+    await waitFor(() => received.every((r) => r.length === 1));
+    await second.appendToStream('s', [{ type: 'B1', data: {} }]);
+    await first.appendToStream('s', [{ type: 'A2', data: {} }, { type: 'A3', data: {} }]);
+    await waitFor(() => received.every((r) => r.length === 4));
+    await Promise.all(subscriptions.map((s) => s.close()));
+    const stored = await first.readAll();
+    for (const events of received) expect(events).to.deep.equal(stored);
+    expect(stored.map((e) => `${e.position}:${e.type}`)).to.deep.equal(['1:A1', '2:B1', '3:A2', '4:A3']);
+    expect(received[0][0]).to.not.equal(received[1][0]); // each subscription gets its own objects
+    expect(received[0][0].data).to.not.equal(received[1][0].data);
+  });
+
   it('another OS process writing concurrently: no lost, duplicated or out-of-order events', async function () {
     const store = open({ pollIntervalMs: 20 });
     const received: RecordedEvent[] = [];

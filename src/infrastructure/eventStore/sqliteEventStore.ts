@@ -1,7 +1,7 @@
 /**
  * Embedded, file-backed EventStore on SQLite (better-sqlite3). Durable (WAL, synchronous=FULL),
- * group-committed appends (see sqliteGroupCommit.ts), catch-up subscriptions that are woken by
- * this process's commits and poll for other processes' commits (see sqliteSubscription.ts).
+ * group-committed appends (see sqliteGroupCommit.ts), catch-up subscriptions that are handed this
+ * process's commits and poll for other processes' commits (see sqliteSubscription.ts).
  * Several processes may open the same file: writes use BEGIN IMMEDIATE + busy_timeout.
  */
 import { randomUUID } from 'node:crypto';
@@ -53,9 +53,10 @@ export class SqliteEventStore implements EventStore {
   private constructor(private readonly db: Database.Database, options: SqliteEventStoreOptions) {
     this.pollIntervalMs = options.pollIntervalMs ?? 200;
     this.statements = prepareStatements(db);
-    this.committer = new GroupCommitter(db, this.statements, (info) => {
+    this.committer = new GroupCommitter(db, this.statements, (info, committed) => {
       options.onFlush?.(info);
-      if (info.events > 0) for (const subscription of this.subscriptions) subscription.notify();
+      // Handed over as committed: a caught-up subscription takes them without reading them back.
+      if (committed.rows.length > 0) for (const subscription of this.subscriptions) subscription.offer(committed);
     });
   }
 
@@ -77,7 +78,12 @@ export class SqliteEventStore implements EventStore {
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
     this.assertOpen();
     const fromRevision = options.fromRevision ?? 0;
-    const rows = this.statements.readStream.all(streamId, fromRevision, limit(options.maxCount));
+    const maxCount = limit(options.maxCount);
+    // The small `streams` table answers "nothing there" (a new stream, a cached aggregate that is
+    // up to date) far cheaper than the events index.
+    const revision = this.statements.streamRevision.get(streamId)?.revision ?? -1;
+    if (revision < fromRevision) return [];
+    const rows = this.statements.readStream.all(streamId, fromRevision, maxCount);
     return rows.map(rowToEvent);
   }
 

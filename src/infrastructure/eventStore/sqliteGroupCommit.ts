@@ -4,15 +4,18 @@
  *
  * - each append is checked, in arrival order, against its stream's revision including the
  *   appends before it in the same batch; a failed check rejects only that append;
- * - each append runs in its own savepoint, so an append-specific SQLite error (e.g. a
- *   duplicate event id) rolls back and rejects only that append;
+ * - an append-specific SQLite error (e.g. a duplicate event id) rolls back and rejects only that
+ *   append. Savepoints cost two statements per append and such errors are rare, so a batch is
+ *   first written WITHOUT savepoints (a failed expected-revision check writes nothing, so needs
+ *   none); only when an append fails mid-write is that transaction rolled back and the batch
+ *   written again with one savepoint per append (same order, same checks, same outcomes);
  * - if the transaction itself fails (SQLITE_BUSY, disk error, failed COMMIT), nothing is
  *   written and every append of the batch is rejected with that error;
  * - promises are settled only after COMMIT returned, i.e. once the batch is durable.
  */
 import type Database from 'better-sqlite3';
 import { WrongExpectedRevisionError, type AppendResult, type ExpectedRevision } from './eventStore.ts';
-import type { EventInsert, Statements } from './sqliteSchema.ts';
+import type { EventInsert, EventRow, Statements } from './sqliteSchema.ts';
 
 export interface PendingAppend {
   streamId: string;
@@ -29,7 +32,24 @@ export interface FlushInfo {
   events: number;
 }
 
-type Outcome = { ok: true; result: AppendResult } | { ok: false; error: unknown };
+/**
+ * The events one transaction committed, as stored rows in position order, and the head position
+ * right before it (read under the write lock): no other event lies between `after` and them. The
+ * store hands this to its subscriptions so that a caught-up one need not read them back.
+ */
+export interface CommittedEvents {
+  after: number;
+  rows: EventRow[];
+}
+
+type Outcome = { ok: true; result: AppendResult; rows: EventRow[] } | { ok: false; error: unknown };
+
+/** Thrown out of the savepoint-less transaction when an append failed mid-write (see above). */
+class AppendFailedWithoutSavepoint extends Error {
+  constructor(cause: unknown) { super('append failed; batch to be written with savepoints', { cause }); }
+}
+
+interface BatchResult { outcomes: Outcome[]; after: number }
 
 export function expectationHolds(expected: ExpectedRevision, current: number): boolean {
   switch (expected) {
@@ -43,18 +63,20 @@ export function expectationHolds(expected: ExpectedRevision, current: number): b
 export class GroupCommitter {
   private queue: PendingAppend[] = [];
   private scheduled: NodeJS.Immediate | undefined;
-  private readonly commitBatch: (batch: PendingAppend[]) => Outcome[];
-  private readonly appendOne: (append: PendingAppend, recordedAt: string) => AppendResult;
+  private readonly commitBatch: (batch: PendingAppend[]) => BatchResult;
+  private readonly commitBatchWithSavepoints: (batch: PendingAppend[]) => BatchResult;
+  private readonly appendOne: (append: PendingAppend, recordedAt: string) => Outcome;
 
   constructor(
     private readonly db: Database.Database,
     private readonly statements: Statements,
     /** Called after each successful COMMIT (before the appends' promises settle). */
-    private readonly onCommitted: (info: FlushInfo) => void,
+    private readonly onCommitted: (info: FlushInfo, committed: CommittedEvents) => void,
   ) {
     // Nested better-sqlite3 transaction = SAVEPOINT ... RELEASE / ROLLBACK TO.
     this.appendOne = db.transaction((append: PendingAppend, recordedAt: string) => this.write(append, recordedAt));
-    this.commitBatch = db.transaction((batch: PendingAppend[]) => this.writeBatch(batch)).immediate;
+    this.commitBatch = db.transaction((batch: PendingAppend[]) => this.writeBatch(batch, false)).immediate;
+    this.commitBatchWithSavepoints = db.transaction((batch: PendingAppend[]) => this.writeBatch(batch, true)).immediate;
   }
 
   get pending(): number {
@@ -74,16 +96,22 @@ export class GroupCommitter {
     this.queue = [];
     if (batch.length === 0) return;
 
-    let outcomes: Outcome[];
+    let written: BatchResult;
     try {
-      outcomes = this.commitBatch(batch);
+      try {
+        written = this.commitBatch(batch);
+      } catch (error) {
+        if (!(error instanceof AppendFailedWithoutSavepoint)) throw error;
+        written = this.commitBatchWithSavepoints(batch); // rolled back: write it again, isolating each append
+      }
     } catch (error) {
       for (const append of batch) append.reject(error);
       return;
     }
-    const events = batch.reduce((n, append, i) => n + (outcomes[i].ok ? append.events.length : 0), 0);
+    const { outcomes } = written;
+    const rows = outcomes.flatMap((outcome) => (outcome.ok ? outcome.rows : []));
     try {
-      this.onCommitted({ appends: batch.length, events });
+      this.onCommitted({ appends: batch.length, events: rows.length }, { after: written.after, rows });
     } catch {
       // An observer must never keep committed appends from resolving.
     }
@@ -94,40 +122,54 @@ export class GroupCommitter {
     });
   }
 
-  private writeBatch(batch: PendingAppend[]): Outcome[] {
+  private writeBatch(batch: PendingAppend[], savepoints: boolean): BatchResult {
     const recordedAt = new Date().toISOString();
-    return batch.map((append): Outcome => {
+    // Under the write lock: every event committed before this transaction is at or below it.
+    const after = this.statements.headPosition.get()!.head;
+    const outcomes = batch.map((append): Outcome => {
       try {
-        return { ok: true, result: this.appendOne(append, recordedAt) };
+        return savepoints ? this.appendOne(append, recordedAt) : this.write(append, recordedAt);
       } catch (error) {
         // SQLite may abort the whole transaction on some errors (SQLITE_FULL, IOERR, BUSY):
         // then the batch cannot go on, and every append is rejected.
         if (!this.db.inTransaction) throw error;
+        // Without a savepoint this append may be half-written: roll back, write again with them.
+        if (!savepoints) throw new AppendFailedWithoutSavepoint(error);
         return { ok: false, error };
       }
     });
+    return { outcomes, after };
   }
 
-  private write(append: PendingAppend, recordedAt: string): AppendResult {
+  /**
+   * One append. A failed expected-revision check is an outcome (nothing written yet); any other
+   * error is thrown (the caller's savepoint, or the whole transaction, is rolled back).
+   */
+  private write(append: PendingAppend, recordedAt: string): Outcome {
     const { streamId, events, expectedRevision } = append;
     // Read inside the transaction: sees the appends written earlier in this batch.
     const current = this.statements.streamRevision.get(streamId)?.revision ?? -1;
     if (!expectationHolds(expectedRevision, current)) {
-      throw new WrongExpectedRevisionError(streamId, expectedRevision, current);
+      return { ok: false, error: new WrongExpectedRevisionError(streamId, expectedRevision, current) };
     }
     if (events.length === 0) {
-      return { nextExpectedRevision: current, position: this.statements.headPosition.get()!.head };
+      return { ok: true, result: { nextExpectedRevision: current, position: this.statements.headPosition.get()!.head }, rows: [] };
     }
     let revision = current;
     let position = 0;
+    const rows: EventRow[] = [];
     for (const event of events) {
       revision += 1;
       const info = this.statements.insertEvent.run(
         event.id, streamId, revision, event.type, event.data, event.metadata, recordedAt,
       );
       position = Number(info.lastInsertRowid);
+      rows.push({
+        position, id: event.id, stream_id: streamId, revision, type: event.type,
+        data: event.data, metadata: event.metadata, recorded_at: recordedAt,
+      });
     }
     this.statements.upsertStream.run(streamId, revision);
-    return { nextExpectedRevision: revision, position };
+    return { ok: true, result: { nextExpectedRevision: revision, position }, rows };
   }
 }

@@ -9,8 +9,24 @@
  * positions are allocated inside BEGIN IMMEDIATE transactions, so a reader sees either all or
  * none of a transaction's events and every smaller position is already committed.
  * Polling delivers events committed by other processes on the same file.
+ *
+ * This process's own commits are handed over as they commit (`offer`: the stored rows and the
+ * head position right before the transaction) and queued. The loop takes queued events instead of
+ * reading the store ONLY when they continue exactly from its checkpoint: the checkpoint is the
+ * chunk's `after` (nothing else was committed in between, since `after` was read under the write
+ * lock) or one of the chunk's positions (the store read stopped inside the chunk). Otherwise (the
+ * loop is behind, another process committed in between, the queue overflowed) it reads the store
+ * as before and drops the queued events it has thereby delivered. Each delivery parses the rows
+ * afresh, so handlers never share event objects. After a delivery from the queue the loop waits
+ * without reading the store: up to its checkpoint it has seen everything, and a later commit of
+ * another process is found by the poll or by the next local commit (whose `after` will not match).
  */
 import type { BatchHandler, RecordedEvent, Subscription } from './eventStore.ts';
+import { rowToEvent, type EventRow } from './sqliteSchema.ts';
+import type { CommittedEvents } from './sqliteGroupCommit.ts';
+
+/** Most events queued by `offer`; beyond it the queue is dropped and the loop reads the store. */
+const MAX_QUEUED_EVENTS = 5_000;
 
 export interface SubscriptionSource {
   /** Events with position > after, in position order, at most maxCount. */
@@ -32,6 +48,11 @@ export class SqliteSubscription implements Subscription {
   private wake: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly done: Promise<void>;
+  /** This process's commits not yet delivered, oldest first (see the top of this file). */
+  private queued: CommittedEvents[] = [];
+  private queuedEvents = 0;
+  /** The queue was dropped (overflow): the store must be read before waiting again. */
+  private mustRead = false;
 
   constructor(
     private readonly source: SubscriptionSource,
@@ -52,6 +73,21 @@ export class SqliteSubscription implements Subscription {
     this.wake?.();
   }
 
+  /** Hands over the events this process just committed, and wakes the loop. */
+  offer(committed: CommittedEvents): void {
+    if (this.stopped || committed.rows.length === 0) return;
+    if (this.queuedEvents + committed.rows.length > MAX_QUEUED_EVENTS) {
+      // Far behind: the store has them all; reading it is as good.
+      this.queued = [];
+      this.queuedEvents = 0;
+      this.mustRead = true;
+    } else {
+      this.queued.push(committed);
+      this.queuedEvents += committed.rows.length;
+    }
+    this.notify();
+  }
+
   /**
    * Stops delivery; resolves once no handler call is running. Calling it from inside the
    * handler is allowed, but awaiting it there would wait for that very handler call.
@@ -67,18 +103,55 @@ export class SqliteSubscription implements Subscription {
     await Promise.resolve();
     try {
       while (!this.stopped) {
-        const batch = this.source.readAfter(this.checkpoint, this.options.maxBatchSize);
+        const taken = this.takeQueued();
+        if (taken === undefined) this.mustRead = false;
+        const batch = taken ?? this.source.readAfter(this.checkpoint, this.options.maxBatchSize);
         if (batch.length === 0) {
           await this.waitForEvents();
           continue;
         }
         await this.handler(batch);
         this.checkpoint = batch[batch.length - 1].position;
+        if (taken && this.queued.length === 0 && !this.mustRead) await this.waitForEvents(); // see the top of this file
       }
     } catch (error) {
       this.stopped = true;
       this.reportError(error);
     }
+  }
+
+  /**
+   * Queued events that continue exactly from the checkpoint, at most maxBatchSize, or undefined
+   * when the store must be read. Drops queued events at or before the checkpoint.
+   */
+  private takeQueued(): RecordedEvent[] | undefined {
+    const rows: EventRow[] = [];
+    let position = this.checkpoint;
+    while (this.queued.length > 0 && rows.length < this.options.maxBatchSize) {
+      const chunk = this.queued[0];
+      const last = chunk.rows[chunk.rows.length - 1].position;
+      if (last <= position) { this.dropFirst(chunk.rows.length); continue; } // delivered from the store
+      let start = 0;
+      if (chunk.after !== position) {
+        start = chunk.rows.findIndex((row) => row.position === position) + 1;
+        if (start === 0) break; // a gap: events of another process, or not yet read
+      }
+      const end = Math.min(chunk.rows.length, start + this.options.maxBatchSize - rows.length);
+      for (let i = start; i < end; i += 1) rows.push(chunk.rows[i]);
+      position = chunk.rows[end - 1].position;
+      if (end < chunk.rows.length) {
+        this.queued[0] = { after: position, rows: chunk.rows.slice(end) };
+        this.queuedEvents -= end;
+        break;
+      }
+      this.dropFirst(chunk.rows.length);
+    }
+    return rows.length === 0 ? undefined : rows.map(rowToEvent);
+  }
+
+  private dropFirst(events: number): void {
+    this.queued.shift();
+    this.queuedEvents -= events;
   }
 
   /** Resolves on notify(), close() or after pollIntervalMs, whichever comes first. */
