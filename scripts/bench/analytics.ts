@@ -13,10 +13,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import autocannon from 'autocannon';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { environmentFiles } from '../../src/composition.ts';
+import type { Proc as Child } from '../lib/processes.ts';
 
 export const ANALYTICS_SCENARIO_ID = 'analytics-performance';
 const APPLICATIONS = 100_000;
@@ -26,10 +26,11 @@ const ATTEMPTS_PER_USE = 2;
 const VOUCHER_ID = 'v_BenchAnalytics00000001';
 const CODE = 'BENCHANALYTICS';
 
-interface Child { name: string; proc: ChildProcess; output: string[] }
 export interface AnalyticsBenchDeps {
   serviceRoot: string;
   apiKey: string;
+  /** The service's RATE_LIMITS setting (lifted limits, or off). */
+  rateLimits: string;
   connections: number;
   durationS: number;
   warmupS: number;
@@ -94,7 +95,7 @@ export const benchAnalytics = async (deps: AnalyticsBenchDeps) => {
   log(`  done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const port = await deps.freePort();
   const service = deps.startChild('analytics service', deps.serviceRoot, 'src/main.ts', {
-    PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, VOUCHER_API_KEYS: deps.apiKey, LOG_LEVEL: 'warn', RATE_LIMITS: 'off',
+    PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, VOUCHER_API_KEYS: deps.apiKey, LOG_LEVEL: 'warn', RATE_LIMITS: deps.rateLimits,
   });
   const baseUrl = `http://127.0.0.1:${port}`;
   const headers = { authorization: `Bearer ${deps.apiKey}` };

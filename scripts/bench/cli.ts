@@ -1,0 +1,28 @@
+/** The bench's options (see scripts/bench.ts), read once from the command line. */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const HOST = '127.0.0.1';
+
+const args = new Map(process.argv.slice(2).map((a) => {
+  const [k, v] = a.replace(/^--/, '').split('=');
+  return [k!, v ?? 'true'] as const;
+}));
+export const DURATION_S = Number(args.get('duration') ?? 5);
+export const WARMUP_S = 1;
+export const CONNECTIONS = Number(args.get('connections') ?? 32);
+export const ONLY = args.get('only')?.split(',');
+export const PROFILE = args.has('profile');
+export const KEEP_DATA = args.has('keep-data');
+export const CEILING_ONCE = args.get('ceiling') === 'once';
+/** Seconds of each re-measurement of the ceiling before a scenario (it is warm by then). */
+export const RECHECK_S = Math.min(DURATION_S, 3);
+export const SERVICE_ROOT = path.resolve(args.get('service-root') ?? ROOT);
+/**
+ * The service limits requests per API key and endpoint group (src/http/rateLimits.ts, read from
+ * RATE_LIMITS in src/config.ts). The bench lifts the limits of the groups it uses instead of
+ * turning the limiter off, so that the limiter's own cost is measured as in production.
+ */
+export const RATE_LIMITS = args.get('rate-limits') === 'off' ? 'off'
+  : JSON.stringify({ create: 1_000_000_000, validate: 1_000_000_000, apply: 1_000_000_000, read: 1_000_000_000, performance: 1_000_000_000 });

@@ -1,0 +1,74 @@
+/** CPU counters of the bench (Linux /proc; null elsewhere), and waiting for a quiet machine. */
+import fs from 'node:fs';
+import { sleep } from '../lib/processes.ts';
+
+/** utime + stime of a process in seconds (Linux /proc; null elsewhere). */
+export const processCpuSeconds = (pid: number | undefined): number | null => {
+  if (pid === undefined) return null;
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return null;
+  }
+};
+
+/** Busy CPU seconds of the whole machine (all cores), from /proc/stat; null elsewhere. */
+export const machineCpuSeconds = (): number | null => {
+  try {
+    const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+    const [, user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).map(Number);
+    return (user! + nice! + system! + irq! + softirq! + steal!) / 100;
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * Other sessions may be using the machine: before a measurement, wait (from a budget shared by
+ * the whole run) for half a second in which the machine is almost idle. Best effort.
+ */
+let quietBudgetMs = 10_000;
+export const waitForQuiet = async (): Promise<{ waitedMs: number; quiet: boolean }> => {
+  const started = Date.now();
+  for (;;) {
+    const before = machineCpuSeconds();
+    if (before === null) return { waitedMs: 0, quiet: true };
+    await sleep(500);
+    const busyCores = ((machineCpuSeconds() ?? before) - before) / 0.5;
+    const waitedMs = Date.now() - started;
+    if (busyCores < 0.25) return { waitedMs, quiet: true };
+    if (waitedMs >= quietBudgetMs) { quietBudgetMs = 0; return { waitedMs, quiet: false }; }
+    quietBudgetMs -= 500;
+  }
+};
+
+/**
+ * Starts the CPU counters of this process (the load generator), the server and the machine;
+ * `stop()` reads them again: CPU over wall time (1.0 = one core busy), and the measured window
+ * in µs of the monotonic clock (to cut CPU profiles).
+ */
+export const startCpuMeter = (serverPid: number | undefined) => {
+  const cpuBefore = process.cpuUsage();
+  const serverBefore = processCpuSeconds(serverPid);
+  const machineBefore = machineCpuSeconds();
+  const started = process.hrtime.bigint();
+  return () => {
+    const ended = process.hrtime.bigint();
+    const wall = Number(ended - started) / 1e9;
+    const cpu = process.cpuUsage(cpuBefore);
+    const serverAfter = processCpuSeconds(serverPid);
+    const machineAfter = machineCpuSeconds();
+    const loadGenCpu = (cpu.user + cpu.system) / 1e6 / wall;
+    const serverCpu = serverBefore !== null && serverAfter !== null ? (serverAfter - serverBefore) / wall : null;
+    const machineCpu = machineBefore !== null && machineAfter !== null ? (machineAfter - machineBefore) / wall : null;
+    return {
+      window: { fromUs: Number(started / 1000n), toUs: Number(ended / 1000n) },
+      loadGenCpu,
+      serverCpu,
+      serverCpuSeconds: serverCpu === null ? null : serverCpu * wall,
+      otherCpu: machineCpu !== null && serverCpu !== null ? Math.max(0, machineCpu - serverCpu - loadGenCpu) : null,
+    };
+  };
+};

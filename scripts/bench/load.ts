@@ -1,0 +1,78 @@
+/** The load: autocannon runs against one scenario (a warm-up run, then the measured one), and their figures. */
+import autocannon from 'autocannon';
+import { CONNECTIONS, DURATION_S, WARMUP_S } from './cli.ts';
+import { startCpuMeter } from './cpu.ts';
+import { HEADERS, type Scenario } from './scenarios.ts';
+
+export interface Measured {
+  id: string;
+  title: string;
+  reqPerSec: number;
+  p50: number;
+  p99: number;
+  total: number;
+  ok2xx: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  /** The ceiling's req/s the ratio is taken against (measured right before this scenario). */
+  ceilingReqPerSec: number | null;
+  ratio: number | null;
+  target: number | null;
+  verdict: 'PASS' | 'MISS' | 'INFO' | 'BASE';
+  /** CPU time over wall time, 1.0 = one core busy. */
+  serverCpu: number | null;
+  loadGenCpu: number;
+  /** CPU used by every other process on the machine meanwhile (other sessions, the OS). */
+  otherCpu: number | null;
+  /** Server CPU milliseconds per completed request. */
+  serverCpuMsPerReq: number | null;
+  /** Ceiling's CPU per request over this scenario's: the ratio with CPU contention taken out. */
+  cpuRatio: number | null;
+}
+
+/** One autocannon run (a warm-up run, then the measured one) with a distinct body per request. */
+const load = async (url: string, body: (n: number) => string, serverPid: number | undefined, warmupS = WARMUP_S, durationS = DURATION_S) => {
+  let n = 0;
+  // Requests are built per call so each one can differ (distinct order ids).
+  const setupRequest = (req: any) => { req.body = body(n++); return req; };
+  const common = {
+    url,
+    connections: CONNECTIONS,
+    pipelining: 1,
+    timeout: 10,
+    requests: [{ method: 'POST' as const, headers: HEADERS, setupRequest }],
+  };
+  // Warm-up as a separate short run: autocannon's own warm-up option is not in its typings, and
+  // a separate run lets the CPU counters cover the measured part only.
+  const warm = warmupS > 0 ? await autocannon({ ...common, duration: warmupS }) : { '2xx': 0, non2xx: 0, errors: 0 };
+  const stopCpuMeter = startCpuMeter(serverPid);
+  const result = await autocannon({ ...common, duration: durationS });
+  return { result, warmup2xx: warm['2xx'], warmupNon2xx: warm.non2xx + warm.errors, ...stopCpuMeter() };
+};
+
+const verdictOf = (scenario: Pick<Scenario, 'target'>, ceiling: Measured | null, ratio: number | null, failures: number): Measured['verdict'] => {
+  if (ceiling === null) return 'BASE';
+  if (scenario.target === undefined) return 'INFO';
+  return ratio! >= scenario.target.ratio && failures === 0 ? 'PASS' : 'MISS';
+};
+
+/** Loads one scenario; its ratios are taken against `ceiling` (null: this is the ceiling). */
+export const measure = async (
+  scenario: Pick<Scenario, 'id' | 'title' | 'path' | 'target' | 'body'>, baseUrl: string, pid: number | undefined,
+  ceiling: Measured | null, warmupS = WARMUP_S, durationS = DURATION_S,
+) => {
+  const { result, window, loadGenCpu, serverCpu, serverCpuSeconds, otherCpu, warmup2xx, warmupNon2xx } = await load(`${baseUrl}${scenario.path}`, scenario.body, pid, warmupS, durationS);
+  const reqPerSec = result.requests.mean;
+  const ratio = ceiling ? reqPerSec / ceiling.reqPerSec : null;
+  const completed = result['2xx'] + result.non2xx;
+  const serverCpuMsPerReq = serverCpuSeconds !== null && completed > 0 ? (serverCpuSeconds * 1000) / completed : null;
+  const cpuRatio = ceiling?.serverCpuMsPerReq && serverCpuMsPerReq ? ceiling.serverCpuMsPerReq / serverCpuMsPerReq : null;
+  const verdict = verdictOf(scenario, ceiling, ratio, result.non2xx + result.errors + result.timeouts);
+  const measured: Measured = {
+    id: scenario.id, title: scenario.title, reqPerSec, p50: result.latency.p50, p99: result.latency.p99,
+    total: result.requests.total, ok2xx: result['2xx'], non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts,
+    ceilingReqPerSec: ceiling?.reqPerSec ?? null, ratio, target: scenario.target?.ratio ?? null, verdict, serverCpu, loadGenCpu, otherCpu, serverCpuMsPerReq, cpuRatio,
+  };
+  return { measured, window, warmup2xx, warmupNon2xx };
+};

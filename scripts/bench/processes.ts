@@ -1,0 +1,52 @@
+/**
+ * The bench's children (the ceiling app, the service) and its lifecycle: whatever ends the run
+ * (success, a failure, a signal) stops every child and removes the temp data dirs first.
+ */
+import fs from 'node:fs';
+import { freePort as freePortOn, spawnNode, stopAll, stopProcess, waitForHealth as waitForHealthOf, type Proc } from '../lib/processes.ts';
+import { HOST } from './cli.ts';
+
+export type Child = Proc;
+
+/** Temp dirs removed at the end of the run (one kept with --keep-data is not added). */
+export const tempDirs: string[] = [];
+
+export const freePort = (): Promise<number> => freePortOn(HOST);
+
+/** `node [nodeFlags] --import tsx <script>` in `cwd`; a failed spawn ends the bench through its cleanup. */
+export const startChild = (name: string, cwd: string, script: string, env: Record<string, string>, nodeFlags: string[] = []): Child =>
+  spawnNode([script], {
+    name, cwd, env, nodeFlags, keepChunks: 200,
+    onError: (error) => void abort(new Error(`${name} could not be started: ${error.message}`)),
+  });
+
+export const waitForHealth = (child: Child, baseUrl: string, timeoutMs = 30_000): Promise<void> =>
+  waitForHealthOf(child, baseUrl, { timeoutMs });
+
+export const stopChild = (child: Child): Promise<void> => stopProcess(child, 15_000);
+
+const cleanUp = async (): Promise<void> => {
+  await stopAll(15_000);
+  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
+};
+
+let exiting = false;
+const abort = async (error: unknown) => {
+  if (exiting) return;
+  exiting = true;
+  process.stderr.write(`bench failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  await cleanUp().catch(() => undefined);
+  process.exit(1);
+};
+
+/** Runs `main`, then cleans up and exits: 0 when it resolved, 1 when it (or anything) failed. */
+export const runBench = (main: () => Promise<void>): void => {
+  process.on('SIGINT', () => void abort(new Error('interrupted')));
+  process.on('uncaughtException', (error) => void abort(error));
+  process.on('unhandledRejection', (error) => void abort(error));
+  process.on('SIGTERM', () => void abort(new Error('terminated')));
+  main().then(async () => {
+    await cleanUp();
+    process.exit(0);
+  }, abort);
+};

@@ -1,0 +1,146 @@
+/** The bench run: the ceiling, the service on a fresh data dir, the scenarios, the report (see scripts/bench.ts). */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ANALYTICS_SCENARIO_ID, benchAnalytics } from './analytics.ts';
+import {
+  CEILING_ONCE, CONNECTIONS, DURATION_S, HOST, KEEP_DATA, ONLY, PROFILE, RATE_LIMITS, RECHECK_S, ROOT, SERVICE_ROOT, WARMUP_S,
+} from './cli.ts';
+import { waitForQuiet } from './cpu.ts';
+import { measure, type Measured } from './load.ts';
+import { freePort, startChild, stopChild, tempDirs, waitForHealth, type Child } from './processes.ts';
+import { cpuProf, prepareProfDir, reportProfiles, type Windows } from './profiling.ts';
+import { printNotes, printTable, writeResults, type HotCheck } from './report.ts';
+import { API_KEY, CEILING_SCENARIO, SCENARIOS, SPREAD_POOL, VALIDATE_POOL, type Scenario } from './scenarios.ts';
+import { api, createVouchers } from './vouchers.ts';
+
+const log = (msg: string) => process.stdout.write(`${msg}\n`);
+
+const quiet = async () => {
+  const { waitedMs, quiet: ok } = await waitForQuiet();
+  if (!ok) log('  (the machine is busy with other processes: measuring anyway)');
+  else if (waitedMs > 1_000) log(`  (waited ${(waitedMs / 1000).toFixed(1)} s for other processes to go quiet)`);
+};
+
+/** The ceiling app. It stays up (idle, it costs nothing) to be measured again before each scenario. */
+const startCeiling = async () => {
+  const port = await freePort();
+  const proc = startChild('ceiling', ROOT, 'scripts/bench/ceiling.ts', { PORT: String(port), HOST }, cpuProf('ceiling'));
+  const url = `http://${HOST}:${port}`;
+  await waitForHealth(proc, url);
+  /** `again`: a re-measurement of the (already warm) ceiling: no warm-up, RECHECK_S seconds. */
+  const measureCeiling = async (again = false) => {
+    await quiet();
+    const run = await measure(CEILING_SCENARIO, url, proc.child.pid, null, again ? 0 : WARMUP_S, again ? RECHECK_S : DURATION_S);
+    const { measured } = run;
+    if (measured.non2xx + measured.errors + measured.timeouts > 0) {
+      throw new Error(`the ceiling app answered ${measured.non2xx} non-2xx, ${measured.errors} errors, ${measured.timeouts} timeouts`);
+    }
+    measured.cpuRatio = 1;
+    return run;
+  };
+  return { proc, measureCeiling };
+};
+
+/** The service, on a fresh data dir. */
+const startService = async () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-'));
+  if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);
+  else tempDirs.push(dataDir);
+  const port = await freePort();
+  const proc = startChild('service', SERVICE_ROOT, 'src/main.ts', {
+    PORT: String(port), HOST, DATA_DIR: dataDir, VOUCHER_API_KEYS: API_KEY, LOG_LEVEL: 'warn',
+    // One key makes thousands of requests a second here: with the spec's limits the scenarios
+    // would measure the limiter's 429s instead of the service. The limits are lifted (the limiter
+    // and its headers still run, as in production), or the limiter is off with --rate-limits=off.
+    RATE_LIMITS,
+  }, cpuProf('service'));
+  const baseUrl = `http://${HOST}:${port}`;
+  await waitForHealth(proc, baseUrl);
+  return { proc, baseUrl };
+};
+
+/** The scenarios --only picks, and the vouchers they need (created through the API, not timed). */
+const prepareScenarios = async (baseUrl: string) => {
+  const scenarios = SCENARIOS.filter((s) => !ONLY || ONLY.includes(s.id));
+  if (scenarios.length === 0 && !ONLY?.includes(ANALYTICS_SCENARIO_ID)) throw new Error(`--only matches no scenario (ids: ${[...SCENARIOS.map((s) => s.id), ANALYTICS_SCENARIO_ID].join(', ')})`);
+  const pools = new Set(scenarios.map((s) => s.pool));
+  const count = (pools.has('validate') ? VALIDATE_POOL : 0) + (pools.has('spread') ? SPREAD_POOL : 0) + (pools.has('hot') ? 1 : 0);
+  log(`creating ${count} vouchers through the API (not timed) ...`);
+  const setupStarted = Date.now();
+  const { hotId } = await createVouchers(baseUrl, pools);
+  log(`  done in ${((Date.now() - setupStarted) / 1000).toFixed(1)} s`);
+  return { scenarios, hotId };
+};
+
+type MeasureCeiling = Awaited<ReturnType<typeof startCeiling>>['measureCeiling'];
+interface Runs { rows: Measured[]; ceilings: Measured[]; windows: Windows; warmups: Record<string, { ok2xx: number; failures: number }> }
+
+/** Each scenario, after a probe request and (without --ceiling=once) a fresh measurement of the ceiling. */
+const runScenarios = async (scenarios: Scenario[], service: { proc: Child; baseUrl: string }, measureCeiling: MeasureCeiling, runs: Runs) => {
+  const ceiling = runs.ceilings[0]!;
+  for (const scenario of scenarios) {
+    // One request first: a scenario that cannot succeed is a broken bench, not a slow service.
+    const probe = await api(service.baseUrl, 'POST', scenario.path, JSON.parse(scenario.body(1_000_000_000)));
+    if (probe.status >= 300) throw new Error(`${scenario.id}: probe request got ${probe.status} ${JSON.stringify(probe.body)}`);
+    let adjacent = ceiling;
+    if (!CEILING_ONCE) {
+      log('measuring the ceiling again ...');
+      adjacent = (await measureCeiling(true)).measured;
+      runs.ceilings.push(adjacent);
+    }
+    log(`measuring ${scenario.title} ...`);
+    if (CEILING_ONCE) await quiet();
+    const { measured, window, warmup2xx, warmupNon2xx } = await measure(scenario, service.baseUrl, service.proc.child.pid, adjacent);
+    runs.windows[scenario.id] = { ...window, requests: measured.total };
+    runs.rows.push(measured);
+    runs.warmups[scenario.id] = { ok2xx: warmup2xx, failures: warmupNon2xx };
+  }
+};
+
+/** The analytics read on its own seeded DATA_DIR (scripts/bench/analytics.ts). */
+const runAnalytics = async (ceiling: Measured, measureCeiling: MeasureCeiling): Promise<Measured> => benchAnalytics({
+  rateLimits: RATE_LIMITS,
+  serviceRoot: SERVICE_ROOT, apiKey: API_KEY, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S, keepData: KEEP_DATA, tempDirs,
+  log, freePort, startChild, waitForHealth, stopChild, ceilingReqPerSec: async () => (CEILING_ONCE ? ceiling : (await measureCeiling()).measured).reqPerSec,
+});
+
+/**
+ * Sanity: every 2xx apply on the hot voucher is counted on it (probe + warm-up + measured).
+ * autocannon stops with up to `connections` requests in flight per run (warm-up and measured):
+ * the server completes them but they are not counted, so the count may exceed by that much.
+ */
+const checkHotVoucher = async (baseUrl: string, hotId: string | undefined, runs: Runs): Promise<HotCheck | undefined> => {
+  const hotRow = runs.rows.find((r) => r.id === 'apply-hot');
+  if (!hotRow || !hotId) return undefined;
+  const hot = await api(baseUrl, 'GET', `/v1/vouchers/${hotId}`);
+  const counted = 1 + runs.warmups['apply-hot']!.ok2xx + hotRow.ok2xx;
+  const usage = Number(hot.body?.usage_count);
+  return { counted_2xx: counted, max_uncounted: 2 * CONNECTIONS, usage_count: usage, ok: usage >= counted && usage <= counted + 2 * CONNECTIONS };
+};
+
+export const main = async (): Promise<void> => {
+  if (SERVICE_ROOT !== ROOT) log(`service from ${SERVICE_ROOT}`);
+  log(`bench: ${os.cpus().length} CPUs, node ${process.version}, ${CONNECTIONS} connections, pipelining 1, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario,`
+    + ` rate limiter ${RATE_LIMITS === 'off' ? 'off' : 'on with lifted limits'}`);
+  prepareProfDir();
+
+  const { proc: ceilingProc, measureCeiling } = await startCeiling();
+  log('measuring the ceiling (bare express, JSON in/out) ...');
+  const ceilingRun = await measureCeiling();
+  const ceiling = ceilingRun.measured;
+  const runs: Runs = { rows: [ceiling], ceilings: [ceiling], windows: { ceiling: { ...ceilingRun.window, requests: ceiling.total } }, warmups: {} };
+
+  const service = await startService();
+  const { scenarios, hotId } = await prepareScenarios(service.baseUrl);
+  await runScenarios(scenarios, service, measureCeiling, runs);
+  if (!ONLY || ONLY.includes(ANALYTICS_SCENARIO_ID)) runs.rows.push(await runAnalytics(ceiling, measureCeiling));
+  const hotCheck = await checkHotVoucher(service.baseUrl, hotId, runs);
+
+  await Promise.all([stopChild(service.proc), stopChild(ceilingProc)]);
+  printTable(runs.rows);
+  printNotes(runs.rows, runs.ceilings, hotCheck, log);
+  const profiles = PROFILE ? reportProfiles(runs.windows, log) : undefined;
+  const out = writeResults({ ceiling, rows: runs.rows, ceilings: runs.ceilings, warmups: runs.warmups, hotCheck, profiles });
+  log(`results written to ${out}`);
+};
