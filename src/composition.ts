@@ -127,13 +127,22 @@ export const openEmbedded = async (options: EmbeddedOptions & { apiKeys?: string
   };
 };
 
-/** Records expiries every `intervalMs` (the status already reads `expired` at once). */
+/** One pass of housekeeping in an environment: expiries recorded, expired quotes and idempotency records removed. */
+const housekeep = async (ctx: EnvContext): Promise<void> => {
+  await expireDueVouchers(ctx);
+  await ctx.kv.purgeExpired(ctx.clock.now().getTime());
+};
+
+/**
+ * Every `intervalMs`: records voucher expiries (the status already reads `expired` at once) and
+ * removes expired key-value records (reads already ignore them; this keeps the file from growing).
+ */
 export const startExpiryJob = (environments: EnvContext[], intervalMs: number, logger: Logger): (() => void) => {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    void Promise.all(environments.map((ctx) => expireDueVouchers(ctx)))
+    void Promise.all(environments.map(housekeep))
       .catch((error: unknown) => logger.error({ err: error }, 'expiry job failed'))
       .finally(() => { running = false; });
   }, intervalMs);
