@@ -17,6 +17,7 @@ import autocannon from 'autocannon';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { environmentFiles } from '../../src/composition.ts';
 import type { Proc as Child } from '../lib/processes.ts';
+import { isoSeconds } from '../../src/domain/clock.ts';
 
 export const ANALYTICS_SCENARIO_ID = 'analytics-performance';
 const APPLICATIONS = 100_000;
@@ -45,7 +46,7 @@ export interface AnalyticsBenchDeps {
   ceilingReqPerSec(): Promise<number>;
 }
 
-const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+const iso = (ms: number) => isoSeconds(new Date(ms));
 
 /** Appends the voucher, its 100,000 applications and their attempts to the sandbox event store of `dataDir`. */
 const seed = async (dataDir: string, endDay: string): Promise<{ startDay: string }> => {

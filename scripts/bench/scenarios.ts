@@ -3,6 +3,7 @@
  * request body of every scenario (pre-serialised, so the load generator spends little CPU per request).
  */
 import { randomBytes } from 'node:crypto';
+import { isoSeconds } from '../../src/domain/clock.ts';
 
 export const VALIDATE_POOL = 100;
 export const SPREAD_POOL = 1_000;
@@ -31,7 +32,7 @@ const ITEMS = [
 const ORDER_VALUE = 5_000 + 2_400 + 3_000 + 700; // items plus shipping
 const ORDER = { value: ORDER_VALUE, currency: 'USD', items: ITEMS };
 
-const iso = (msFromNow: number) => new Date(Date.now() + msFromNow).toISOString().replace(/\.\d{3}Z$/, 'Z');
+const iso = (msFromNow: number) => isoSeconds(new Date(Date.now() + msFromNow));
 
 /** A percentage or fixed voucher with a few conditions that the bench orders all meet. */
 export const voucherBody = (code: string, i: number, withMaxUses: boolean): Record<string, unknown> => {

@@ -1,3 +1,4 @@
+import { isoSeconds } from '../domain/clock.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { Conditions, VoucherType } from '../domain/voucher/events.ts';
 import type { ConditionsPatch } from '../domain/voucher/commands.ts';
@@ -85,7 +86,7 @@ export const expireVoucher = async (ctx: EnvContext, voucherId: string): Promise
 
 /** Finds vouchers past valid_until still recorded active (a read-side routing query) and expires them. */
 export const expireDueVouchers = async (ctx: EnvContext, limit = 500): Promise<number> => {
-  const now = ctx.clock.now().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const now = isoSeconds(ctx.clock.now());
   const due = await ctx.reads.find<VoucherView>('vouchers', { status: 'active', valid_until: { $lte: now } }, { limit });
   let expired = 0;
   for (const view of due) {

@@ -9,19 +9,17 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { API_KEYS_STREAM } from '../../src/application/apiKeys.ts';
 import { TestService, type TestResponse } from '../support/harness.ts';
+import { ROOT, sleep } from '../support/processes.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ISO_SECONDS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 /** The requirement: another process's revocation (or creation) applies within this. */
 const PROPAGATION_MS = 1_000;
 const POLL_MS = 50;
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const isoSeconds = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 interface CliResult {
