@@ -3,6 +3,7 @@ import type { VoucherApplicationRolledBack, VoucherApplied } from '../src/domain
 import type { RecordedEvent } from '../src/infrastructure/eventStore/eventStore.ts';
 import { docKey, type DocRef, type DocSet, type DocumentSetProjection } from '../src/infrastructure/projector/projection.ts';
 import type { Document } from '../src/infrastructure/readStore/readStore.ts';
+import { applyGapChanges, followingDays, gapChanges, neighbours, type GapChanges } from './customerGaps.ts';
 import {
   COLLECTIONS as C, dailyId, dayOf, emptyDaily, orderAttemptId, UNKNOWN, voucherCustomerId, zeroTotals,
   type AnalyticsApplicationDoc, type CustomerDoc, type DailyDoc, type DayEntry, type OrderAttemptDoc, type Totals, type VoucherCustomerDoc,
@@ -47,6 +48,20 @@ const countOrderOnce = (docs: Docs, daily: DailyDoc, voucherId: string, orderId:
   return countAttempt(daily, segment);
 };
 
+/**
+ * Applies gap histogram changes: those of the event's own day to `daily` (returned), the others
+ * (the customer's next uses, named by `follows`) to their daily documents.
+ */
+const withGaps = (docs: Docs, daily: DailyDoc, changes: GapChanges): DailyDoc => {
+  for (const [day, delta] of changes) {
+    if (day === daily.date) continue;
+    const other = docs.get<DailyDoc>(C.daily, dailyId(daily.voucher_id, day)) ?? emptyDaily(daily.voucher_id, day);
+    docs.set(C.daily, { ...other, gaps: applyGapChanges(other.gaps ?? {}, delta) });
+  }
+  const own = changes.get(daily.date);
+  return own ? { ...daily, gaps: applyGapChanges(daily.gaps ?? {}, own) } : daily;
+};
+
 const applied = (docs: Docs, d: VoucherApplied['data']): void => {
   const day = dayOf(d.appliedAt);
   const segment = d.customerSegment ?? UNKNOWN;
@@ -68,6 +83,7 @@ const applied = (docs: Docs, d: VoucherApplied['data']): void => {
     const vc = docs.get<VoucherCustomerDoc>(C.voucherCustomers, voucherCustomerId(d.voucherId, d.customerId));
     const entry = vc?.days[day] ?? [0, 0, 0];
     if (entry[0] === 0) daily = { ...daily, unique_customers: daily.unique_customers + 1 };
+    daily = withGaps(docs, daily, gapChanges(day, neighbours(vc?.days ?? {}, day), 1));
     const days = { ...vc?.days, [day]: [entry[0] + 1, entry[1] + d.finalAmount, entry[2] + d.orderValue] as DayEntry };
     docs.set(C.voucherCustomers, {
       id: voucherCustomerId(d.voucherId, d.customerId), voucher_id: d.voucherId, customer_id: d.customerId, segment, region,
@@ -95,6 +111,7 @@ const rolledBack = (docs: Docs, d: VoucherApplicationRolledBack['data']): void =
     const vc = docs.get<VoucherCustomerDoc>(C.voucherCustomers, voucherCustomerId(d.voucherId, customerId));
     if (vc) {
       const [uses, spend, orderValue] = vc.days[day] ?? [0, 0, 0];
+      if (uses >= 1) daily = withGaps(docs, daily, gapChanges(day, neighbours(vc.days, day, 1), -1));
       const days = { ...vc.days };
       if (uses <= 1) {
         delete days[day];
@@ -162,6 +179,14 @@ export const analytics: DocumentSetProjection = {
       default:
     }
     return refs;
+  },
+  follows: (raw, docs) => {
+    const event = raw as Event;
+    if (event.type !== 'VoucherApplied' && event.type !== 'VoucherApplicationRolledBack') return [];
+    const d = event.data;
+    if (d.customerId === undefined) return [];
+    const vc = docs.get(docKey(C.voucherCustomers, voucherCustomerId(d.voucherId, d.customerId))) as VoucherCustomerDoc | null | undefined;
+    return vc ? followingDays(vc.days, dayOf(d.appliedAt)).map((day) => ({ collection: C.daily, id: dailyId(d.voucherId, day) })) : [];
   },
   evolve: (current, raw) => {
     const event = raw as Event;

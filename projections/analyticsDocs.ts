@@ -3,6 +3,7 @@
  * `YYYY-MM-DD`; amounts are integer cents. Every figure counts live applications: a rollback
  * subtracts the application from the day it was applied on.
  */
+import type { GapHistogram } from './customerGaps.ts';
 
 /** Sums kept per day, per voucher and per segment within the day. */
 export interface Totals {
@@ -25,6 +26,11 @@ export interface DailyDoc extends Totals {
   unique_customers: number;
   currency: string | null;
   segments: Record<string, Totals>;
+  /**
+   * The day's live uses by customer by their gaps to the customer's two previous uses
+   * ("g1.g2" → uses; see customerGaps.ts): unique customers and repeat usage of any window.
+   */
+  gaps: GapHistogram;
   [key: string]: unknown;
 }
 
@@ -33,10 +39,10 @@ export type DayEntry = [uses: number, spend: number, orderValue: number];
 
 /**
  * `analytics_voucher_customers/<voucher>|<customer>`: one customer of one voucher. `days` holds
- * only days with live uses, so "unique customers" and "repeat usage" in a window are sums over the
- * docs whose [first_day, last_day] overlaps it (indexed on voucher_id, last_day) without reading
- * any application. The trade-off: one doc per customer active in (or spanning) the window is read,
- * and a doc grows by one entry per distinct day the customer used the voucher.
+ * only days with live uses; it names the days of the customer's next uses, whose gap histograms
+ * an application or rollback changes, and the customer insights of a window read the docs whose
+ * [first_day, last_day] overlaps it (indexed on voucher_id, last_day) without reading any
+ * application. A doc grows by one entry per distinct day the customer used the voucher.
  */
 export interface VoucherCustomerDoc {
   id: string;
@@ -105,5 +111,5 @@ export const UNKNOWN = 'unknown';
 export const zeroTotals = (): Totals => ({ uses: 0, discount: 0, order_value: 0, final_amount: 0, orders: 0 });
 
 export const emptyDaily = (voucherId: string, day: string): DailyDoc => ({
-  id: dailyId(voucherId, day), voucher_id: voucherId, date: day, ...zeroTotals(), unique_customers: 0, currency: null, segments: {},
+  id: dailyId(voucherId, day), voucher_id: voucherId, date: day, ...zeroTotals(), unique_customers: 0, currency: null, segments: {}, gaps: {},
 });

@@ -14,10 +14,16 @@ export const CORE_CHECKPOINT = 'core';
  * of the heavier analytics fold, and lets each group be rebuilt on its own.
  */
 export const analyticsProjections: AnyProjection[] = [analytics, exportsProjection as Projection];
-export const ANALYTICS_CHECKPOINT = 'analytics';
+/**
+ * A group's checkpoint is renamed whenever its fold changes, so that read models written by an
+ * older fold are rebuilt on the next start (see retireOutdatedReadModels). v2: the daily gap
+ * histograms behind unique customers and repeat usage.
+ */
+export const ANALYTICS_CHECKPOINT = 'analytics.v2';
+export const ANALYTICS_PREVIOUS_CHECKPOINTS = ['analytics'];
 
 /** Every group `npm run replay` rebuilds. */
-export const PROJECTION_GROUPS: Array<{ name: string; projections: AnyProjection[]; checkpoint: string }> = [
-  { name: 'core', projections: coreProjections, checkpoint: CORE_CHECKPOINT },
-  { name: 'analytics', projections: analyticsProjections, checkpoint: ANALYTICS_CHECKPOINT },
+export const PROJECTION_GROUPS: Array<{ name: string; projections: AnyProjection[]; checkpoint: string; previous: string[] }> = [
+  { name: 'core', projections: coreProjections, checkpoint: CORE_CHECKPOINT, previous: [] },
+  { name: 'analytics', projections: analyticsProjections, checkpoint: ANALYTICS_CHECKPOINT, previous: ANALYTICS_PREVIOUS_CHECKPOINTS },
 ];

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { analyticsProjections, ANALYTICS_CHECKPOINT, coreProjections, CORE_CHECKPOINT } from '../projections/index.ts';
+import { analyticsProjections, ANALYTICS_CHECKPOINT, ANALYTICS_PREVIOUS_CHECKPOINTS, coreProjections, CORE_CHECKPOINT } from '../projections/index.ts';
 import { ApiKeyRegistry } from './application/apiKeys.ts';
 import { CodeRegistry } from './application/codeRegistry.ts';
 import { CommandHandler } from './application/commandHandler.ts';
@@ -8,7 +8,6 @@ import type { EnvContext, Environment } from './application/context.ts';
 import { ExportJobs } from './application/exports.ts';
 import { randomIds, type IdGenerator } from './application/ids.ts';
 import { AttemptRecorder } from './application/telemetry.ts';
-import { WindowMemo } from './application/analytics/memo.ts';
 import { expireDueVouchers } from './application/vouchers.ts';
 import type { Clock } from './domain/clock.ts';
 import type { VoucherEvent } from './domain/voucher/events.ts';
@@ -18,6 +17,7 @@ import { evolveOrder, initialOrderState, type OrderState } from './domain/order/
 import { SqliteEventStore } from './infrastructure/eventStore/sqliteEventStore.ts';
 import { SqliteKvStore } from './infrastructure/kvStore/sqliteKvStore.ts';
 import { ProjectionRunner } from './infrastructure/projector/projectionRunner.ts';
+import { retireOutdatedReadModels } from './infrastructure/projector/rebuild.ts';
 import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
 
 export const ENVIRONMENTS: Environment[] = ['sandbox', 'production'];
@@ -53,6 +53,8 @@ export const openEmbeddedEnvironment = async (environment: Environment, options:
   const projector = new ProjectionRunner(events, reads, coreProjections, CORE_CHECKPOINT, logger);
   await projector.start();
   // The second group: analytics aggregates and export records, with their own checkpoint.
+  const retired = await retireOutdatedReadModels(reads, analyticsProjections, ANALYTICS_CHECKPOINT, ANALYTICS_PREVIOUS_CHECKPOINTS);
+  if (retired.length > 0) logger.info({ previous: retired, checkpoint: ANALYTICS_CHECKPOINT }, 'analytics read models are from an older version: rebuilding them from the event log');
   const analytics = new ProjectionRunner(events, reads, analyticsProjections, ANALYTICS_CHECKPOINT, logger);
   await analytics.start();
   const telemetry = new AttemptRecorder(events, options.clock, { onError: (err) => logger.error({ err }, 'order attempts lost: telemetry append failed') });
@@ -64,7 +66,7 @@ export const openEmbeddedEnvironment = async (environment: Environment, options:
     orders: new CommandHandler<OrderEvent, OrderState>(events, orderDecider),
     codes: new CodeRegistry(events),
     readYourWritesMs: options.readYourWritesMs ?? 5_000,
-    analytics, telemetry, exports, analyticsMemo: new WindowMemo(),
+    analytics, telemetry, exports,
   };
 };
 

@@ -19,6 +19,9 @@ export const CEILING_ONCE = args.get('ceiling') === 'once';
 /** Seconds of each re-measurement of the ceiling before a scenario (it is warm by then). */
 export const RECHECK_S = Math.min(DURATION_S, 3);
 export const SERVICE_ROOT = path.resolve(args.get('service-root') ?? ROOT);
+/** Size of the analytics scenario's voucher (`--analytics-applications=1000000 --analytics-customers=10000`). */
+export const ANALYTICS_APPLICATIONS = Number(args.get('analytics-applications') ?? 100_000);
+export const ANALYTICS_CUSTOMERS = Number(args.get('analytics-customers') ?? 1_000);
 /**
  * The service limits requests per API key and endpoint group (src/http/rateLimits.ts, read from
  * RATE_LIMITS in src/config.ts). The bench lifts the limits of the groups it uses instead of

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ANALYTICS_SCENARIO_ID, benchAnalytics } from './analytics.ts';
 import {
-  CEILING_ONCE, CONNECTIONS, DURATION_S, HOST, KEEP_DATA, ONLY, PROFILE, RATE_LIMITS, RECHECK_S, ROOT, SERVICE_ROOT, WARMUP_S,
+  CEILING_ONCE, CONNECTIONS, DURATION_S, HOST, KEEP_DATA, ONLY, PROFILE, RATE_LIMITS, RECHECK_S, ROOT, ANALYTICS_APPLICATIONS, ANALYTICS_CUSTOMERS, SERVICE_ROOT, WARMUP_S,
 } from './cli.ts';
 import { waitForQuiet } from './cpu.ts';
 import { measure, type Measured } from './load.ts';
@@ -102,6 +102,7 @@ const runScenarios = async (scenarios: Scenario[], service: { proc: Child; baseU
 const runAnalytics = async (ceiling: Measured, measureCeiling: MeasureCeiling): Promise<Measured> => benchAnalytics({
   rateLimits: RATE_LIMITS,
   serviceRoot: SERVICE_ROOT, apiKey: API_KEY, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S, keepData: KEEP_DATA, tempDirs,
+  applications: ANALYTICS_APPLICATIONS, customers: ANALYTICS_CUSTOMERS,
   log, freePort, startChild, waitForHealth, stopChild, ceilingReqPerSec: async () => (CEILING_ONCE ? ceiling : (await measureCeiling()).measured).reqPerSec,
 });
 

@@ -12,7 +12,6 @@ import type { CommandHandler } from './commandHandler.ts';
 import type { IdGenerator } from './ids.ts';
 import type { ExportJobs } from './exports.ts';
 import type { AttemptRecorder } from './telemetry.ts';
-import type { WindowMemo } from './analytics/memo.ts';
 
 export type Environment = 'sandbox' | 'production';
 
@@ -37,8 +36,6 @@ export interface EnvContext {
   telemetry: AttemptRecorder;
   /** Background export jobs and their files (DATA_DIR/<env>/exports). */
   exports: ExportJobs;
-  /** Exact memo of customer counts per analytics window (see analytics/memo.ts). */
-  analyticsMemo: WindowMemo<{ unique: number; repeat: number }>;
 }
 
 /** Who caused a command: stored as event metadata. */

@@ -7,7 +7,7 @@ import type { VoucherEvent } from '../../src/domain/voucher/events.ts';
 import { codeStream, voucherStream } from '../../src/domain/voucher/events.ts';
 import type { EventStore, RecordedEvent } from '../../src/infrastructure/eventStore/eventStore.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
-import { rebuildReadModels } from '../../src/infrastructure/projector/rebuild.ts';
+import { rebuildReadModels, retireOutdatedReadModels } from '../../src/infrastructure/projector/rebuild.ts';
 import type { Document } from '../../src/infrastructure/readStore/readStore.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 
@@ -205,5 +205,42 @@ describe('rebuildReadModels', () => {
     expect(applications.map((a: Document) => [a.id, a.applied_seq, a.status])).to.deep.equal([
       ['va_1', 101, 'rolled_back'], ['va_2', 250, 'applied'], ['va_3', 300, 'applied'],
     ]);
+  });
+});
+
+describe('retireOutdatedReadModels (a group whose fold changed gets a new checkpoint name)', () => {
+  let dir: string;
+  let reads: SqliteReadStore;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'retire-'));
+    reads = SqliteReadStore.open(path.join(dir, 'read.db'));
+  });
+  afterEach(async () => {
+    await reads.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('removes the documents and the old checkpoint written by the older fold, so the runner rebuilds from 0', async () => {
+    await reads.writeBatch({
+      upserts: [{ collection: 'vouchers', doc: { id: 'v_OLD', usage_count: 3 } }, { collection: 'other_model', doc: { id: 'keep-me' } }],
+      checkpoint: { name: 'core.v0', position: 40 },
+    });
+    expect(await retireOutdatedReadModels(reads, coreProjections, CORE_CHECKPOINT, ['core.v0'])).to.deep.equal(['core.v0']);
+    expect(await reads.get('vouchers', 'v_OLD')).to.equal(null);
+    expect(await reads.getCheckpoint('core.v0')).to.equal(0);
+    expect(await reads.get('other_model', 'keep-me')).to.deep.equal({ id: 'keep-me' });
+  });
+
+  it('leaves everything alone once the current checkpoint exists, or when there was no older fold', async () => {
+    await reads.writeBatch({ upserts: [{ collection: 'vouchers', doc: { id: 'v_NEW', usage_count: 1 } }], checkpoint: { name: CORE_CHECKPOINT, position: 5 } });
+    await reads.writeBatch({ checkpoint: { name: 'core.v0', position: 40 } });
+    expect(await retireOutdatedReadModels(reads, coreProjections, CORE_CHECKPOINT, ['core.v0'])).to.deep.equal([]);
+    expect(await reads.get('vouchers', 'v_NEW')).to.not.equal(null);
+    const fresh = SqliteReadStore.open(path.join(dir, 'fresh.db'));
+    try {
+      expect(await retireOutdatedReadModels(fresh, coreProjections, CORE_CHECKPOINT, ['core.v0'])).to.deep.equal([]);
+    } finally {
+      await fresh.close();
+    }
   });
 });

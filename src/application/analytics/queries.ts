@@ -1,11 +1,11 @@
-import { zeroTotals, type Totals } from '../../../projections/analyticsDocs.ts';
+import { zeroTotals, type DailyDoc, type Totals } from '../../../projections/analyticsDocs.ts';
 import { isoSeconds } from '../../domain/clock.ts';
 import type { EnvContext } from '../context.ts';
+import { countCustomers } from '../../../projections/customerGaps.ts';
 import {
   avgOrderValue, conversionRate, customersInWindow, dailyDocs, environmentCustomers, metricsOf, pick, round, totalsOf,
   voucherOrNotFound, type Metric,
 } from './reads.ts';
-import { stampOf } from './memo.ts';
 import { bucketOf, daysOf, timePeriod, type DayWindow, type Interval } from './window.ts';
 
 const segmentTotals = (daily: Iterable<{ segments: Record<string, Totals> }>): Map<string, Totals> => {
@@ -16,14 +16,14 @@ const segmentTotals = (daily: Iterable<{ segments: Record<string, Totals> }>): M
   return out;
 };
 
-/** `GET /analytics/vouchers/{id}/performance`: ≤ `days` daily docs plus the customers active in the window. */
+/**
+ * `GET /analytics/vouchers/{id}/performance`: reads ≤ `days` daily docs, whatever the number of
+ * applications or customers (unique customers and repeat usage from their gap histograms).
+ */
 export const performance = async (ctx: EnvContext, voucherId: string, w: DayWindow, includeDetails: boolean) => {
   const voucher = await voucherOrNotFound(ctx, voucherId);
   const daily = await dailyDocs(ctx, voucherId, w);
-  const counted = await ctx.analyticsMemo.get(`${voucherId}|${w.startDay}|${w.endDay}`, stampOf(daily.values()), async () => {
-    const customers = await customersInWindow(ctx, voucherId, w);
-    return { unique: customers.length, repeat: customers.filter((c) => c.uses >= 2).length };
-  });
+  const counted = countCustomers(daily.values(), w.startDay);
   const totals = totalsOf(daily.values());
   const all = metricsOf(totals, counted.unique);
   const body: Record<string, unknown> = {
@@ -59,18 +59,15 @@ export const DEFAULT_TREND_METRICS: readonly Metric[] = ['uses', 'discount', 'or
  */
 export const trends = async (ctx: EnvContext, voucherId: string, w: DayWindow, interval: Interval, metrics: readonly Metric[]) => {
   const voucher = await voucherOrNotFound(ctx, voucherId);
-  const [daily, customers] = await Promise.all([
-    dailyDocs(ctx, voucherId, w),
-    metrics.includes('unique_customers') ? customersInWindow(ctx, voucherId, w) : Promise.resolve([]),
-  ]);
+  const daily = await dailyDocs(ctx, voucherId, w);
   const days = daysOf(w);
-  const buckets = new Map<string, Totals>();
+  const buckets = new Map<string, { totals: Totals; from: string; docs: DailyDoc[] }>();
   for (const day of days) {
     const key = bucketOf(day, interval);
-    buckets.set(key, totalsOf([buckets.get(key) ?? zeroTotals(), daily.get(day) ?? zeroTotals()]));
+    const bucket = buckets.get(key) ?? buckets.set(key, { totals: zeroTotals(), from: day, docs: [] }).get(key)!; // clipped to the window
+    const doc = daily.get(day);
+    if (doc) { bucket.totals = totalsOf([bucket.totals, doc]); bucket.docs.push(doc); }
   }
-  const uniques = new Map<string, number>();
-  for (const c of customers) for (const key of new Set(c.days.map((d) => bucketOf(d, interval)))) uniques.set(key, (uniques.get(key) ?? 0) + 1);
   const usesOn = (list: string[]) => list.reduce((n, day) => n + (daily.get(day)?.uses ?? 0), 0);
   const half = Math.floor(days.length / 2);
   const first = usesOn(days.slice(0, half));
@@ -78,7 +75,7 @@ export const trends = async (ctx: EnvContext, voucherId: string, w: DayWindow, i
   const totals = totalsOf(daily.values());
   return {
     voucher_id: voucher.id, code: voucher.code, interval, metrics: [...metrics], time_period: timePeriod(w),
-    trends: [...buckets].map(([date, t]) => ({ date, ...pick(metricsOf(t, uniques.get(date) ?? 0), metrics) })),
+    trends: [...buckets].map(([date, b]) => ({ date, ...pick(metricsOf(b.totals, countCustomers(b.docs, b.from).unique), metrics) })),
     summary: {
       total_period_uses: totals.uses, total_period_discount: totals.discount, avg_daily_uses: round(totals.uses / w.days, 2),
       growth_rate: first > 0 ? round((second - first) / first, 4) : 0,

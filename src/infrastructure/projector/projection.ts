@@ -28,8 +28,8 @@ export const docKey = (collection: string, id: string): string => `${collection}
 
 /**
  * A read model spread over several documents (and collections) per event, as a pure definition:
- * `touches` names every document an event reads or writes (from the event alone), the runner
- * loads them, and `evolve` returns the documents that change (null: delete). Used where one event
+ * `touches` names every document an event reads or writes (from the event alone, plus what
+ * `follows` names from those documents), the runner loads them, and `evolve` returns the documents that change (null: delete). Used where one event
  * updates several aggregates at once (analytics: a day, a customer, a dedupe record) or where the
  * fold of one document needs another (seen order ids). Redelivery: the runner skips an event when
  * any touched document already records a position at or after it; documents and checkpoint are
@@ -41,6 +41,12 @@ export interface DocumentSetProjection {
   collections: Record<string, string[][]>;
   handles: readonly string[];
   touches(event: RecordedEvent): DocRef[];
+  /**
+   * Documents the event also touches that only the touched documents can name (analytics: the
+   * days of a customer's next uses, read from the customer's document). Called with the documents
+   * `touches` named, as they are just before the event; must be pure.
+   */
+  follows?(event: RecordedEvent, docs: ReadonlyMap<string, Document | null>): DocRef[];
   /** Must be pure: `docs` holds every touched document; returns the changed ones. */
   evolve(docs: ReadonlyMap<string, Document | null>, event: RecordedEvent): DocSet;
 }

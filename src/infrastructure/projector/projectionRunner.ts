@@ -113,6 +113,15 @@ export class ProjectionRunner {
       const keys = refs.map((r) => docKey(r.collection, r.id));
       if (keys.some((k) => (docs.get(k)?._position ?? 0) >= event.position)) continue; // seen already
       const view = new Map(keys.map((k) => [k, docs.get(k) ?? null]));
+      for (const r of projection.follows?.(event, view) ?? []) {
+        const key = docKey(r.collection, r.id);
+        if (!docs.has(key)) {
+          const doc = (await this.reads.getMany<PositionedDocument>(r.collection, [r.id])).get(r.id) ?? null;
+          docs.set(key, doc);
+          if (doc) existed.add(key);
+        }
+        view.set(key, docs.get(key) ?? null);
+      }
       for (const [key, next] of projection.evolve(view, event)) {
         if (!view.has(key)) throw new Error(`projection ${projection.name} wrote ${key}, which the event does not touch`);
         docs.set(key, next ? { ...next, _position: event.position } : null);

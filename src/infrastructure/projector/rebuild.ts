@@ -54,3 +54,25 @@ export const rebuildReadModels = async (
   }
   return { events: count, position };
 };
+
+/**
+ * Read models written by an older fold of a group (its checkpoint had another name): when the
+ * group's current checkpoint is absent and a previous one exists, removes the group's documents
+ * and the previous checkpoints (one transaction each), so the runner rebuilds them from position 0
+ * while it catches up. Returns the previous checkpoints found.
+ */
+export const retireOutdatedReadModels = async (
+  reads: ReadStore,
+  projections: AnyProjection[],
+  checkpointName: string,
+  previous: readonly string[],
+): Promise<string[]> => {
+  if (previous.length === 0 || await reads.getCheckpoint(checkpointName) > 0) return [];
+  const found: string[] = [];
+  for (const name of previous) {
+    if (await reads.getCheckpoint(name) === 0) continue;
+    await reads.reset(collectionsOf(projections), name);
+    found.push(name);
+  }
+  return found;
+};
