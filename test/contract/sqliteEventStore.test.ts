@@ -151,6 +151,16 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     expect(await store.headPosition()).to.equal(3);
   });
 
+  it('generates increasing UUIDv7 event ids (the id index grows at its right edge)', async function () {
+    const store = open();
+    await store.appendToStream('ids', Array.from({ length: 20 }, (_, i) => ({ type: `E${i}`, data: {} })));
+    await store.appendToStream('ids', [{ type: 'Later', data: {} }]);
+    const ids = (await store.readStream('ids')).map((e) => e.id);
+    for (const id of ids) expect(id).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect([...ids].sort()).to.deep.equal(ids);
+    expect(new Set(ids).size).to.equal(ids.length);
+  });
+
   it('keeps events, revisions and positions across close and reopen', async function () {
     const first = open();
     await first.appendToStream('v', [{ type: 'V0', data: { n: 1 }, metadata: { m: true } }, { type: 'V1', data: {} }]);
