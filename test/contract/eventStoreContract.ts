@@ -189,6 +189,65 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
       });
     });
 
+    describe('appendToStreams (atomic, several streams)', function () {
+      it('writes every stream, with one result per stream in the order given, contiguous in $all', async function () {
+        const a = await seedStream('multi-a', 2);
+        const b = uniqueStream('multi-b');
+        const head = await store.headPosition();
+        const results = await store.appendToStreams([
+          { streamId: a, events: events(1, 'A'), expectedRevision: 1 },
+          { streamId: b, events: events(2, 'B'), expectedRevision: 'no_stream' },
+        ]);
+        expect(results.map((r) => r.nextExpectedRevision)).to.deep.equal([2, 1]);
+        const own = await readOwn(head, [a, b]);
+        expect(own.map((e) => [e.streamId, e.revision])).to.deep.equal([[a, 2], [b, 0], [b, 1]]);
+        expect(results[0]!.position).to.equal(own[0]!.position);
+        expect(results[1]!.position).to.equal(own[2]!.position);
+      });
+
+      it('one failed expectation writes nothing to any stream and names that stream', async function () {
+        const a = await seedStream('multi-a', 1);
+        const b = await seedStream('multi-b', 1);
+        const head = await store.headPosition();
+        const error = await rejectionOf(store.appendToStreams([
+          { streamId: a, events: events(3, 'A'), expectedRevision: 0 },
+          { streamId: b, events: events(1, 'B'), expectedRevision: 'no_stream' },
+        ]));
+        expect(error).to.be.instanceOf(WrongExpectedRevisionError);
+        expect(error).to.include({ streamId: b, expected: 'no_stream', actual: 0 });
+        expect(await readOwn(head, [a, b])).to.deep.equal([]);
+        expect((await store.readStream(a)).map((e) => e.type)).to.deep.equal(['Seeded']);
+      });
+
+      it('racing with single-stream appends on one of its streams: exactly one side wins', async function () {
+        for (let round = 0; round < 10; round += 1) {
+          const shared = await seedStream('multi-shared', 1);
+          const other = uniqueStream('multi-other');
+          const settled = await Promise.allSettled([
+            store.appendToStream(shared, [event('Single')], { expectedRevision: 0 }),
+            store.appendToStreams([
+              { streamId: other, events: [event('Other')], expectedRevision: 'no_stream' },
+              { streamId: shared, events: [event('Multi')], expectedRevision: 0 },
+            ]),
+          ]);
+          expect(settled.filter((x) => x.status === 'fulfilled')).to.have.length(1);
+          const sharedTypes = (await store.readStream(shared)).map((e) => e.type);
+          const otherTypes = (await store.readStream(other)).map((e) => e.type);
+          // the multi-stream append wrote both of its streams or neither
+          expect(sharedTypes[1] === 'Multi').to.equal(otherTypes.length === 1);
+        }
+      });
+
+      it('rejects the same stream twice, and an empty list', async function () {
+        const a = uniqueStream('multi-dup');
+        expect(await rejectionOf(store.appendToStreams([
+          { streamId: a, events: events(1, 'A') }, { streamId: a, events: events(1, 'A') },
+        ]))).to.be.instanceOf(TypeError);
+        expect(await rejectionOf(store.appendToStreams([]))).to.be.instanceOf(TypeError);
+        expect(await store.readStream(a)).to.deep.equal([]);
+      });
+    });
+
     describe('global positions and readAll', function () {
       it('positions are strictly increasing across streams in commit order', async function () {
         const headBefore = await store.headPosition();

@@ -44,6 +44,13 @@ export interface AppendResult {
   position: number;
 }
 
+/** One stream's part of an atomic append to several streams. */
+export interface StreamAppend {
+  streamId: string;
+  events: NewEvent[];
+  expectedRevision?: ExpectedRevision;
+}
+
 export class WrongExpectedRevisionError extends Error {
   override readonly name = 'WrongExpectedRevisionError';
   constructor(
@@ -92,6 +99,14 @@ export interface EventStore {
    * nothing of this append is written.
    */
   appendToStream(streamId: string, events: NewEvent[], options?: { expectedRevision?: ExpectedRevision }): Promise<AppendResult>;
+  /**
+   * Appends to several streams (each at most once) atomically: every expectation is checked, and
+   * either all the events are written or none (WrongExpectedRevisionError names the first stream
+   * whose expectation failed). Resolves with one result per stream, in the order given, once
+   * durable. (KurrentDB 25.1+, the successor of EventStoreDB, offers it as `multiStreamAppend` in
+   * `@kurrent/kurrentdb-client`; `@eventstore/db-client` has no such call.)
+   */
+  appendToStreams(appends: StreamAppend[]): Promise<AppendResult[]>;
   /** Events of one stream in revision order; [] when the stream does not exist. */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   /** Events of all streams in global position order. */

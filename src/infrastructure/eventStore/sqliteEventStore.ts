@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import type {
   AppendResult, BatchHandler, EventStore, ExpectedRevision, NewEvent, ReadAllOptions,
-  ReadStreamOptions, RecordedEvent, SubscribeOptions, Subscription,
+  ReadStreamOptions, RecordedEvent, StreamAppend, SubscribeOptions, Subscription,
 } from './eventStore.ts';
 import { GroupCommitter, type FlushInfo } from './sqliteGroupCommit.ts';
 import { openDatabase, prepareStatements, rowToEvent, type EventInsert, type Statements } from './sqliteSchema.ts';
@@ -71,7 +71,20 @@ export class SqliteEventStore implements EventStore {
       validateExpectedRevision(expectedRevision);
       // Serialize now: a bad event rejects only its own append, before it joins a batch.
       const inserts = events.map(toInsert);
-      this.committer.enqueue({ streamId, events: inserts, expectedRevision, resolve, reject });
+      this.committer.enqueue({ parts: [{ streamId, events: inserts, expectedRevision }], resolve: (results) => resolve(results[0]!), reject });
+    });
+  }
+
+  appendToStreams(appends: StreamAppend[]): Promise<AppendResult[]> {
+    return new Promise((resolve, reject) => {
+      if (this.closed) throw new Error('SqliteEventStore is closed');
+      if (appends.length === 0) throw new TypeError('appendToStreams needs at least one stream');
+      if (new Set(appends.map((a) => a.streamId)).size !== appends.length) throw new TypeError('appendToStreams: each stream at most once');
+      const parts = appends.map(({ streamId, events, expectedRevision = 'any' }) => {
+        validateExpectedRevision(expectedRevision);
+        return { streamId, events: events.map(toInsert), expectedRevision };
+      });
+      this.committer.enqueue({ parts, resolve, reject });
     });
   }
 

@@ -3,7 +3,8 @@
  * written by ONE `BEGIN IMMEDIATE` transaction (one fsync for the whole batch):
  *
  * - each append is checked, in arrival order, against its stream's revision including the
- *   appends before it in the same batch; a failed check rejects only that append;
+ *   appends before it in the same batch; a failed check rejects only that append; an append to
+ *   several streams is checked on all of them before any is written (all or nothing);
  * - an append-specific SQLite error (e.g. a duplicate event id) rolls back and rejects only that
  *   append. Savepoints cost two statements per append and such errors are rare, so a batch is
  *   first written WITHOUT savepoints (a failed expected-revision check writes nothing, so needs
@@ -17,11 +18,21 @@ import type Database from 'better-sqlite3';
 import { WrongExpectedRevisionError, type AppendResult, type ExpectedRevision } from './eventStore.ts';
 import type { EventInsert, EventRow, Statements } from './sqliteSchema.ts';
 
-export interface PendingAppend {
+/** One stream's part of an append. */
+export interface StreamPart {
   streamId: string;
   events: EventInsert[];
   expectedRevision: ExpectedRevision;
-  resolve: (result: AppendResult) => void;
+}
+
+/**
+ * An append to one stream, or an atomic append to several (`parts`, distinct streams): every
+ * part's expectation is checked before anything is written, and either every part is written or
+ * none. Resolves with one result per part.
+ */
+export interface PendingAppend {
+  parts: StreamPart[];
+  resolve: (results: AppendResult[]) => void;
   reject: (error: unknown) => void;
 }
 
@@ -42,7 +53,7 @@ export interface CommittedEvents {
   rows: EventRow[];
 }
 
-type Outcome = { ok: true; result: AppendResult; rows: EventRow[] } | { ok: false; error: unknown };
+type Outcome = { ok: true; results: AppendResult[]; rows: EventRow[] } | { ok: false; error: unknown };
 
 /** Thrown out of the savepoint-less transaction when an append failed mid-write (see above). */
 class AppendFailedWithoutSavepoint extends Error {
@@ -117,7 +128,7 @@ export class GroupCommitter {
     }
     batch.forEach((append, i) => {
       const outcome = outcomes[i];
-      if (outcome.ok) append.resolve(outcome.result);
+      if (outcome.ok) append.resolve(outcome.results);
       else append.reject(outcome.error);
     });
   }
@@ -142,34 +153,37 @@ export class GroupCommitter {
   }
 
   /**
-   * One append. A failed expected-revision check is an outcome (nothing written yet); any other
-   * error is thrown (the caller's savepoint, or the whole transaction, is rolled back).
+   * One append (of one or several streams). A failed expected-revision check is an outcome
+   * (checked for every part before anything is written); any other error is thrown (the caller's
+   * savepoint, or the whole transaction, is rolled back).
    */
   private write(append: PendingAppend, recordedAt: string): Outcome {
-    const { streamId, events, expectedRevision } = append;
     // Read inside the transaction: sees the appends written earlier in this batch.
-    const current = this.statements.streamRevision.get(streamId)?.revision ?? -1;
-    if (!expectationHolds(expectedRevision, current)) {
-      return { ok: false, error: new WrongExpectedRevisionError(streamId, expectedRevision, current) };
-    }
-    if (events.length === 0) {
-      return { ok: true, result: { nextExpectedRevision: current, position: this.statements.headPosition.get()!.head }, rows: [] };
-    }
-    let revision = current;
-    let position = 0;
+    const currents = append.parts.map(({ streamId, expectedRevision }) => {
+      const current = this.statements.streamRevision.get(streamId)?.revision ?? -1;
+      return expectationHolds(expectedRevision, current) ? current : new WrongExpectedRevisionError(streamId, expectedRevision, current);
+    });
+    const failed = currents.find((c): c is WrongExpectedRevisionError => c instanceof WrongExpectedRevisionError);
+    if (failed) return { ok: false, error: failed };
     const rows: EventRow[] = [];
-    for (const event of events) {
-      revision += 1;
-      const info = this.statements.insertEvent.run(
-        event.id, streamId, revision, event.type, event.data, event.metadata, recordedAt,
-      );
-      position = Number(info.lastInsertRowid);
-      rows.push({
-        position, id: event.id, stream_id: streamId, revision, type: event.type,
-        data: event.data, metadata: event.metadata, recorded_at: recordedAt,
-      });
-    }
-    this.statements.upsertStream.run(streamId, revision);
-    return { ok: true, result: { nextExpectedRevision: revision, position }, rows };
+    const results = append.parts.map(({ streamId, events }, i): AppendResult => {
+      let revision = currents[i] as number;
+      if (events.length === 0) return { nextExpectedRevision: revision, position: this.statements.headPosition.get()!.head };
+      let position = 0;
+      for (const event of events) {
+        revision += 1;
+        const info = this.statements.insertEvent.run(
+          event.id, streamId, revision, event.type, event.data, event.metadata, recordedAt,
+        );
+        position = Number(info.lastInsertRowid);
+        rows.push({
+          position, id: event.id, stream_id: streamId, revision, type: event.type,
+          data: event.data, metadata: event.metadata, recorded_at: recordedAt,
+        });
+      }
+      this.statements.upsertStream.run(streamId, revision);
+      return { nextExpectedRevision: revision, position };
+    });
+    return { ok: true, results, rows };
   }
 }
