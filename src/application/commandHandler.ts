@@ -1,6 +1,6 @@
 import { DomainError } from '../domain/errors.ts';
 import {
-  WrongExpectedRevisionError, type EventStore, type NewEvent, type RecordedEvent,
+  WrongExpectedRevisionError, type AppendResult, type EventStore, type ExpectedRevision, type NewEvent, type RecordedEvent, type StreamAppend,
 } from '../infrastructure/eventStore/eventStore.ts';
 
 export interface DomainEvent {
@@ -21,12 +21,21 @@ export interface Work<E, S, R> {
   /** Runs right after this work's events are folded in (and before the next work's). */
   result(state: S, events: E[]): R;
   metadata?: Record<string, unknown>;
+  /**
+   * Appends to OTHER streams that must be written atomically with this work's events (called
+   * only when the work decided events; throwing rejects the work like `decide` throwing). When
+   * one of them fails its expectation, this work is rejected with that WrongExpectedRevisionError
+   * (the caller re-reads that stream and retries) and the rest of the batch is written without it.
+   */
+  also?(events: E[]): StreamAppend[];
 }
 
 export interface Outcome<R> {
   result: R;
   /** Global position of the last event this work appended; 0 when it appended none. */
   position: number;
+  /** Results of the work's `also` appends, in their order (absent when there were none). */
+  also?: AppendResult[];
 }
 
 interface Pending<E, S> {
@@ -93,6 +102,34 @@ export class CommandHandler<E extends DomainEvent, S> {
   /** Forgets every cached aggregate (for tests and rebuilds). */
   clearCache(): void { this.cache.clear(); }
 
+  /**
+   * The stream's state and revision as of now, without queueing behind the stream's works: for a
+   * decision written through another stream's `also`, whose expected revision guards it (an
+   * immutable state is required: the caller must not change it).
+   */
+  async peek(streamId: string): Promise<{ state: S; revision: number }> {
+    const entry = await this.load(streamId);
+    const cached = this.cache.get(streamId);
+    if (!cached || cached.revision <= entry.revision) this.remember(streamId, entry);
+    return { state: entry.state, revision: entry.revision };
+  }
+
+  /**
+   * Events of this stream written elsewhere (another handler's `also`) after `expectedRevision`:
+   * folded into the cached aggregate when it is at that revision, else the entry is dropped.
+   */
+  learn(streamId: string, expectedRevision: number, events: E[], nextRevision: number): void {
+    const cached = this.cache.get(streamId);
+    if (!cached) return;
+    if (cached.revision !== expectedRevision) { this.cache.delete(streamId); return; }
+    let state = cached.state;
+    for (const event of events) state = this.decider.evolve(state, event);
+    this.remember(streamId, { state, revision: nextRevision, token: cached.token });
+  }
+
+  /** Drops one cached aggregate (after a conflict seen elsewhere). */
+  forget(streamId: string): void { this.cache.delete(streamId); }
+
   private async drain(streamId: string): Promise<void> {
     const queue = this.queues.get(streamId)!;
     while (queue.length > 0) {
@@ -103,8 +140,9 @@ export class CommandHandler<E extends DomainEvent, S> {
     if (this.queues.size === 0) this.idleWaiters.splice(0).forEach((resolve) => resolve());
   }
 
-  private async runBatch(streamId: string, batch: Array<Pending<E, S>>): Promise<void> {
-    for (let attempt = 1; ; attempt += 1) {
+  private async runBatch(streamId: string, initial: Array<Pending<E, S>>): Promise<void> {
+    let batch = initial;
+    for (let attempt = 1; batch.length > 0; attempt += 1) {
       let entry: CacheEntry<S>;
       try {
         entry = await this.load(streamId);
@@ -112,21 +150,32 @@ export class CommandHandler<E extends DomainEvent, S> {
         batch.forEach((p) => p.reject(error));
         return;
       }
-      const { state, settled, events } = this.decideAll(entry.state, batch);
+      const { state, settled, events, also } = this.decideAll(entry.state, batch);
       if (events.length === 0) {
         this.remember(streamId, entry.state === state ? entry : { ...entry, state });
-        settled.forEach((s) => s.settle(0));
+        settled.forEach((s) => s.settle(0, []));
         return;
       }
       try {
-        const expectedRevision = entry.revision < 0 ? 'no_stream' : entry.revision;
-        const appended = await this.store.appendToStream(streamId, events, { expectedRevision });
+        const expectedRevision: ExpectedRevision = entry.revision < 0 ? 'no_stream' : entry.revision;
+        const own = { streamId, events, expectedRevision };
+        const [appended, ...others] = also.length === 0
+          ? [await this.store.appendToStream(streamId, events, { expectedRevision })]
+          : await this.store.appendToStreams([own, ...also.map((a) => a.append)]);
         // A foreign write between the load and now changed the token: the next load then reads.
-        this.remember(streamId, { state, revision: appended.nextExpectedRevision, token: entry.token });
-        settled.forEach((s) => s.settle(appended.position));
+        this.remember(streamId, { state, revision: appended!.nextExpectedRevision, token: entry.token });
+        settled.forEach((s) => s.settle(appended!.position, others));
         return;
       } catch (error) {
         this.cache.delete(streamId); // its collections may have been evolved in place
+        if (error instanceof WrongExpectedRevisionError && error.streamId !== streamId) {
+          // Another stream of an `also` moved: only the works that wrote to it fail (they retry).
+          const failed = new Set(also.filter((a) => a.append.streamId === error.streamId).map((a) => a.pending));
+          failed.forEach((p) => p.reject(error));
+          batch = batch.filter((p) => !failed.has(p));
+          attempt -= 1; // not a conflict on this stream; each round removes at least one work
+          continue;
+        }
         if (!(error instanceof WrongExpectedRevisionError)) {
           batch.forEach((p) => p.reject(error));
           return;
@@ -143,23 +192,31 @@ export class CommandHandler<E extends DomainEvent, S> {
   private decideAll(initial: S, batch: Array<Pending<E, S>>) {
     let state = initial;
     const events: NewEvent[] = [];
-    const settled: Array<{ settle(position: number): void }> = [];
+    const also: Array<{ pending: Pending<E, S>; append: StreamAppend }> = [];
+    const settled: Array<{ settle(position: number, alsoResults: AppendResult[]): void }> = [];
     for (const pending of batch) {
       try {
         const decided = pending.work.decide(state);
+        const mine = decided.length > 0 && pending.work.also ? pending.work.also(decided) : [];
         const metadata = pending.work.metadata ?? {};
         // Folded into the state means appended: whatever `result` does next, state and log agree.
         for (const event of decided) {
           state = this.decider.evolve(state, event);
           events.push({ type: event.type, data: event.data, metadata });
         }
+        const first = also.length;
+        for (const append of mine) also.push({ pending, append });
         const result = pending.work.result(state, decided);
-        settled.push({ settle: (position) => pending.resolve({ result, position: decided.length > 0 ? position : 0 }) });
+        settled.push({
+          settle: (position, alsoResults) => pending.resolve({
+            result, position: decided.length > 0 ? position : 0, ...(mine.length > 0 ? { also: alsoResults.slice(first, first + mine.length) } : {}),
+          }),
+        });
       } catch (error) {
         settled.push({ settle: () => pending.reject(error) });
       }
     }
-    return { state, settled, events };
+    return { state, settled, events, also };
   }
 
   private async load(streamId: string): Promise<CacheEntry<S>> {

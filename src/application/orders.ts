@@ -1,23 +1,26 @@
 /**
  * The order stream `order-<orderId>` in the apply and rollback use cases: which vouchers an order
- * carries, decided race-free on the write side (its own expected revision; per-stream
- * serialisation in the order CommandHandler).
+ * carries, decided race-free on the write side with the order's own expected revision.
  *
- * Apply of a voucher that is not yet on the order (redemptions.ts):
- *   1. order stream: AttachVoucher → OrderVoucherAttached (pending), or STACKING_CONFLICT;
- *   2. voucher stream: ApplyVoucher, priced with the vouchers the order carried before;
- *   3. order stream: ConfirmVoucher (the discount is now known) — or, when 2 failed,
- *      DetachVoucher (`apply_failed`).
- * Crash window: a process that stops between 2 and 3 leaves a pending attachment whose
- * VoucherApplied exists. Pending attachments block further vouchers on the order (STACKING_CONFLICT
- * or a retryable CONCURRENT_MODIFICATION) for at most PENDING_TTL_MS (2 minutes); the next apply to
- * the order then settles each stale one by asking the voucher stream: applied → confirmed, not
- * applied → detached (`abandoned`). A repeat of the same apply confirms it at once. Rollback
- * detaches the application; a lost detach is repaired by repeating the rollback, or replaced
- * (`superseded`) when the voucher is applied to the order again.
+ * Apply of a voucher that is not yet on the order (redemptions.ts): the order's state is read
+ * (`orderForApply`; the stacking rules refuse a conflicting voucher before the voucher stream is
+ * touched), the voucher is applied on its stream, priced with the vouchers the order carries, and
+ * the order's OrderVoucherConfirmed goes in the SAME atomic append as the VoucherApplied (the
+ * voucher handler's `also`, expected revision of both streams). Either both are written or
+ * neither, so there is no pending state and no crash window. When the order moved in between
+ * (another voucher applied to it concurrently), the append fails on the order stream and the apply
+ * is decided again on the new order state.
+ *
+ * Older versions wrote attach (pending) → apply → confirm as three appends. A pending attachment
+ * left by a crash of such a version blocks the order for at most PENDING_TTL_MS (2 minutes); the
+ * next apply to the order then settles each stale one by asking the voucher stream (applied →
+ * confirmed, not applied → detached `abandoned`). Rollback detaches the application; a lost detach
+ * is repaired by repeating the rollback, or replaced (`superseded`) when the voucher is applied to
+ * the order again.
  */
 import { decideOrder, type OrderCommand } from '../domain/order/decide.ts';
-import { orderStream } from '../domain/order/events.ts';
+import { orderStream, type OrderEvent } from '../domain/order/events.ts';
+import type { AppendResult, StreamAppend } from '../infrastructure/eventStore/eventStore.ts';
 import { isStale, liveVouchers, type OrderEntry } from '../domain/order/state.ts';
 import type { StackProfile } from '../domain/discount/stacking.ts';
 import { voucherStream } from '../domain/voucher/events.ts';
@@ -56,17 +59,42 @@ export const settleStale = async (ctx: EnvContext, orderId: string, now: Date, m
   }
 };
 
-/** Step 1: attach (pending); returns the vouchers the order carried before this one. */
-export const attachVoucher = async (
+/** The order's part of an apply, to be appended atomically with the voucher's VoucherApplied. */
+export interface OrderForApply {
+  /** The vouchers the order carries besides this one (the apply is priced with them). */
+  before: OrderEntry[];
+  /** Pending attachments of an older version, past their TTL: settle them first. */
+  stale: boolean;
+  /** The order stream's append recording the application with its discount. */
+  append(discountAmount: number): StreamAppend;
+  /** Tells the order handler's cache what the append wrote. */
+  written(result: AppendResult): void;
+}
+
+/** Reads the order for an apply; STACKING_CONFLICT (or a retryable conflict) is thrown here. */
+export const orderForApply = async (
   ctx: EnvContext, orderId: string, applicationId: string, voucher: StackProfile, orderValue: number, now: Date, meta: CallMetadata,
-): Promise<OrderEntry[]> => {
-  const command: OrderCommand = { type: 'AttachVoucher', data: { orderId, applicationId, voucher, orderValue }, metadata: { now } };
-  const { result } = await ctx.orders.execute(orderStream(orderId), {
-    decide: (state) => decideOrder(command, state),
-    result: (state) => liveVouchers(state, now).filter((v) => v.voucherId !== voucher.voucherId),
-    metadata: { ...meta },
-  });
-  return result;
+): Promise<OrderForApply> => {
+  const stream = orderStream(orderId);
+  const { state, revision } = await ctx.orders.peek(stream);
+  const decideWith = (discountAmount: number) => decideOrder({
+    type: 'RecordApplication', data: { orderId, applicationId, voucher, orderValue, discountAmount }, metadata: { now },
+  }, state);
+  const stale = (state?.vouchers ?? []).some((v) => isStale(v, now));
+  if (!stale) decideWith(0); // the stacking rules, before the voucher stream is touched
+  let events: OrderEvent[] = [];
+  return {
+    before: liveVouchers(state, now).filter((v) => v.voucherId !== voucher.voucherId),
+    stale,
+    append: (discountAmount) => {
+      events = decideWith(discountAmount);
+      return {
+        streamId: stream, expectedRevision: revision < 0 ? 'no_stream' : revision,
+        events: events.map((e) => ({ type: e.type, data: e.data, metadata: { ...meta } })),
+      };
+    },
+    written: (result) => ctx.orders.learn(stream, revision, events, result.nextExpectedRevision),
+  };
 };
 
 export const confirmVoucher = (

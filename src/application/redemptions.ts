@@ -3,11 +3,13 @@ import type { Customer, Order } from '../domain/discount/types.ts';
 import { decide } from '../domain/voucher/decide.ts';
 import { evaluate, stackProfile, type Evaluation } from '../domain/voucher/evaluate.ts';
 import type { StackProfile } from '../domain/discount/stacking.ts';
-import { voucherStream } from '../domain/voucher/events.ts';
+import { voucherStream, type VoucherEvent } from '../domain/voucher/events.ts';
+import { orderStream } from '../domain/order/events.ts';
+import { WrongExpectedRevisionError } from '../infrastructure/eventStore/eventStore.ts';
 import type { Voucher, VoucherState } from '../domain/voucher/state.ts';
 import type { ApplicationView } from '../../projections/usageHistory.ts';
 import { QUOTE_TTL_MS, quoteKey, type CallMetadata, type EnvContext } from './context.ts';
-import { attachVoucher, confirmVoucher, detachVoucher, settleStale, vouchersOnOrder } from './orders.ts';
+import { confirmVoucher, detachVoucher, orderForApply, settleStale, vouchersOnOrder, type OrderForApply } from './orders.ts';
 import { suggestCodes } from './queries.ts';
 import { fingerprint, renderApplication, type ApplicationResponse } from './views.ts';
 
@@ -76,24 +78,37 @@ export interface ApplyOutcome { application: ApplicationResponse; replayed: bool
 
 type ApplyCommand = Extract<Parameters<typeof decide>[0], { type: 'ApplyVoucher' }>;
 
-/** The ApplyVoucher command on the voucher stream (one write, or none for a repeat). */
-const runApply = async (ctx: EnvContext, command: ApplyCommand, meta: CallMetadata) => {
-  const { result, position } = await ctx.vouchers.execute(voucherStream(command.data.voucherId), {
+/**
+ * The ApplyVoucher command on the voucher stream (one write, or none for a repeat); with `order`,
+ * the order's record of the application goes in the same atomic append.
+ */
+const runApply = async (ctx: EnvContext, command: ApplyCommand, meta: CallMetadata, order?: OrderForApply) => {
+  const { result, position, also } = await ctx.vouchers.execute(voucherStream(command.data.voucherId), {
     decide: (state) => decide(command, state),
     result: (state, events) => {
       const application = state!.applications.get(state!.liveByOrder.get(command.data.orderId)!)!;
       return { outcome: { application: renderApplication(state!, application), replayed: events.length === 0 }, orderValue: application.orderValue };
     },
     metadata: { ...meta },
+    ...(order ? {
+      also: (events: VoucherEvent[]) => {
+        const applied = events.find((e) => e.type === 'VoucherApplied');
+        return applied ? [order.append(applied.data.discountAmount)] : [];
+      },
+    } : {}),
   });
+  if (order && also?.[0]) order.written(also[0]);
   return { ...result, position };
 };
+
+/** Attempts of an apply whose order moved meanwhile (another voucher applied to it at once). */
+const ORDER_ATTEMPTS = 5;
 
 /**
  * Applies the voucher to an order: from the order in the request, else from the quote kept by
  * validate, re-evaluated against the voucher as it is now. A repeat with the same (or no) order
  * and customer returns the stored application. The order stream records the vouchers the order
- * carries, for stacking (attach → apply → confirm, or detach on failure; see orders.ts).
+ * carries, for stacking, in the same atomic append as the VoucherApplied (see orders.ts).
  */
 export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: CallMetadata): Promise<ApplyOutcome> => {
   const voucherId = await resolveCode(ctx, input.code);
@@ -127,33 +142,32 @@ export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: Cal
       return { profile, attach: true };
     },
   });
-  // The application stands whatever happens to its confirmation, so the client does not wait for
-  // it: the confirm is queued on the order stream at once (a later attach to the same order in
-  // this process runs after it), and one that is lost is settled later (settleStale) or by a
-  // repeat of this request.
-  const confirm = (applied: Awaited<ReturnType<typeof runApply>>): void => {
-    void confirmVoucher(ctx, input.order_id, applied.outcome.application.id, first.profile!, applied.orderValue, applied.outcome.application.discount_amount, now, meta)
-      .catch(() => undefined);
-  };
   if (!first.attach) {
     const applied = await runApply(ctx, command, meta);
-    if (first.profile) confirm(applied); // a repeat also heals a crash between the writes
+    // A repeat also heals an older version's crash between its attach and confirm writes.
+    if (first.profile) {
+      void confirmVoucher(ctx, input.order_id, applied.outcome.application.id, first.profile, applied.orderValue, applied.outcome.application.discount_amount, now, meta)
+        .catch(() => undefined);
+    }
     await ctx.projector.waitFor(applied.position, ctx.readYourWritesMs);
     return applied.outcome;
   }
-  await settleStale(ctx, input.order_id, now, meta);
-  const before = await attachVoucher(ctx, input.order_id, command.data.applicationId, first.profile!, order!.value, now, meta);
-  let applied: Awaited<ReturnType<typeof runApply>>;
-  try {
-    applied = await runApply(ctx, { ...command, data: { ...command.data, orderVouchers: before } }, meta);
-  } catch (error) {
-    // Best effort: a detach lost here leaves a pending attachment that settles as abandoned.
-    await detachVoucher(ctx, input.order_id, voucherId, command.data.applicationId, 'apply_failed', now, meta).catch(() => undefined);
-    throw error;
+  for (let attempt = 1; ; attempt += 1) {
+    if (attempt > ORDER_ATTEMPTS) throw new DomainError('CONCURRENT_MODIFICATION', 'The order is being changed by another request; retry the request', {});
+    const onOrder = await orderForApply(ctx, input.order_id, command.data.applicationId, first.profile!, order!.value, now, meta);
+    if (onOrder.stale) {
+      await settleStale(ctx, input.order_id, now, meta);
+      continue; // settled (or settling failed and the next read shows it): decide on the new state
+    }
+    try {
+      const applied = await runApply(ctx, { ...command, data: { ...command.data, orderVouchers: onOrder.before } }, meta, onOrder);
+      await ctx.projector.waitFor(applied.position, ctx.readYourWritesMs);
+      return applied.outcome;
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError) || error.streamId !== orderStream(input.order_id)) throw error;
+      ctx.orders.forget(orderStream(input.order_id)); // read it again: another request wrote to it
+    }
   }
-  confirm(applied);
-  await ctx.projector.waitFor(applied.position, ctx.readYourWritesMs);
-  return applied.outcome;
 };
 
 /** Reverses an application: usage counts go down by one; repeating it changes nothing. */

@@ -279,4 +279,62 @@ describe('CommandHandler over SqliteEventStore', () => {
       ['voucher-a', 0], ['voucher-c', 0], ['voucher-b', 0],
     ]);
   });
+
+  describe('`also`: other streams written in the same atomic append', () => {
+    const withAlso = (command: VoucherCommand, side: string, expectedRevision: 'no_stream' | number) => ({
+      ...work(command),
+      also: (events: VoucherEvent[]) => [{ streamId: side, events: events.map((e) => ({ type: 'SideNote', data: { of: e.type } })), expectedRevision }],
+    });
+
+    it('writes the side streams with the batch; one conflicting side stream fails only its own work', async () => {
+      const stream = voucherStream('v_side');
+      const h = handler();
+      await h.execute(stream, work(createCmd('v_side')));
+      await store.appendToStream('side-taken', [{ type: 'Already', data: {} }]);
+      const head = await store.headPosition();
+      const outcomes = await Promise.allSettled([
+        h.execute(stream, withAlso(applyCmd('v_side', 'o1'), 'side-1', 'no_stream')),
+        h.execute(stream, withAlso(applyCmd('v_side', 'o2'), 'side-taken', 'no_stream')), // exists: fails
+        h.execute(stream, withAlso(applyCmd('v_side', 'o3'), 'side-3', 'no_stream')),
+      ]);
+      expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+      const failed = (outcomes[1] as PromiseRejectedResult).reason;
+      expect(failed).to.be.instanceOf(WrongExpectedRevisionError).and.include({ streamId: 'side-taken' });
+      expect(summary(await store.readStream(stream))).to.deep.equal([[0, 'VoucherCreated'], [1, 'o1'], [2, 'o3']]);
+      const ok = outcomes[0] as PromiseFulfilledResult<{ position: number; also?: Array<{ nextExpectedRevision: number }> }>;
+      expect(ok.value.also?.map((r) => r.nextExpectedRevision)).to.deep.equal([0]);
+      // the failed work left nothing anywhere; each side stream holds its work's note
+      expect((await store.readStream('side-taken')).map((e) => e.type)).to.deep.equal(['Already']);
+      expect((await store.readAll({ after: head })).map((e) => e.streamId)).to.deep.equal([stream, 'side-1', stream, 'side-3']);
+      // and the cache is consistent: the next apply is decided on usage 2
+      expect((await h.execute(stream, work(applyCmd('v_side', 'o4')))).result).to.equal(3);
+    });
+
+    it('a work that decides nothing (a repeat) writes no side stream', async () => {
+      const stream = voucherStream('v_rep');
+      const h = handler();
+      await h.execute(stream, work(createCmd('v_rep')));
+      await h.execute(stream, withAlso(applyCmd('v_rep', 'o1'), 'rep-1', 'no_stream'));
+      const again = await h.execute(stream, withAlso(applyCmd('v_rep', 'o1'), 'rep-2', 'no_stream'));
+      expect(again.also).to.equal(undefined);
+      expect(await store.readStream('rep-2')).to.deep.equal([]);
+    });
+  });
+
+  it('peek and learn: another stream\'s writes folded into the cache, or the entry dropped when it moved', async () => {
+    const stream = voucherStream('v_peek');
+    const h = handler();
+    await h.execute(stream, work(createCmd('v_peek')));
+    const seen = await h.peek(stream);
+    expect(seen.revision).to.equal(0);
+    const applied = decide(applyCmd('v_peek', 'o1'), seen.state);
+    const [result] = await store.appendToStreams([{ streamId: stream, events: applied, expectedRevision: 0 }]);
+    h.learn(stream, 0, applied, result!.nextExpectedRevision);
+    const read = sinon.spy(store, 'readStream');
+    expect((await h.peek(stream)).state!.usageCount).to.equal(1);
+    expect(read.callCount).to.equal(0); // learned, not read
+    h.learn(stream, 0, applied, 1); // stale: the cache is at 1, not 0
+    expect((await h.peek(stream)).state!.usageCount).to.equal(1);
+    expect(read.callCount).to.equal(1); // dropped, so read again
+  });
 });

@@ -6,9 +6,9 @@ import { liveVouchers, type OrderState } from './state.ts';
 interface Metadata { now: Date }
 
 export type OrderCommand =
-  | { type: 'AttachVoucher'; data: { orderId: string; applicationId: string; voucher: StackProfile; orderValue: number }; metadata: Metadata }
   | { type: 'ConfirmVoucher'; data: { orderId: string; applicationId: string; voucher: StackProfile; orderValue: number; discountAmount: number }; metadata: Metadata }
-  | { type: 'DetachVoucher'; data: { orderId: string; voucherId: string; applicationId: string; reason: OrderVoucherDetached['data']['reason'] }; metadata: Metadata };
+  | { type: 'DetachVoucher'; data: { orderId: string; voucherId: string; applicationId: string; reason: OrderVoucherDetached['data']['reason'] }; metadata: Metadata }
+  | { type: 'RecordApplication'; data: { orderId: string; applicationId: string; voucher: StackProfile; orderValue: number; discountAmount: number }; metadata: Metadata };
 
 type Command<T extends OrderCommand['type']> = Extract<OrderCommand, { type: T }>;
 
@@ -17,22 +17,23 @@ const profile = (v: StackProfile, orderValue: number): OrderVoucherProfile => ({
 });
 
 /**
- * Attach: the stacking rules (discount/stacking.ts) against the vouchers the order carries.
- * The same voucher already pending (an identical request in flight) → nothing: both go on to the
- * voucher stream, which keeps one application per order. The same voucher confirmed (its
- * rollback's detach was lost; the voucher stream said it is not applied) → superseded.
+ * Record: the voucher's application, written in the same atomic append as its VoucherApplied
+ * (so never pending). The stacking rules as for attach; the same voucher already on the order
+ * (a rollback's detach was lost, or a pending attachment left by an older version) is superseded.
  */
-const attach = ({ data, metadata }: Command<'AttachVoucher'>, state: OrderState): OrderEvent[] => {
+const record = ({ data, metadata }: Command<'RecordApplication'>, state: OrderState): OrderEvent[] => {
   const live = liveVouchers(state, metadata.now);
-  const same = live.find((v) => v.voucherId === data.voucher.voucherId);
-  if (same?.status === 'pending') return [];
   stackContext(live, data.voucher, data.orderValue);
   const at = isoSeconds(metadata.now);
+  const same = live.find((v) => v.voucherId === data.voucher.voucherId);
   const events: OrderEvent[] = [];
   if (same) {
     events.push({ type: 'OrderVoucherDetached', data: { orderId: data.orderId, voucherId: same.voucherId, applicationId: same.applicationId, reason: 'superseded', detachedAt: at } });
   }
-  events.push({ type: 'OrderVoucherAttached', data: { ...profile(data.voucher, data.orderValue), orderId: data.orderId, applicationId: data.applicationId, attachedAt: at } });
+  events.push({
+    type: 'OrderVoucherConfirmed',
+    data: { ...profile(data.voucher, data.orderValue), orderId: data.orderId, applicationId: data.applicationId, discountAmount: data.discountAmount, confirmedAt: at },
+  });
   return events;
 };
 
@@ -55,9 +56,9 @@ const detach = ({ data, metadata }: Command<'DetachVoucher'>, state: OrderState)
 
 export const decideOrder = (command: OrderCommand, state: OrderState): OrderEvent[] => {
   switch (command.type) {
-    case 'AttachVoucher': return attach(command, state);
     case 'ConfirmVoucher': return confirm(command, state);
     case 'DetachVoucher': return detach(command, state);
+    case 'RecordApplication': return record(command, state);
     default: {
       const unknown: never = command;
       throw new Error(`unknown command ${JSON.stringify(unknown)}`);
