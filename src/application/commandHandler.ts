@@ -23,11 +23,12 @@ export interface Work<E, S, R> {
   metadata?: Record<string, unknown>;
   /**
    * Appends to OTHER streams that must be written atomically with this work's events (called
-   * only when the work decided events; throwing rejects the work like `decide` throwing). When
+   * only when the work decided events, with the state they were decided on; throwing rejects the
+   * work like `decide` throwing). When
    * one of them fails its expectation, this work is rejected with that WrongExpectedRevisionError
    * (the caller re-reads that stream and retries) and the rest of the batch is written without it.
    */
-  also?(events: E[]): StreamAppend[];
+  also?(events: E[], stateBefore: S): StreamAppend[];
 }
 
 export interface Outcome<R> {
@@ -197,7 +198,7 @@ export class CommandHandler<E extends DomainEvent, S> {
     for (const pending of batch) {
       try {
         const decided = pending.work.decide(state);
-        const mine = decided.length > 0 && pending.work.also ? pending.work.also(decided) : [];
+        const mine = decided.length > 0 && pending.work.also ? pending.work.also(decided, state) : [];
         const metadata = pending.work.metadata ?? {};
         // Folded into the state means appended: whatever `result` does next, state and log agree.
         for (const event of decided) {

@@ -61,33 +61,26 @@ export const settleStale = async (ctx: EnvContext, orderId: string, now: Date, m
 
 /** The order's part of an apply, to be appended atomically with the voucher's VoucherApplied. */
 export interface OrderForApply {
-  /** The vouchers the order carries besides this one (the apply is priced with them). */
-  before: OrderEntry[];
+  /** The vouchers the order carries (the apply is priced and checked for stacking with them). */
+  vouchers: OrderEntry[];
   /** Pending attachments of an older version, past their TTL: settle them first. */
   stale: boolean;
-  /** The order stream's append recording the application with its discount. */
-  append(discountAmount: number): StreamAppend;
+  /** The order stream's append recording the application (throws STACKING_CONFLICT like attach did). */
+  append(voucher: StackProfile, applicationId: string, orderValue: number, discountAmount: number): StreamAppend;
   /** Tells the order handler's cache what the append wrote. */
   written(result: AppendResult): void;
 }
 
-/** Reads the order for an apply; STACKING_CONFLICT (or a retryable conflict) is thrown here. */
-export const orderForApply = async (
-  ctx: EnvContext, orderId: string, applicationId: string, voucher: StackProfile, orderValue: number, now: Date, meta: CallMetadata,
-): Promise<OrderForApply> => {
+/** Reads the order for an apply (its state and revision now; the append expects that revision). */
+export const orderForApply = async (ctx: EnvContext, orderId: string, now: Date, meta: CallMetadata): Promise<OrderForApply> => {
   const stream = orderStream(orderId);
   const { state, revision } = await ctx.orders.peek(stream);
-  const decideWith = (discountAmount: number) => decideOrder({
-    type: 'RecordApplication', data: { orderId, applicationId, voucher, orderValue, discountAmount }, metadata: { now },
-  }, state);
-  const stale = (state?.vouchers ?? []).some((v) => isStale(v, now));
-  if (!stale) decideWith(0); // the stacking rules, before the voucher stream is touched
   let events: OrderEvent[] = [];
   return {
-    before: liveVouchers(state, now).filter((v) => v.voucherId !== voucher.voucherId),
-    stale,
-    append: (discountAmount) => {
-      events = decideWith(discountAmount);
+    vouchers: liveVouchers(state, now),
+    stale: (state?.vouchers ?? []).some((v) => isStale(v, now)),
+    append: (voucher, applicationId, orderValue, discountAmount) => {
+      events = decideOrder({ type: 'RecordApplication', data: { orderId, applicationId, voucher, orderValue, discountAmount }, metadata: { now } }, state);
       return {
         streamId: stream, expectedRevision: revision < 0 ? 'no_stream' : revision,
         events: events.map((e) => ({ type: e.type, data: e.data, metadata: { ...meta } })),

@@ -2,7 +2,6 @@ import { DomainError } from '../domain/errors.ts';
 import type { Customer, Order } from '../domain/discount/types.ts';
 import { decide } from '../domain/voucher/decide.ts';
 import { evaluate, stackProfile, type Evaluation } from '../domain/voucher/evaluate.ts';
-import type { StackProfile } from '../domain/discount/stacking.ts';
 import { voucherStream, type VoucherEvent } from '../domain/voucher/events.ts';
 import { orderStream } from '../domain/order/events.ts';
 import { WrongExpectedRevisionError } from '../infrastructure/eventStore/eventStore.ts';
@@ -79,10 +78,10 @@ export interface ApplyOutcome { application: ApplicationResponse; replayed: bool
 type ApplyCommand = Extract<Parameters<typeof decide>[0], { type: 'ApplyVoucher' }>;
 
 /**
- * The ApplyVoucher command on the voucher stream (one write, or none for a repeat); with `order`,
- * the order's record of the application goes in the same atomic append.
+ * The ApplyVoucher command on the voucher stream (one write, or none for a repeat), priced with
+ * the vouchers on the order; the order's record of the application goes in the same atomic append.
  */
-const runApply = async (ctx: EnvContext, command: ApplyCommand, meta: CallMetadata, order?: OrderForApply) => {
+const runApply = async (ctx: EnvContext, command: ApplyCommand, meta: CallMetadata, order: OrderForApply) => {
   const { result, position, also } = await ctx.vouchers.execute(voucherStream(command.data.voucherId), {
     decide: (state) => decide(command, state),
     result: (state, events) => {
@@ -90,14 +89,12 @@ const runApply = async (ctx: EnvContext, command: ApplyCommand, meta: CallMetada
       return { outcome: { application: renderApplication(state!, application), replayed: events.length === 0 }, orderValue: application.orderValue };
     },
     metadata: { ...meta },
-    ...(order ? {
-      also: (events: VoucherEvent[]) => {
-        const applied = events.find((e) => e.type === 'VoucherApplied');
-        return applied ? [order.append(applied.data.discountAmount)] : [];
-      },
-    } : {}),
+    also: (events: VoucherEvent[], state: VoucherState) => {
+      const applied = events.find((e) => e.type === 'VoucherApplied');
+      return applied ? [order.append(stackProfile(state!), applied.data.applicationId, applied.data.orderValue, applied.data.discountAmount)] : [];
+    },
   });
-  if (order && also?.[0]) order.written(also[0]);
+  if (also?.[0]) order.written(also[0]);
   return { ...result, position };
 };
 
@@ -130,43 +127,29 @@ export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: Cal
     metadata: { now: ctx.clock.now() },
   };
   const now = command.metadata.now;
-  // The voucher's own state first: a repeat (stored application or 409) and a voucher that cannot
-  // apply to this order at all never touch the order stream.
-  const { result: first } = await ctx.vouchers.execute(voucherStream(voucherId), {
-    decide: () => [],
-    result: (state: VoucherState): { profile?: StackProfile; attach: boolean } => {
-      if (!state) return { attach: false };
-      const profile = stackProfile(state);
-      if (state.liveByOrder.has(input.order_id) || order === undefined) return { profile, attach: false };
-      evaluate(state, order, customer, now);
-      return { profile, attach: true };
-    },
-  });
-  if (!first.attach) {
-    const applied = await runApply(ctx, command, meta);
-    // A repeat also heals an older version's crash between its attach and confirm writes.
-    if (first.profile) {
-      void confirmVoucher(ctx, input.order_id, applied.outcome.application.id, first.profile, applied.orderValue, applied.outcome.application.discount_amount, now, meta)
-        .catch(() => undefined);
+  for (let attempt = 1; ; attempt += 1) {
+    if (attempt > ORDER_ATTEMPTS) throw new DomainError('CONCURRENT_MODIFICATION', 'The order is being changed by another request; retry the request', {});
+    const onOrder = await orderForApply(ctx, input.order_id, now, meta);
+    if (onOrder.stale) {
+      await settleStale(ctx, input.order_id, now, meta);
+      continue; // decide on the settled order
+    }
+    let applied: Awaited<ReturnType<typeof runApply>>;
+    try {
+      applied = await runApply(ctx, { ...command, data: { ...command.data, orderVouchers: onOrder.vouchers } }, meta, onOrder);
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError) || error.streamId !== orderStream(input.order_id)) throw error;
+      ctx.orders.forget(orderStream(input.order_id)); // another request wrote to the order: read it again
+      continue;
+    }
+    const { application, replayed } = applied.outcome;
+    const pending = replayed ? onOrder.vouchers.find((v) => v.applicationId === application.id && v.status === 'pending') : undefined;
+    if (pending) {
+      // A repeat heals an older version's crash between its attach and confirm writes.
+      await confirmVoucher(ctx, input.order_id, application.id, pending, applied.orderValue, application.discount_amount, now, meta);
     }
     await ctx.projector.waitFor(applied.position, ctx.readYourWritesMs);
     return applied.outcome;
-  }
-  for (let attempt = 1; ; attempt += 1) {
-    if (attempt > ORDER_ATTEMPTS) throw new DomainError('CONCURRENT_MODIFICATION', 'The order is being changed by another request; retry the request', {});
-    const onOrder = await orderForApply(ctx, input.order_id, command.data.applicationId, first.profile!, order!.value, now, meta);
-    if (onOrder.stale) {
-      await settleStale(ctx, input.order_id, now, meta);
-      continue; // settled (or settling failed and the next read shows it): decide on the new state
-    }
-    try {
-      const applied = await runApply(ctx, { ...command, data: { ...command.data, orderVouchers: onOrder.before } }, meta, onOrder);
-      await ctx.projector.waitFor(applied.position, ctx.readYourWritesMs);
-      return applied.outcome;
-    } catch (error) {
-      if (!(error instanceof WrongExpectedRevisionError) || error.streamId !== orderStream(input.order_id)) throw error;
-      ctx.orders.forget(orderStream(input.order_id)); // read it again: another request wrote to it
-    }
   }
 };
 
