@@ -5,9 +5,10 @@
  * so the load generator (autocannon, in this process) and the server do not share an event loop.
  * A bare express app with one JSON route (scripts/bench/ceiling.ts), also a child process, is
  * measured first with the same autocannon settings; every scenario is reported as a ratio to it.
- * The machine may be shared (other processes take CPU now and then), so the ceiling is measured
- * again (3 s, no warm-up: it is warm) right before each scenario and the ratio uses that adjacent
- * measurement (--ceiling=once: only the first one, for a shorter run).
+ * The machine may be shared (other processes take CPU now and then, and its speed drifts), so a
+ * scenario's measured seconds are split into rounds (3 by default), each right after an equally
+ * long run of the (warm) ceiling; the reported ratio is the median of the rounds' ratios, and the
+ * notes list each round's (--ceiling=once: one run against the first ceiling measurement).
  *
  * It is a report, not a test: the exit code is 0 even when a target is missed, and non-zero only
  * when the bench itself failed (a child did not start, setup requests failed, ...).
@@ -28,6 +29,7 @@
  *   --keep-data         keep the service's DATA_DIR (its path is printed) for a look at the stores
  *   --service-root=<dir> run the service from another checkout (e.g. a git worktree with a change to
  *                       compare; it needs its node_modules); the ceiling and the bench stay here
+ *   --rounds=<n>        rounds per scenario (default 3; 1 = one ceiling run, then one scenario run)
  *   --ceiling=once      measure the ceiling once, not before every scenario
  *   --rate-limits=off   run the service without its rate limiter (RATE_LIMITS=off). By default the
  *                       limiter runs, as in production, with limits far above what the bench sends.

@@ -18,6 +18,13 @@ export const KEEP_DATA = args.has('keep-data');
 export const CEILING_ONCE = args.get('ceiling') === 'once';
 /** Seconds of each re-measurement of the ceiling before a scenario (it is warm by then). */
 export const RECHECK_S = Math.min(DURATION_S, 3);
+/**
+ * Rounds per scenario (`--rounds=N`, default 3): the scenario's DURATION_S is split into N
+ * rounds, each right after an equally long run of the ceiling, and the ratio is the median of
+ * the rounds' ratios. On a shared machine whose speed drifts from second to second, adjacent
+ * short pairs compare like with like better than one long pair. `--rounds=1` is one pair.
+ */
+export const ROUNDS = Math.max(1, Math.floor(Number(args.get('rounds') ?? 3)));
 export const SERVICE_ROOT = path.resolve(args.get('service-root') ?? ROOT);
 /** Size of the analytics scenario's voucher (`--analytics-applications=1000000 --analytics-customers=10000`). */
 export const ANALYTICS_APPLICATIONS = Number(args.get('analytics-applications') ?? 100_000);

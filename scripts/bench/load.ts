@@ -29,13 +29,26 @@ export interface Measured {
   serverCpuMsPerReq: number | null;
   /** Ceiling's CPU per request over this scenario's: the ratio with CPU contention taken out. */
   cpuRatio: number | null;
+  /** With several rounds: each round's ratio (the row's ratio is their median). */
+  rounds?: number[];
 }
+
+/**
+ * How many bodies each scenario has used: the numbering goes on across its runs (warm-up and
+ * rounds), so that no two requests of a scenario repeat an order id (a repeat would be answered
+ * as an idempotent replay, which writes nothing).
+ */
+const used = new WeakMap<(n: number) => string, number>();
 
 /** One autocannon run (a warm-up run, then the measured one) with a distinct body per request. */
 const load = async (url: string, body: (n: number) => string, serverPid: number | undefined, warmupS = WARMUP_S, durationS = DURATION_S) => {
-  let n = 0;
   // Requests are built per call so each one can differ (distinct order ids).
-  const setupRequest = (req: any) => { req.body = body(n++); return req; };
+  const setupRequest = (req: any) => {
+    const n = used.get(body) ?? 0;
+    used.set(body, n + 1);
+    req.body = body(n);
+    return req;
+  };
   const common = {
     url,
     connections: CONNECTIONS,

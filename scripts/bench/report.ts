@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CEILING_ONCE, CONNECTIONS, DURATION_S, RATE_LIMITS, RECHECK_S, ROOT, SERVICE_ROOT, WARMUP_S } from './cli.ts';
+import { CEILING_ONCE, CONNECTIONS, DURATION_S, RATE_LIMITS, RECHECK_S, ROOT, ROUNDS, SERVICE_ROOT, WARMUP_S } from './cli.ts';
 import type { Measured } from './load.ts';
 import type { ProfileSummary } from './profile.ts';
 
@@ -37,7 +37,10 @@ export const printNotes = (rows: Measured[], ceilings: Measured[], hotCheck: Hot
   if (ceilings.length > 1) {
     const values = ceilings.map((c) => c.reqPerSec);
     log(`\nceiling runs: ${values.map((v) => fmt(v)).join(', ')} req/s (spread ${fmt(Math.min(...values))}–${fmt(Math.max(...values))});`
-      + ' each ratio uses the run right before its scenario');
+      + ' each ratio uses the ceiling run right before it');
+  }
+  for (const r of rows) {
+    if (r.rounds) log(`${r.id}: ratio per round ${r.rounds.map((x) => `${x.toFixed(2)}×`).join(', ')} (the table gives their median)`);
   }
   const misses = rows.filter((r) => r.verdict === 'MISS');
   log(misses.length === 0 ? '\nall targets met' : `\n${misses.length} target(s) missed: ${misses.map((m) => m.id).join(', ')}`);
@@ -70,7 +73,7 @@ export const writeResults = ({ ceiling, rows, ceilings, warmups, hotCheck, profi
     at: new Date().toISOString(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
     service_root: SERVICE_ROOT,
-    settings: { connections: CONNECTIONS, pipelining: 1, warmup_s: WARMUP_S, duration_s: DURATION_S, ceiling_recheck_s: CEILING_ONCE ? null : RECHECK_S, rate_limits: RATE_LIMITS },
+    settings: { connections: CONNECTIONS, pipelining: 1, warmup_s: WARMUP_S, duration_s: DURATION_S, rounds: CEILING_ONCE ? 1 : ROUNDS, ceiling_recheck_s: CEILING_ONCE ? null : RECHECK_S, rate_limits: RATE_LIMITS },
     ceiling_req_per_sec: ceiling.reqPerSec,
     results: rows,
     ceiling_runs: ceilings,

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ANALYTICS_SCENARIO_ID, benchAnalytics } from './analytics.ts';
 import {
-  CEILING_ONCE, CONNECTIONS, DURATION_S, HOST, KEEP_DATA, ONLY, PROFILE, RATE_LIMITS, RECHECK_S, ROOT, ANALYTICS_APPLICATIONS, ANALYTICS_CUSTOMERS, SERVICE_ROOT, WARMUP_S,
+  CEILING_ONCE, CONNECTIONS, DURATION_S, HOST, KEEP_DATA, ONLY, PROFILE, RATE_LIMITS, RECHECK_S, ROOT, ROUNDS, ANALYTICS_APPLICATIONS, ANALYTICS_CUSTOMERS, SERVICE_ROOT, WARMUP_S,
 } from './cli.ts';
 import { waitForQuiet } from './cpu.ts';
 import { measure, type Measured } from './load.ts';
@@ -28,10 +28,10 @@ const startCeiling = async () => {
   const proc = startChild('ceiling', ROOT, 'scripts/bench/ceiling.ts', { PORT: String(port), HOST }, cpuProf('ceiling'));
   const url = `http://${HOST}:${port}`;
   await waitForHealth(proc, url);
-  /** `again`: a re-measurement of the (already warm) ceiling: no warm-up, RECHECK_S seconds. */
-  const measureCeiling = async (again = false) => {
+  /** `again`: a re-measurement of the (already warm) ceiling: no warm-up, `seconds` (RECHECK_S) long. */
+  const measureCeiling = async (again = false, seconds = RECHECK_S) => {
     await quiet();
-    const run = await measure(CEILING_SCENARIO, url, proc.child.pid, null, again ? 0 : WARMUP_S, again ? RECHECK_S : DURATION_S);
+    const run = await measure(CEILING_SCENARIO, url, proc.child.pid, null, again ? 0 : WARMUP_S, again ? seconds : DURATION_S);
     const { measured } = run;
     if (measured.non2xx + measured.errors + measured.timeouts > 0) {
       throw new Error(`the ceiling app answered ${measured.non2xx} non-2xx, ${measured.errors} errors, ${measured.timeouts} timeouts`);
@@ -74,27 +74,71 @@ const prepareScenarios = async (baseUrl: string) => {
 };
 
 type MeasureCeiling = Awaited<ReturnType<typeof startCeiling>>['measureCeiling'];
-interface Runs { rows: Measured[]; ceilings: Measured[]; windows: Windows; warmups: Record<string, { ok2xx: number; failures: number }> }
+interface Runs {
+  rows: Measured[]; ceilings: Measured[]; windows: Windows; warmups: Record<string, { ok2xx: number; failures: number }>;
+  /** autocannon runs per scenario (warm-up included): each may leave `connections` requests uncounted. */
+  runsPerScenario: Record<string, number>;
+}
 
-/** Each scenario, after a probe request and (without --ceiling=once) a fresh measurement of the ceiling. */
+const median = (xs: number[]): number => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/**
+ * One row from a scenario's rounds: counts add up; req/s, ceiling and CPU per request are the
+ * rounds' medians; the ratio is the median of the rounds' ratios (each against the ceiling run
+ * right before it); p99 is the worst round's.
+ */
+const combineRounds = (rounds: Measured[], target: number | null): Measured => {
+  const sum = (f: (m: Measured) => number) => rounds.reduce((n, m) => n + f(m), 0);
+  const known = (f: (m: Measured) => number | null) => rounds.map(f).filter((x): x is number => x !== null);
+  const ratio = median(known((m) => m.ratio));
+  const failures = sum((m) => m.non2xx + m.errors + m.timeouts);
+  const cpu = known((m) => m.cpuRatio);
+  return {
+    ...rounds[0]!,
+    reqPerSec: median(rounds.map((m) => m.reqPerSec)), p50: median(rounds.map((m) => m.p50)), p99: Math.max(...rounds.map((m) => m.p99)),
+    total: sum((m) => m.total), ok2xx: sum((m) => m.ok2xx), non2xx: sum((m) => m.non2xx), errors: sum((m) => m.errors), timeouts: sum((m) => m.timeouts),
+    ceilingReqPerSec: median(known((m) => m.ceilingReqPerSec)), ratio,
+    verdict: target === null ? 'INFO' : ratio >= target && failures === 0 ? 'PASS' : 'MISS',
+    serverCpu: median(known((m) => m.serverCpu)), loadGenCpu: Math.max(...rounds.map((m) => m.loadGenCpu)), otherCpu: Math.max(...known((m) => m.otherCpu), 0),
+    serverCpuMsPerReq: median(known((m) => m.serverCpuMsPerReq)), cpuRatio: cpu.length > 0 ? median(cpu) : null,
+    rounds: rounds.map((m) => m.ratio!),
+  };
+};
+
+/**
+ * Each scenario, after a probe request: a warm-up, then ROUNDS pairs of (ceiling, scenario) of
+ * DURATION_S / ROUNDS seconds each (with --ceiling=once: one run against the first ceiling).
+ */
 const runScenarios = async (scenarios: Scenario[], service: { proc: Child; baseUrl: string }, measureCeiling: MeasureCeiling, runs: Runs) => {
   const ceiling = runs.ceilings[0]!;
+  const roundS = CEILING_ONCE ? DURATION_S : Math.max(1, Math.round(DURATION_S / ROUNDS));
   for (const scenario of scenarios) {
     // One request first: a scenario that cannot succeed is a broken bench, not a slow service.
     const probe = await api(service.baseUrl, 'POST', scenario.path, JSON.parse(scenario.body(1_000_000_000)));
     if (probe.status >= 300) throw new Error(`${scenario.id}: probe request got ${probe.status} ${JSON.stringify(probe.body)}`);
-    let adjacent = ceiling;
-    if (!CEILING_ONCE) {
-      log('measuring the ceiling again ...');
-      adjacent = (await measureCeiling(true)).measured;
-      runs.ceilings.push(adjacent);
+    log(`measuring ${scenario.title}${CEILING_ONCE ? '' : ` (${ROUNDS} rounds of ${roundS} s, each after ${roundS} s of the ceiling)`} ...`);
+    const rounds: Measured[] = [];
+    let from: number | undefined;
+    let warm = { ok2xx: 0, failures: 0 };
+    for (let r = 0; r < (CEILING_ONCE ? 1 : ROUNDS); r += 1) {
+      let adjacent = ceiling;
+      if (!CEILING_ONCE) {
+        adjacent = (await measureCeiling(true, roundS)).measured;
+        runs.ceilings.push(adjacent);
+      } else await quiet();
+      const { measured, window, warmup2xx, warmupNon2xx } = await measure(scenario, service.baseUrl, service.proc.child.pid, adjacent, r === 0 ? WARMUP_S : 0, roundS);
+      if (r === 0) warm = { ok2xx: warmup2xx, failures: warmupNon2xx };
+      from ??= window.fromUs;
+      runs.windows[scenario.id] = { fromUs: from, toUs: window.toUs, requests: rounds.reduce((n, m) => n + m.total, measured.total) };
+      rounds.push(measured);
     }
-    log(`measuring ${scenario.title} ...`);
-    if (CEILING_ONCE) await quiet();
-    const { measured, window, warmup2xx, warmupNon2xx } = await measure(scenario, service.baseUrl, service.proc.child.pid, adjacent);
-    runs.windows[scenario.id] = { ...window, requests: measured.total };
-    runs.rows.push(measured);
-    runs.warmups[scenario.id] = { ok2xx: warmup2xx, failures: warmupNon2xx };
+    runs.rows.push(rounds.length === 1 ? rounds[0]! : combineRounds(rounds, scenario.target?.ratio ?? null));
+    runs.warmups[scenario.id] = warm;
+    runs.runsPerScenario[scenario.id] = rounds.length + 1;
   }
 };
 
@@ -117,12 +161,14 @@ const checkHotVoucher = async (baseUrl: string, hotId: string | undefined, runs:
   const hot = await api(baseUrl, 'GET', `/v1/vouchers/${hotId}`);
   const counted = 1 + runs.warmups['apply-hot']!.ok2xx + hotRow.ok2xx;
   const usage = Number(hot.body?.usage_count);
-  return { counted_2xx: counted, max_uncounted: 2 * CONNECTIONS, usage_count: usage, ok: usage >= counted && usage <= counted + 2 * CONNECTIONS };
+  const uncounted = (runs.runsPerScenario['apply-hot'] ?? 2) * CONNECTIONS;
+  return { counted_2xx: counted, max_uncounted: uncounted, usage_count: usage, ok: usage >= counted && usage <= counted + uncounted };
 };
 
 export const main = async (): Promise<void> => {
   if (SERVICE_ROOT !== ROOT) log(`service from ${SERVICE_ROOT}`);
-  log(`bench: ${os.cpus().length} CPUs, node ${process.version}, ${CONNECTIONS} connections, pipelining 1, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario,`
+  log(`bench: ${os.cpus().length} CPUs, node ${process.version}, ${CONNECTIONS} connections, pipelining 1, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario`
+    + `${CEILING_ONCE ? '' : ` in ${ROUNDS} round(s), each after as long a run of the ceiling`},`
     + ` rate limiter ${RATE_LIMITS === 'off' ? 'off' : 'on with lifted limits'}`);
   prepareProfDir();
 
@@ -130,7 +176,7 @@ export const main = async (): Promise<void> => {
   log('measuring the ceiling (bare express, JSON in/out) ...');
   const ceilingRun = await measureCeiling();
   const ceiling = ceilingRun.measured;
-  const runs: Runs = { rows: [ceiling], ceilings: [ceiling], windows: { ceiling: { ...ceilingRun.window, requests: ceiling.total } }, warmups: {} };
+  const runs: Runs = { rows: [ceiling], ceilings: [ceiling], windows: { ceiling: { ...ceilingRun.window, requests: ceiling.total } }, warmups: {}, runsPerScenario: {} };
 
   const service = await startService();
   const { scenarios, hotId } = await prepareScenarios(service.baseUrl);
