@@ -148,6 +148,29 @@ describe('durability (real process, SIGKILL, replay)', function () {
     expect(crossed.status).to.equal(404);
   });
 
+  it('every application on the log has its order record, committed with it (adjacent positions), and nothing pending', async () => {
+    for (const environment of ENVIRONMENTS) {
+      const events = SqliteEventStore.open(environmentFiles(dataDir, environment).events);
+      try {
+        const all = await events.readAll();
+        const byPosition = new Map(all.map((e) => [e.position, e]));
+        const applied = all.filter((e) => e.type === 'VoucherApplied');
+        expect(applied.length, environment).to.be.above(0);
+        for (const a of applied) {
+          const data = a.data as { applicationId: string; orderId: string; discountAmount: number };
+          const next = byPosition.get(a.position + 1);
+          expect(next?.streamId, data.orderId).to.equal(`order-${data.orderId}`);
+          expect(next?.type).to.equal('OrderVoucherConfirmed');
+          expect(next?.data).to.include({ applicationId: data.applicationId, discountAmount: data.discountAmount });
+        }
+        expect(all.filter((e) => e.type === 'OrderVoucherAttached')).to.deep.equal([]);
+        expect(all.filter((e) => e.type === 'OrderVoucherConfirmed')).to.have.length(applied.length);
+      } finally {
+        await events.close();
+      }
+    }
+  });
+
   it('rebuilds read models identical to the live ones with npm run replay', async () => {
     expect(restarted, 'the restarted service from the previous test').to.not.equal(undefined);
     restarted!.proc.child.kill('SIGTERM');
