@@ -16,7 +16,10 @@ export type OrderVoucherProfile = {
   orderValue: number;
 };
 
-/** A voucher's application to the order has started (pending until confirmed or detached). */
+/**
+ * A voucher's application to the order has started (pending until confirmed or detached). Written
+ * by older versions only: an application is now recorded confirmed, in the VoucherApplied's append.
+ */
 export interface OrderVoucherAttached {
   type: 'OrderVoucherAttached';
   data: OrderVoucherProfile & { orderId: string; applicationId: string; attachedAt: string };
