@@ -22,8 +22,13 @@ export const analyticsProjections: AnyProjection[] = [analytics, exportsProjecti
 export const ANALYTICS_CHECKPOINT = 'analytics.v2';
 export const ANALYTICS_PREVIOUS_CHECKPOINTS = ['analytics'];
 
-/** Every group `npm run replay` rebuilds. */
-export const PROJECTION_GROUPS: Array<{ name: string; projections: AnyProjection[]; checkpoint: string; previous: string[] }> = [
-  { name: 'core', projections: coreProjections, checkpoint: CORE_CHECKPOINT, previous: [] },
-  { name: 'analytics', projections: analyticsProjections, checkpoint: ANALYTICS_CHECKPOINT, previous: ANALYTICS_PREVIOUS_CHECKPOINTS },
-];
+/** A projection group: its runner's checkpoint, and the names its checkpoint had before. */
+export interface ProjectionGroup { name: string; projections: AnyProjection[]; checkpoint: string; previous: readonly string[] }
+
+export const CORE_GROUP: ProjectionGroup = { name: 'core', projections: coreProjections, checkpoint: CORE_CHECKPOINT, previous: [] };
+export const ANALYTICS_GROUP: ProjectionGroup = {
+  name: 'analytics', projections: analyticsProjections, checkpoint: ANALYTICS_CHECKPOINT, previous: ANALYTICS_PREVIOUS_CHECKPOINTS,
+};
+
+/** Every group the service runs and `npm run replay` rebuilds. */
+export const PROJECTION_GROUPS: ProjectionGroup[] = [CORE_GROUP, ANALYTICS_GROUP];

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { analyticsProjections, ANALYTICS_CHECKPOINT, ANALYTICS_PREVIOUS_CHECKPOINTS, coreProjections, CORE_CHECKPOINT } from '../projections/index.ts';
+import { ANALYTICS_GROUP, CORE_GROUP, type ProjectionGroup } from '../projections/index.ts';
 import { ApiKeyRegistry } from './application/apiKeys.ts';
 import { CodeRegistry } from './application/codeRegistry.ts';
 import { CommandHandler } from './application/commandHandler.ts';
@@ -50,13 +50,19 @@ export const openEmbeddedEnvironment = async (environment: Environment, options:
   const reads = SqliteReadStore.open(files.reads);
   const kv = SqliteKvStore.open(files.kv, options.clock, { relaxedNamespaces: ['quotes'] }); // quotes can be recomputed
   const logger = options.logger.child({ environment });
-  const projector = new ProjectionRunner(events, reads, coreProjections, CORE_CHECKPOINT, logger);
-  await projector.start();
+  /** A group's runner, after removing read models an older fold of the group wrote (rebuilt while it catches up). */
+  const startGroup = async (group: ProjectionGroup): Promise<ProjectionRunner> => {
+    const retired = await retireOutdatedReadModels(reads, group.projections, group.checkpoint, group.previous);
+    if (retired.length > 0) {
+      logger.info({ group: group.name, previous: retired, checkpoint: group.checkpoint }, 'read models are from an older version: rebuilding them from the event log');
+    }
+    const runner = new ProjectionRunner(events, reads, group.projections, group.checkpoint, logger);
+    await runner.start();
+    return runner;
+  };
+  const projector = await startGroup(CORE_GROUP);
   // The second group: analytics aggregates and export records, with their own checkpoint.
-  const retired = await retireOutdatedReadModels(reads, analyticsProjections, ANALYTICS_CHECKPOINT, ANALYTICS_PREVIOUS_CHECKPOINTS);
-  if (retired.length > 0) logger.info({ previous: retired, checkpoint: ANALYTICS_CHECKPOINT }, 'analytics read models are from an older version: rebuilding them from the event log');
-  const analytics = new ProjectionRunner(events, reads, analyticsProjections, ANALYTICS_CHECKPOINT, logger);
-  await analytics.start();
+  const analytics = await startGroup(ANALYTICS_GROUP);
   const telemetry = new AttemptRecorder(events, options.clock, { onError: (err) => logger.error({ err }, 'order attempts lost: telemetry append failed') });
   const exports = new ExportJobs({ events, reads, clock: options.clock, analytics, dir: files.exports, logger, startDelayMs: options.exportJobDelayMs });
   await exports.start();
