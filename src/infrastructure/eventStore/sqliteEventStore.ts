@@ -65,14 +65,7 @@ export class SqliteEventStore implements EventStore {
     events: NewEvent[],
     options: { expectedRevision?: ExpectedRevision } = {},
   ): Promise<AppendResult> {
-    return new Promise((resolve, reject) => {
-      if (this.closed) throw new Error('SqliteEventStore is closed');
-      const expectedRevision = options.expectedRevision ?? 'any';
-      validateExpectedRevision(expectedRevision);
-      // Serialize now: a bad event rejects only its own append, before it joins a batch.
-      const inserts = events.map(toInsert);
-      this.committer.enqueue({ parts: [{ streamId, events: inserts, expectedRevision }], resolve: (results) => resolve(results[0]!), reject });
-    });
+    return this.appendToStreams([{ streamId, events, expectedRevision: options.expectedRevision }]).then(([result]) => result!);
   }
 
   appendToStreams(appends: StreamAppend[]): Promise<AppendResult[]> {
@@ -80,6 +73,7 @@ export class SqliteEventStore implements EventStore {
       if (this.closed) throw new Error('SqliteEventStore is closed');
       if (appends.length === 0) throw new TypeError('appendToStreams needs at least one stream');
       if (new Set(appends.map((a) => a.streamId)).size !== appends.length) throw new TypeError('appendToStreams: each stream at most once');
+      // Checked and serialized now: a bad event rejects only its own append, before it joins a batch.
       const parts = appends.map(({ streamId, events, expectedRevision = 'any' }) => {
         validateExpectedRevision(expectedRevision);
         return { streamId, events: events.map(toInsert), expectedRevision };
