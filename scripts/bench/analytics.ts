@@ -20,6 +20,7 @@ import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEven
 import { environmentFiles } from '../../src/composition.ts';
 import type { Proc as Child } from '../lib/processes.ts';
 import { isoSeconds } from '../../src/domain/clock.ts';
+import { median } from './load.ts';
 
 export const ANALYTICS_SCENARIO_ID = 'analytics-performance';
 const DAYS = 90;
@@ -86,8 +87,6 @@ const seed = async (dataDir: string, endDay: string, APPLICATIONS: number, CUSTO
   await events.close();
   return { startDay: iso(startMs).slice(0, 10) };
 };
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 export const benchAnalytics = async (deps: AnalyticsBenchDeps) => {
   const { log, applications: APPLICATIONS, customers: CUSTOMERS } = deps;

@@ -33,6 +33,13 @@ export interface Measured {
   rounds?: number[];
 }
 
+/** The median of some figures (the mean of the middle two for an even count). */
+export const median = (xs: number[]): number => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
 /**
  * How many bodies each scenario has used: the numbering goes on across its runs (warm-up and
  * rounds), so that no two requests of a scenario repeat an order id (a repeat would be answered

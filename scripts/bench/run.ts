@@ -7,7 +7,7 @@ import {
   CEILING_ONCE, CONNECTIONS, DURATION_S, HOST, KEEP_DATA, ONLY, PROFILE, RATE_LIMITS, RECHECK_S, ROOT, ROUNDS, ANALYTICS_APPLICATIONS, ANALYTICS_CUSTOMERS, SERVICE_ROOT, WARMUP_S,
 } from './cli.ts';
 import { waitForQuiet } from './cpu.ts';
-import { measure, type Measured } from './load.ts';
+import { measure, median, type Measured } from './load.ts';
 import { freePort, startChild, stopChild, tempDirs, waitForHealth, type Child } from './processes.ts';
 import { cpuProf, prepareProfDir, reportProfiles, type Windows } from './profiling.ts';
 import { printNotes, printTable, writeResults, type HotCheck } from './report.ts';
@@ -79,12 +79,6 @@ interface Runs {
   /** autocannon runs per scenario (warm-up included): each may leave `connections` requests uncounted. */
   runsPerScenario: Record<string, number>;
 }
-
-const median = (xs: number[]): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 /**
  * One row from a scenario's rounds: counts add up; req/s, ceiling and CPU per request are the
