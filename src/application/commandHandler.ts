@@ -24,9 +24,9 @@ export interface Work<E, S, R> {
   /**
    * Appends to OTHER streams that must be written atomically with this work's events (called
    * only when the work decided events, with the state they were decided on; throwing rejects the
-   * work like `decide` throwing). When
-   * one of them fails its expectation, this work is rejected with that WrongExpectedRevisionError
-   * (the caller re-reads that stream and retries) and the rest of the batch is written without it.
+   * work like `decide` throwing). When one of them fails its expectation, this work is rejected
+   * with that WrongExpectedRevisionError (the caller re-reads that stream and retries) and the
+   * rest of the batch is written without it.
    */
   also?(events: E[], stateBefore: S): StreamAppend[];
 }

@@ -2,10 +2,10 @@
  * The order stream `order-<orderId>` in the apply and rollback use cases: which vouchers an order
  * carries, decided race-free on the write side with the order's own expected revision.
  *
- * Apply of a voucher that is not yet on the order (redemptions.ts): the order's state is read
- * (`orderForApply`; the stacking rules refuse a conflicting voucher before the voucher stream is
- * touched), the voucher is applied on its stream, priced with the vouchers the order carries, and
- * the order's OrderVoucherConfirmed goes in the SAME atomic append as the VoucherApplied (the
+ * Apply of a voucher that is not yet on the order (redemptions.ts): the order's state and revision
+ * are read (`orderForApply`), the voucher decides on its stream with the vouchers the order carries
+ * (its evaluation applies the stacking rules and prices on the amount left), and the order's
+ * OrderVoucherConfirmed goes in the SAME atomic append as the VoucherApplied (the
  * voucher handler's `also`, expected revision of both streams). Either both are written or
  * neither, so there is no pending state and no crash window. When the order moved in between
  * (another voucher applied to it concurrently), the append fails on the order stream and the apply
@@ -65,7 +65,7 @@ export interface OrderForApply {
   vouchers: OrderEntry[];
   /** Pending attachments of an older version, past their TTL: settle them first. */
   stale: boolean;
-  /** The order stream's append recording the application (throws STACKING_CONFLICT like attach did). */
+  /** The order stream's append recording the application (RecordApplication; its stacking check throws STACKING_CONFLICT). */
   append(voucher: StackProfile, applicationId: string, orderValue: number, discountAmount: number): StreamAppend;
   /** Tells the order handler's cache what the append wrote. */
   written(result: AppendResult): void;

@@ -18,8 +18,8 @@ describe('HTTP stacking: vouchers on one order', () => {
   const apply = (code: string, orderId: string, value = 10_000) => service.post('/v1/vouchers/apply', { code, order_id: orderId, order: { value, currency: 'USD' } });
   const applied = async (voucherId: string, orderId: string) =>
     (await service.sandbox.events.readStream(`voucher-${voucherId}`)).filter((e) => e.type === 'VoucherApplied' && (e.data as any).orderId === orderId);
-  // detaches (rollback) and legacy confirmations run on the order handler: wait for its queued work
-  const orderEvents = async (orderId: string) => (await service.sandbox.orders.idle(), await service.sandbox.events.readStream(`order-${orderId}`)).map((e) => [e.type, (e.data as any).voucherId, (e.data as any).reason ?? (e.data as any).discountAmount ?? null]);
+  // every order write (record, detach, legacy confirm) is done before its response
+  const orderEvents = async (orderId: string) => (await service.sandbox.events.readStream(`order-${orderId}`)).map((e) => [e.type, (e.data as any).voucherId, (e.data as any).reason ?? (e.data as any).discountAmount ?? null]);
   const conflict = (res: TestResponse, conflicting: string, reason: string) => {
     expect(res.status, JSON.stringify(res.body)).to.equal(409);
     expect(res.body.error.code).to.equal('STACKING_CONFLICT');

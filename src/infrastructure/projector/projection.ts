@@ -29,9 +29,10 @@ export const docKey = (collection: string, id: string): string => `${collection}
 /**
  * A read model spread over several documents (and collections) per event, as a pure definition:
  * `touches` names every document an event reads or writes (from the event alone, plus what
- * `follows` names from those documents), the runner loads them, and `evolve` returns the documents that change (null: delete). Used where one event
- * updates several aggregates at once (analytics: a day, a customer, a dedupe record) or where the
- * fold of one document needs another (seen order ids). Redelivery: the runner skips an event when
+ * `follows` names from those documents), the runner loads them, and `evolve` returns the
+ * documents that change (null: delete). Used where one event updates several aggregates at once
+ * (analytics: a day, a customer, a dedupe record) or where the fold of one document needs another
+ * (seen order ids). Redelivery: the runner skips an event when
  * any touched document already records a position at or after it; documents and checkpoint are
  * written in one transaction, so an event is either applied to all its documents or to none.
  */
