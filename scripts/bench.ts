@@ -19,7 +19,9 @@
  * runs, CPU counters), report.ts and profiling.ts (table, notes, .bench/last.json, --profile), run.ts.
  *
  * Options (after `npm run bench --`):
- *   --duration=<s>      measured seconds per scenario (default 5; a 1 s warm-up is not counted)
+ *   --duration=<s>      measured seconds per scenario (default 5)
+ *   --warmup=<s>        unmeasured seconds of load before each scenario and the first ceiling run
+ *                       (default 15: the JIT needs about 10 s of load to settle here, see cli.ts)
  *   --connections=<n>   concurrent connections (default 32)
  *   --only=<ids>        comma-separated scenario ids (ceiling always runs), e.g. --only=apply-hot
  *   --profile           run the server child with --cpu-prof; a summary of the profile is printed

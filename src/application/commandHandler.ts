@@ -73,6 +73,8 @@ export interface CommandHandlerOptions {
 export class CommandHandler<E extends DomainEvent, S> {
   private readonly cache = new Map<string, CacheEntry<S>>();
   private readonly queues = new Map<string, Array<Pending<E, S>>>();
+  /** Streams whose cached state a batch is evolving (in place) until its append settles. */
+  private readonly writing = new Set<string>();
   private readonly idleWaiters: Array<() => void> = [];
   private readonly cacheSize: number;
   private readonly maxAttempts: number;
@@ -92,6 +94,26 @@ export class CommandHandler<E extends DomainEvent, S> {
       this.queues.set(streamId, [pending]);
       void this.drain(streamId);
     });
+  }
+
+  /**
+   * A read-only decision on the stream's state (validate): `view` runs on the state as of the
+   * last write. When the aggregate is cached and up to date and no batch is being written on the
+   * stream, `view` runs at once on the cached state, with no queueing and no batch (works queued
+   * but not started have not happened yet); otherwise it runs as a work that decides nothing,
+   * after the works queued before it. It never sees a batch's events before they are written
+   * (a batch evolves the cached state in place until its append settles).
+   */
+  read<R>(streamId: string, view: (state: S) => R): Promise<R> {
+    const cached = this.writing.has(streamId) ? undefined : this.cache.get(streamId);
+    if (cached && cached.token !== undefined && cached.token === this.store.externalChangeToken?.()) {
+      try {
+        return Promise.resolve(view(cached.state));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    return this.execute(streamId, { decide: () => [], result: view }).then((outcome) => outcome.result);
   }
 
   /** Resolves once no work is queued or running on any stream (before closing the store). */
@@ -151,41 +173,46 @@ export class CommandHandler<E extends DomainEvent, S> {
         batch.forEach((p) => p.reject(error));
         return;
       }
-      const { state, settled, events, also } = this.decideAll(entry.state, batch);
-      if (events.length === 0) {
-        this.remember(streamId, entry.state === state ? entry : { ...entry, state });
-        settled.forEach((s) => s.settle(0, []));
-        return;
-      }
+      this.writing.add(streamId);
       try {
-        const expectedRevision: ExpectedRevision = entry.revision < 0 ? 'no_stream' : entry.revision;
-        const own = { streamId, events, expectedRevision };
-        const [appended, ...others] = also.length === 0
-          ? [await this.store.appendToStream(streamId, events, { expectedRevision })]
-          : await this.store.appendToStreams([own, ...also.map((a) => a.append)]);
-        // A foreign write between the load and now changed the token: the next load then reads.
-        this.remember(streamId, { state, revision: appended!.nextExpectedRevision, token: entry.token });
-        settled.forEach((s) => s.settle(appended!.position, others));
-        return;
-      } catch (error) {
-        this.cache.delete(streamId); // its collections may have been evolved in place
-        if (error instanceof WrongExpectedRevisionError && error.streamId !== streamId) {
-          // Another stream of an `also` moved: only the works that wrote to it fail (they retry).
-          const failed = new Set(also.filter((a) => a.append.streamId === error.streamId).map((a) => a.pending));
-          failed.forEach((p) => p.reject(error));
-          batch = batch.filter((p) => !failed.has(p));
-          attempt -= 1; // not a conflict on this stream; each round removes at least one work
-          continue;
-        }
-        if (!(error instanceof WrongExpectedRevisionError)) {
-          batch.forEach((p) => p.reject(error));
+        const { state, settled, events, also } = this.decideAll(entry.state, batch);
+        if (events.length === 0) {
+          this.remember(streamId, entry.state === state ? entry : { ...entry, state });
+          settled.forEach((s) => s.settle(0, []));
           return;
         }
-        if (attempt >= this.maxAttempts) {
-          const conflict = new DomainError('CONCURRENT_MODIFICATION', 'The voucher is being changed by another writer; retry the request', {});
-          batch.forEach((p) => p.reject(conflict));
+        try {
+          const expectedRevision: ExpectedRevision = entry.revision < 0 ? 'no_stream' : entry.revision;
+          const own = { streamId, events, expectedRevision };
+          const [appended, ...others] = also.length === 0
+            ? [await this.store.appendToStream(streamId, events, { expectedRevision })]
+            : await this.store.appendToStreams([own, ...also.map((a) => a.append)]);
+          // A foreign write between the load and now changed the token: the next load then reads.
+          this.remember(streamId, { state, revision: appended!.nextExpectedRevision, token: entry.token });
+          settled.forEach((s) => s.settle(appended!.position, others));
           return;
+        } catch (error) {
+          this.cache.delete(streamId); // its collections may have been evolved in place
+          if (error instanceof WrongExpectedRevisionError && error.streamId !== streamId) {
+            // Another stream of an `also` moved: only the works that wrote to it fail (they retry).
+            const failed = new Set(also.filter((a) => a.append.streamId === error.streamId).map((a) => a.pending));
+            failed.forEach((p) => p.reject(error));
+            batch = batch.filter((p) => !failed.has(p));
+            attempt -= 1; // not a conflict on this stream; each round removes at least one work
+            continue;
+          }
+          if (!(error instanceof WrongExpectedRevisionError)) {
+            batch.forEach((p) => p.reject(error));
+            return;
+          }
+          if (attempt >= this.maxAttempts) {
+            const conflict = new DomainError('CONCURRENT_MODIFICATION', 'The voucher is being changed by another writer; retry the request', {});
+            batch.forEach((p) => p.reject(conflict));
+            return;
+          }
         }
+      } finally {
+        this.writing.delete(streamId);
       }
     }
   }

@@ -35,12 +35,9 @@ export const validateVoucher = async (ctx: EnvContext, code: string, order: Orde
   const now = ctx.clock.now();
   // With order.id, stacking is checked against the vouchers the order carries (orders.ts).
   const onOrder = order.id !== undefined ? await vouchersOnOrder(ctx, order.id, now) : [];
-  const { result } = await ctx.vouchers.execute(voucherStream(voucherId), {
-    decide: () => [],
-    result: (state: VoucherState) => {
-      if (order.id !== undefined) refuseOtherOrderOnSameId(state!, order, customer);
-      return evaluate(state!, order, customer, now, onOrder);
-    },
+  const result = await ctx.vouchers.read(voucherStream(voucherId), (state: VoucherState) => {
+    if (order.id !== undefined) refuseOtherOrderOnSameId(state!, order, customer);
+    return evaluate(state!, order, customer, now, onOrder);
   });
   if (order.id !== undefined) {
     const quote: Quote = { order, customer };

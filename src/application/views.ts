@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { effectiveStatus, type Application, type Voucher } from '../domain/voucher/state.ts';
 import type { VoucherView } from '../../projections/voucherDetails.ts';
 import type { ApplicationView } from '../../projections/usageHistory.ts';
@@ -51,11 +51,48 @@ export const renderUsage = (a: ApplicationView): Record<string, unknown> => ({
   final_amount: a.final_amount, currency: a.currency, status: a.status, applied_at: a.applied_at,
 });
 
-/** JSON with keys sorted at every level: equal values give equal strings. */
-export const canonicalJson = (value: unknown): string => JSON.stringify(value, (_key, v: unknown) =>
-  v && typeof v === 'object' && !Array.isArray(v)
-    ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-    : v);
+/**
+ * JSON with keys sorted at every level: equal values give equal strings. The same text as
+ * `JSON.stringify` with a key-sorting replacer (stored fingerprints were made that way), written
+ * out because the replacer rebuilt every object and cost about 15 µs per apply.
+ */
+export const canonicalJson = (value: unknown): string => canonical(value) as string; // undefined for undefined, as JSON.stringify
+
+/** Like JSON.stringify for one value; undefined where JSON.stringify omits it. */
+const canonical = (value: unknown): string | undefined => {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return canonical((value as { toJSON(): unknown }).toJSON());
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i += 1) out += `${i > 0 ? ',' : ''}${canonical(value[i]) ?? 'null'}`;
+    return `${out}]`;
+  }
+  const keys = sortedKeys(value);
+  let out = '{';
+  let first = true;
+  for (const key of keys) {
+    const text = canonical((value as Record<string, unknown>)[key]);
+    if (text === undefined) continue;
+    out += `${first ? '' : ','}${JSON.stringify(key)}:${text}`;
+    first = false;
+  }
+  return `${out}}`;
+};
+
+const ARRAY_INDEX = /^(?:0|[1-9]\d{0,9})$/;
+
+/**
+ * The order JSON.stringify gave the replacer's rebuilt objects: array-index keys ("0", "17")
+ * first in numeric order (as every JS object enumerates them), then the other keys sorted.
+ * Object.keys already lists the index keys first, in numeric order.
+ */
+const sortedKeys = (value: object): string[] => {
+  const keys = Object.keys(value);
+  let indices = 0;
+  while (indices < keys.length && ARRAY_INDEX.test(keys[indices]!) && Number(keys[indices]) < 4_294_967_295) indices += 1;
+  if (indices === 0) return keys.sort();
+  return [...keys.slice(0, indices), ...keys.slice(indices).sort()];
+};
 
 export const fingerprint = (value: unknown): string =>
-  createHash('sha256').update(canonicalJson(value ?? null)).digest('base64url').slice(0, 22);
+  hash('sha256', canonicalJson(value ?? null), 'base64url').slice(0, 22);

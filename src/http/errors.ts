@@ -53,7 +53,7 @@ export const errorHandler: ErrorRequestHandler = (error: unknown, req, res, _nex
   if (parser.type === 'encoding.unsupported' || parser.type === 'charset.unsupported') {
     return sendError(res, 'UNSUPPORTED_MEDIA_TYPE', 'The request body encoding is not supported', {});
   }
-  const requestId = String(res.locals.requestId ?? '');
+  const requestId = String(req.requestId ?? '');
   res.locals.internalError = error;
   req.log?.error({ err: error, request_id: requestId }, 'unhandled error');
   return sendError(res, 'INTERNAL_ERROR', 'Something went wrong on our side; the request id identifies it in our logs', { request_id: requestId });

@@ -7,6 +7,8 @@ declare global {
     interface Request {
       log: Logger;
       requestId: string;
+      /** performance.now() when the request arrived (for the request log's duration). */
+      startedAt: number;
       /** Set by auth: the caller's key and the environment it selects. */
       apiKey: ApiKeyRecord;
       ctx: EnvContext;

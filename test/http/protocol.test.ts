@@ -1,3 +1,5 @@
+import http from 'node:http';
+import zlib from 'node:zlib';
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { PRODUCTION_KEY, SANDBOX_KEY, TestService } from '../support/harness.ts';
@@ -160,6 +162,45 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
       const scalar = await service.post('/v1/vouchers', undefined, { raw: '"just a string"', headers: { 'Content-Type': 'application/json' } });
       expect(scalar.status).to.equal(400);
       expect(scalar.body.error.code).to.equal('INVALID_REQUEST');
+    });
+
+    describe('bodies the plain reader hands to body-parser, or reads in pieces', () => {
+      /** POST with node:http, so the body can be compressed or sent in chunks without a length. */
+      const send = (urlPath: string, headers: Record<string, string>, pieces: Buffer[]) => new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const req = http.request(`${service.baseUrl}${urlPath}`, { method: 'POST', headers: { Authorization: `Bearer ${SANDBOX_KEY}`, ...headers } }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
+        });
+        req.on('error', reject);
+        for (const piece of pieces) req.write(piece);
+        req.end();
+      });
+      const voucher = (code: string) => Buffer.from(JSON.stringify({ code, type: 'fixed', value: 100 }));
+
+      it('accepts a gzip-compressed JSON body (Content-Encoding: gzip)', async () => {
+        const res = await send('/v1/vouchers', { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }, [zlib.gzipSync(voucher('GZIPPED'))]);
+        expect(res.status, JSON.stringify(res.body)).to.equal(201);
+        expect(res.body.code).to.equal('GZIPPED');
+      });
+
+      it('answers a charset other than UTF-8 with 415 UNSUPPORTED_MEDIA_TYPE', async () => {
+        const res = await send('/v1/vouchers', { 'Content-Type': 'application/json; charset=latin1' }, [voucher('LATIN')]);
+        expectErrorShape(res, 415, 'UNSUPPORTED_MEDIA_TYPE', {});
+      });
+
+      it('reads a chunked body sent in pieces, and counts a chunked body over 1 MB as it arrives (413)', async () => {
+        const body = voucher('CHUNKED');
+        const pieces = [body.subarray(0, 5), body.subarray(5, 17), body.subarray(17)];
+        const res = await send('/v1/vouchers', { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }, pieces);
+        expect(res.status, JSON.stringify(res.body)).to.equal(201);
+        expect(res.body.code).to.equal('CHUNKED');
+        const big = Buffer.from(JSON.stringify({ code: 'BIGCHUNKS', type: 'fixed', value: 100, padding: 'x'.repeat(1_100_000) }));
+        const tooBig = await send('/v1/vouchers', { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' },
+          Array.from({ length: Math.ceil(big.length / 65_536) }, (_, i) => big.subarray(i * 65_536, (i + 1) * 65_536)));
+        expectErrorShape(tooBig, 413, 'PAYLOAD_TOO_LARGE', { max_bytes: 1_048_576 });
+        expect((await service.get('/v1/vouchers?limit=100')).body.data.map((v: any) => v.code)).to.not.include('BIGCHUNKS');
+      });
     });
 
     it('answers an array body with 400 INVALID_REQUEST', async () => {

@@ -281,7 +281,7 @@ describe('rate limit groups of the routes, and the OpenAPI document', () => {
     const guard: Guard = (_scope, group) => {
       const marker: RequestHandler & { group?: RateLimitGroup } = (_req, _res, next) => next();
       marker.group = group;
-      return [marker];
+      return marker;
     };
     type Layer = { route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: { group?: RateLimitGroup } }> } };
     const served = Object.fromEntries(([...voucherRoutes(guard).stack, ...analyticsRoutes(guard).stack] as Layer[]).filter((l) => l.route).flatMap(({ route }) =>

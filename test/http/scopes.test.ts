@@ -243,7 +243,7 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       const guard = ((scope: Scope) => {
         const marker: RequestHandler & { scope?: Scope } = (_req, _res, next) => next();
         marker.scope = scope;
-        return [marker];
+        return marker;
       }) as unknown as Parameters<typeof voucherRoutes>[0];
       type RouteLayer = { route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: { scope?: Scope } }> } };
       const served = ([...voucherRoutes(guard).stack, ...analyticsRoutes(guard).stack] as RouteLayer[])

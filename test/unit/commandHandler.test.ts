@@ -337,4 +337,62 @@ describe('CommandHandler over SqliteEventStore', () => {
     expect((await h.peek(stream)).state!.usageCount).to.equal(1);
     expect(read.callCount).to.equal(1); // dropped, so read again
   });
+
+  it('read: on the cached state at once when idle, after the queued works when not, never inside a running batch', async () => {
+    const stream = voucherStream('v_read');
+    const h = handler();
+    await h.execute(stream, work(createCmd('v_read')));
+    const read = sinon.spy(store, 'readStream');
+    const execute = sinon.spy(h, 'execute');
+    expect(await h.read(stream, (state) => state!.usageCount)).to.equal(0);
+    expect(read.callCount).to.equal(0); // cached and up to date: no read ...
+    expect(execute.callCount).to.equal(0); // ... and no work queued
+
+    // Applies queued but not started have not happened yet: a read now sees the state before them.
+    const applies = range(3).map((i) => h.execute(stream, work(applyCmd('v_read', `o${i}`))));
+    expect(await h.read(stream, (state) => state!.usageCount)).to.equal(0);
+    await Promise.all(applies);
+
+    // While a batch is being written, its events are in the cached state (evolved in place) but
+    // not yet in the log: a read then waits for the append and sees them only once written.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const written: string[] = [];
+    const original = store.appendToStream.bind(store);
+    let appending!: () => void;
+    const started = new Promise<void>((resolve) => { appending = resolve; });
+    sinon.stub(store, 'appendToStream').callsFake(async (...args) => {
+      appending();
+      await gate;
+      const result = await original(...args);
+      written.push('appended');
+      return result;
+    });
+    const more = range(2).map((i) => h.execute(stream, work(applyCmd('v_read', `p${i}`))));
+    await started;
+    const during = h.read(stream, (state) => state!.usageCount).then((count) => { written.push(`read answered ${count}`); return count; });
+    release();
+    expect(await during).to.equal(5);
+    expect(written).to.deep.equal(['appended', 'appended', 'read answered 5']); // p0's batch, then p1's (the read's)
+    await Promise.all(more);
+
+    // A view that throws rejects the read (validate's domain errors).
+    const failure = new DomainError('VOUCHER_INVALID', 'no', {});
+    expect(await rejectionOf(h.read(stream, () => { throw failure; }))).to.equal(failure);
+    expect(await rejectionOf(h.read(voucherStream('v_unknown'), () => { throw failure; }))).to.equal(failure);
+  });
+
+  it('read: after another connection wrote, reads the new events before the view runs', async () => {
+    const stream = voucherStream('v_read2');
+    const h = handler();
+    await h.execute(stream, work(createCmd('v_read2')));
+    const other = SqliteEventStore.open(path.join(dir, 'events.db'));
+    try {
+      await new CommandHandler<VoucherEvent, VoucherState>(other, { evolve, initialState }).execute(stream, work(applyCmd('v_read2', 'elsewhere')));
+      await new Promise((resolve) => setImmediate(resolve)); // the change token is read once per turn
+      expect(await h.read(stream, (state) => state!.usageCount)).to.equal(1);
+    } finally {
+      await other.close();
+    }
+  });
 });

@@ -74,13 +74,13 @@ const baseUrl = (req: Request): string => `${req.protocol}://${req.get('host')}/
 export const analyticsRoutes = (guard: Guard): Router => {
   const router = Router();
 
-  router.get('/analytics/vouchers/:voucherId/performance', ...guard('analytics:read', 'performance'), async (req, res) => {
+  router.get('/analytics/vouchers/:voucherId/performance', guard('analytics:read', 'performance'), async (req, res) => {
     const q = query(req, ANALYTICS_QUERY.performance);
     const window = windowOf(req, q);
     res.json(await performance(req.ctx, String(req.params.voucherId), window, booleanParam(q.include_details as string | undefined, 'include_details')));
   });
 
-  router.get('/analytics/vouchers/:voucherId/trends', ...guard('analytics:read', 'trends'), async (req, res) => {
+  router.get('/analytics/vouchers/:voucherId/trends', guard('analytics:read', 'trends'), async (req, res) => {
     const q = query(req, ANALYTICS_QUERY.trends);
     const interval = (q.interval ?? 'day') as string;
     if (!['day', 'week', 'month'].includes(interval)) throw invalidRequest([{ field: 'interval', message: 'must be one of day, week, month' }]);
@@ -88,13 +88,13 @@ export const analyticsRoutes = (guard: Guard): Router => {
     res.json(await trends(req.ctx, String(req.params.voucherId), window, interval as Interval, metricsParam(q.metrics)));
   });
 
-  router.get('/analytics/vouchers/:voucherId/customers', ...guard('analytics:read', 'customers'), async (req, res) => {
+  router.get('/analytics/vouchers/:voucherId/customers', guard('analytics:read', 'customers'), async (req, res) => {
     const q = query(req, ANALYTICS_QUERY.customers);
     const limit = limitParam(q.limit as string | undefined);
     res.json(await customerInsights(req.ctx, String(req.params.voucherId), windowOf(req, q), limit));
   });
 
-  router.post('/analytics/export', ...guard('analytics:read', 'export'), async (req, res) => {
+  router.post('/analytics/export', guard('analytics:read', 'export'), async (req, res) => {
     const body = parseExport(req.body);
     const window = parseWindow(req.ctx.clock.now(), body.time_period?.start, body.time_period?.end, { start: 'time_period.start', end: 'time_period.end' });
     const ids = [...new Set(body.voucher_ids)];
@@ -111,13 +111,13 @@ export const analyticsRoutes = (guard: Guard): Router => {
     });
   });
 
-  router.get('/analytics/export/:exportId', ...guard('analytics:read', 'other'), async (req, res) => {
+  router.get('/analytics/export/:exportId', guard('analytics:read', 'other'), async (req, res) => {
     query(req, []);
     const { view } = await req.ctx.exports.get(String(req.params.exportId));
     res.json(renderExport(view, baseUrl(req)));
   });
 
-  router.get('/analytics/export/:exportId/download', ...guard('analytics:read', 'other'), async (req, res) => {
+  router.get('/analytics/export/:exportId/download', guard('analytics:read', 'other'), async (req, res) => {
     query(req, []);
     const { file, contentType, fileName } = await req.ctx.exports.download(String(req.params.exportId));
     res.setHeader('Content-Type', contentType);

@@ -54,13 +54,13 @@ const meta = (req: Request) => ({ correlationId: req.requestId, apiKeyId: req.ap
 export const voucherRoutes = (guard: Guard): Router => {
   const router = Router();
 
-  router.post('/vouchers', ...guard('vouchers:write', 'create'), idempotency(), async (req, res) => {
+  router.post('/vouchers', guard('vouchers:write', 'create'), idempotency(), async (req, res) => {
     const input = parseCreate(req.body);
     const view = await createVoucher(req.ctx, { ...input, conditions: normaliseTimes(input.conditions) as Conditions | undefined }, meta(req));
     res.status(201).location(`/v1/vouchers/${view.id}`).json(renderVoucher(view, req.ctx.clock.now()));
   });
 
-  router.get('/vouchers', ...guard('vouchers:read', 'read'), async (req, res) => {
+  router.get('/vouchers', guard('vouchers:read', 'read'), async (req, res) => {
     const query = parseList({ ...req.query });
     const page = await listVouchers(req.ctx, {
       ...query,
@@ -70,35 +70,35 @@ export const voucherRoutes = (guard: Guard): Router => {
     res.json(page);
   });
 
-  router.post('/vouchers/validate', ...guard('vouchers:redeem', 'validate'), async (req, res) => {
+  router.post('/vouchers/validate', guard('vouchers:redeem', 'validate'), async (req, res) => {
     const body = parseValidate(req.body);
     res.json(await validateVoucher(req.ctx, body.code, body.order, body.customer));
   });
 
-  router.post('/vouchers/apply', ...guard('vouchers:redeem', 'apply'), idempotency({ replayAs200: true }), async (req, res) => {
+  router.post('/vouchers/apply', guard('vouchers:redeem', 'apply'), idempotency({ replayAs200: true }), async (req, res) => {
     const outcome = await applyVoucher(req.ctx, parseApply(req.body), meta(req));
     if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
     res.status(outcome.replayed ? 200 : 201).json(outcome.application);
   });
 
-  router.post('/vouchers/applications/:applicationId/rollback', ...guard('vouchers:redeem', 'other'), async (req, res) => {
+  router.post('/vouchers/applications/:applicationId/rollback', guard('vouchers:redeem', 'other'), async (req, res) => {
     const id = String(req.params.applicationId);
     if (!APPLICATION_ID.test(id)) throw new DomainError('APPLICATION_NOT_FOUND', `Application ${id} was not found`, { application_id: id });
     const body = parseRollback(req.body ?? {});
     res.json(await rollbackApplication(req.ctx, id, body.reason, meta(req)));
   });
 
-  router.get('/vouchers/:voucherId', ...guard('vouchers:read', 'read'), async (req, res) => {
+  router.get('/vouchers/:voucherId', guard('vouchers:read', 'read'), async (req, res) => {
     parseNoQuery({ ...req.query });
     res.json(await getVoucher(req.ctx, voucherIdOf(req)));
   });
 
-  router.get('/vouchers/:voucherId/applications', ...guard('vouchers:read', 'read'), async (req, res) => {
+  router.get('/vouchers/:voucherId/applications', guard('vouchers:read', 'read'), async (req, res) => {
     const page = parsePage({ ...req.query });
     res.json(await listApplications(req.ctx, voucherIdOf(req), page.limit, page.offset));
   });
 
-  router.put('/vouchers/:voucherId', ...guard('vouchers:write', 'other'), async (req, res) => {
+  router.put('/vouchers/:voucherId', guard('vouchers:write', 'other'), async (req, res) => {
     const id = voucherIdOf(req);
     rejectImmutable(req.body);
     const input = parseUpdate(req.body);
@@ -106,7 +106,7 @@ export const voucherRoutes = (guard: Guard): Router => {
     res.json(renderVoucher(view, req.ctx.clock.now()));
   });
 
-  router.delete('/vouchers/:voucherId', ...guard('vouchers:delete', 'other'), async (req, res) => {
+  router.delete('/vouchers/:voucherId', guard('vouchers:delete', 'other'), async (req, res) => {
     const view = await deactivateVoucher(req.ctx, voucherIdOf(req), meta(req));
     res.json({ id: view.id, code: view.code, status: 'inactive', deleted_at: view.deleted_at });
   });
