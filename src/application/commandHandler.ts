@@ -138,12 +138,33 @@ export class CommandHandler<E extends DomainEvent, S> {
   }
 
   /**
+   * `peek` for a decision whose append is guarded by the revision it returns: a stream this
+   * handler holds no entry for is taken to be new (initial state, revision -1) without reading
+   * the store. A wrong guess (the stream exists) can only let the decision be too permissive, and
+   * then its append, expecting no stream, fails and writes nothing; the caller forgets the stream
+   * and decides again with `peek`. Saves a read for the common case of a stream first written now
+   * (a checkout's order). `assumed` tells whether the state was guessed rather than read.
+   */
+  async peekOrAssumeNew(streamId: string): Promise<{ state: S; revision: number; assumed: boolean }> {
+    if (!this.cache.has(streamId)) return { state: this.decider.initialState(), revision: -1, assumed: true };
+    return { ...(await this.peek(streamId)), assumed: false };
+  }
+
+  /**
    * Events of this stream written elsewhere (another handler's `also`) after `expectedRevision`:
-   * folded into the cached aggregate when it is at that revision, else the entry is dropped.
+   * folded into the cached aggregate when it is at that revision, else the entry is dropped; a
+   * stream written new (expected revision -1) is cached from these events alone.
    */
   learn(streamId: string, expectedRevision: number, events: E[], nextRevision: number): void {
     const cached = this.cache.get(streamId);
-    if (!cached) return;
+    if (!cached) {
+      if (expectedRevision !== -1) return;
+      // A stream written new (expected: no stream): these events are its whole history.
+      let state = this.decider.initialState();
+      for (const event of events) state = this.decider.evolve(state, event);
+      this.remember(streamId, { state, revision: nextRevision, token: this.store.externalChangeToken?.() });
+      return;
+    }
     if (cached.revision !== expectedRevision) { this.cache.delete(streamId); return; }
     let state = cached.state;
     for (const event of events) state = this.decider.evolve(state, event);

@@ -69,14 +69,22 @@ export interface OrderForApply {
   append(voucher: StackProfile, applicationId: string, orderValue: number, discountAmount: number): StreamAppend;
   /** Tells the order handler's cache what the append wrote. */
   written(result: AppendResult): void;
+  /** The order was not read but taken to be new (`guess`): its append expects no stream. */
+  assumed: boolean;
 }
 
-/** Reads the order for an apply (its state and revision now; the append expects that revision). */
-export const orderForApply = async (ctx: EnvContext, orderId: string, now: Date, meta: CallMetadata): Promise<OrderForApply> => {
+/**
+ * The order for an apply: its state and revision now (the append expects that revision). With
+ * `guess`, an order this process holds nothing about is taken to be new without a read (a
+ * checkout's order usually is): if it exists after all, the append fails on the order stream and
+ * the apply is decided again on the order as read (see CommandHandler.peekOrAssumeNew).
+ */
+export const orderForApply = async (ctx: EnvContext, orderId: string, now: Date, meta: CallMetadata, guess = false): Promise<OrderForApply> => {
   const stream = orderStream(orderId);
-  const { state, revision } = await ctx.orders.peek(stream);
+  const { state, revision, assumed } = guess ? await ctx.orders.peekOrAssumeNew(stream) : { ...(await ctx.orders.peek(stream)), assumed: false };
   let events: OrderEvent[] = [];
   return {
+    assumed,
     vouchers: liveVouchers(state, now),
     stale: (state?.vouchers ?? []).some((v) => isStale(v, now)),
     append: (voucher, applicationId, orderValue, discountAmount) => {

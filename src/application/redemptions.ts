@@ -126,7 +126,7 @@ export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: Cal
   const now = command.metadata.now;
   for (let attempt = 1; ; attempt += 1) {
     if (attempt > ORDER_ATTEMPTS) throw new DomainError('CONCURRENT_MODIFICATION', 'The order is being changed by another request; retry the request', {});
-    const onOrder = await orderForApply(ctx, input.order_id, now, meta);
+    const onOrder = await orderForApply(ctx, input.order_id, now, meta, attempt === 1);
     if (onOrder.stale) {
       await settleStale(ctx, input.order_id, now, meta);
       continue; // decide on the settled order
@@ -135,12 +135,16 @@ export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: Cal
     try {
       applied = await runApply(ctx, { ...command, data: { ...command.data, orderVouchers: onOrder.vouchers } }, meta, onOrder);
     } catch (error) {
+      // A rejection decided on a guessed order is not trusted: decide again on the order as read.
+      if (onOrder.assumed && error instanceof DomainError) continue;
       if (!(error instanceof WrongExpectedRevisionError) || error.streamId !== orderStream(input.order_id)) throw error;
       ctx.orders.forget(orderStream(input.order_id)); // another request wrote to the order: read it again
       continue;
     }
     const { application, replayed } = applied.outcome;
-    const pending = replayed ? onOrder.vouchers.find((v) => v.applicationId === application.id && v.status === 'pending') : undefined;
+    // A repeat writes nothing, so a guessed order was never checked: read it for the heal below.
+    const carried = replayed && onOrder.assumed ? (await orderForApply(ctx, input.order_id, now, meta)).vouchers : onOrder.vouchers;
+    const pending = replayed ? carried.find((v) => v.applicationId === application.id && v.status === 'pending') : undefined;
     if (pending) {
       // A repeat heals an older version's crash between its attach and confirm writes.
       await confirmVoucher(ctx, input.order_id, application.id, pending, applied.orderValue, application.discount_amount, now, meta);

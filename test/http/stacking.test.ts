@@ -3,6 +3,7 @@
  * vouchers an order may carry; stacked discounts follow priority order on the amount left.
  */
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { isoSeconds } from '../../src/domain/clock.ts';
 import { decide } from '../../src/domain/voucher/decide.ts';
 import { stackProfile } from '../../src/domain/voucher/evaluate.ts';
@@ -49,6 +50,32 @@ describe('HTTP stacking: vouchers on one order', () => {
       const events = [...await applied(pct10.id, id), ...await applied(fix500.id, id)];
       expect(events, id).to.have.length(1);
       expect((events[0]!.data as any).applicationId).to.equal(winner.body.id);
+    }
+  });
+
+  it('a new order is not read before its first apply; an order this process holds nothing about is read before a decision counts', async () => {
+    const reads = sinon.spy(service.sandbox.events, 'readStream');
+    try {
+      expect((await apply('PCT10', 'fresh-1')).status).to.equal(201);
+      expect(reads.getCalls().map((c) => c.args[0])).to.not.include('order-fresh-1'); // taken to be new: no read
+      // What this process wrote it knows: a second voucher is decided on it, without a read or a failed append.
+      const appends = sinon.spy(service.sandbox.events, 'appendToStreams');
+      conflict(await apply('FIX500', 'fresh-1'), 'PCT10', 'not_stackable');
+      expect(appends.callCount).to.equal(0);
+      appends.restore();
+      expect(reads.getCalls().map((c) => c.args[0])).to.not.include('order-fresh-1');
+      // As if written by another process: the order handler forgets what it knew.
+      await stackable('ELSE1', 10, 1);
+      await stackable('ELSE2', 15, 2);
+      expect((await apply('ELSE1', 'elsewhere-1')).status).to.equal(201);
+      service.sandbox.orders.clearCache();
+      // The guess (a new order) fails its append; decided again on the order as read: the amount left.
+      expect((await apply('ELSE2', 'elsewhere-1')).body).to.include({ discount_amount: 1350, final_amount: 8650 });
+      service.sandbox.orders.clearCache();
+      conflict(await apply('FIX500', 'fresh-1'), 'PCT10', 'not_stackable');
+      expect(reads.getCalls().map((c) => c.args[0])).to.include('order-fresh-1');
+    } finally {
+      reads.restore();
     }
   });
 

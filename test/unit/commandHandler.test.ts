@@ -338,6 +338,26 @@ describe('CommandHandler over SqliteEventStore', () => {
     expect(read.callCount).to.equal(1); // dropped, so read again
   });
 
+  it('peekOrAssumeNew: an unknown stream is taken to be new without a read; learn caches a stream written new', async () => {
+    const h = handler();
+    const read = sinon.spy(store, 'readStream');
+    const stream = voucherStream('v_guess');
+    const guessed = await h.peekOrAssumeNew(stream);
+    expect(guessed).to.deep.equal({ state: null, revision: -1, assumed: true });
+    expect(read.callCount).to.equal(0);
+    const created = decide(createCmd('v_guess'), guessed.state);
+    const [result] = await store.appendToStreams([{ streamId: stream, events: created, expectedRevision: 'no_stream' }]);
+    h.learn(stream, -1, created, result!.nextExpectedRevision);
+    const known = await h.peekOrAssumeNew(stream);
+    expect(known.assumed).to.equal(false);
+    expect(known.revision).to.equal(0);
+    expect(known.state!.code).to.equal('V_GUESS');
+    expect(read.callCount).to.equal(0); // learned, not read
+    // learn of a non-new stream it never held: nothing cached (it would be half a history)
+    h.learn(voucherStream('v_other'), 3, created, 4);
+    expect((await h.peekOrAssumeNew(voucherStream('v_other'))).assumed).to.equal(true);
+  });
+
   it('read: on the cached state at once when idle, after the queued works when not, never inside a running batch', async () => {
     const stream = voucherStream('v_read');
     const h = handler();

@@ -86,8 +86,8 @@ export class SqliteEventStore implements EventStore {
     this.assertOpen();
     const fromRevision = options.fromRevision ?? 0;
     const maxCount = limit(options.maxCount);
-    // The small `streams` table answers "nothing there" (a new stream, a cached aggregate that is
-    // up to date) far cheaper than the events index.
+    // One index seek answers "nothing there" (a new stream, a cached aggregate that is up to date)
+    // without preparing a read of rows.
     const revision = this.statements.streamRevision.get(streamId)?.revision ?? -1;
     if (revision < fromRevision) return [];
     const rows = this.statements.readStream.all(streamId, fromRevision, maxCount);

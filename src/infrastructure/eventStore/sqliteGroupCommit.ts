@@ -181,7 +181,6 @@ export class GroupCommitter {
           data: event.data, metadata: event.metadata, recorded_at: recordedAt,
         });
       }
-      this.statements.upsertStream.run(streamId, revision);
       return { nextExpectedRevision: revision, position };
     });
     return { ok: true, results, rows };

@@ -12,9 +12,17 @@ export interface OpenDatabaseOptions {
   busyTimeoutMs: number;
 }
 
+/**
+ * `position` is the rowid without AUTOINCREMENT: events are never deleted, so the next rowid is
+ * always above every committed one (AUTOINCREMENT would add a write to sqlite_sequence per event).
+ * Files created before keep their AUTOINCREMENT column, which behaves the same.
+ * A stream's revision is read from the (stream_id, revision) index. An older version kept it in a
+ * `streams` table too (one more random-key write per append, about a third of an append's SQLite
+ * time); that table is dropped on open, so an older version finds it empty, not stale.
+ */
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS events (
-    position    INTEGER PRIMARY KEY AUTOINCREMENT,
+    position    INTEGER PRIMARY KEY,
     id          TEXT    NOT NULL UNIQUE,
     stream_id   TEXT    NOT NULL,
     revision    INTEGER NOT NULL,
@@ -24,10 +32,7 @@ const SCHEMA = `
     recorded_at TEXT    NOT NULL,
     UNIQUE (stream_id, revision)
   );
-  CREATE TABLE IF NOT EXISTS streams (
-    stream_id TEXT    PRIMARY KEY,
-    revision  INTEGER NOT NULL
-  ) WITHOUT ROWID;
+  DROP TABLE IF EXISTS streams;
 `;
 
 /** Opens (creating if needed) the database file: WAL, synchronous=FULL, busy timeout. */
@@ -84,12 +89,8 @@ export function prepareStatements(db: Database.Database) {
     `INSERT INTO events (id, stream_id, revision, type, data, metadata, recorded_at)
      VALUES (?, ?, ?, ?, ?, ?, ?)`,
   );
-  const upsertStream = db.prepare<[string, number]>(
-    `INSERT INTO streams (stream_id, revision) VALUES (?, ?)
-     ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision`,
-  );
   const streamRevision = db.prepare<[string], { revision: number }>(
-    'SELECT revision FROM streams WHERE stream_id = ?',
+    'SELECT revision FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1',
   );
   const readStream = db.prepare<[string, number, number], EventRow>(
     `SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?`,
@@ -102,7 +103,7 @@ export function prepareStatements(db: Database.Database) {
   const headPosition = db.prepare<[], { head: number }>(
     'SELECT COALESCE(MAX(position), 0) AS head FROM events',
   );
-  return { insertEvent, upsertStream, streamRevision, readStream, readAll, headPosition, dataVersion };
+  return { insertEvent, streamRevision, readStream, readAll, headPosition, dataVersion };
 }
 
 export type Statements = ReturnType<typeof prepareStatements>;

@@ -40,6 +40,7 @@ function nonNegativeInteger(value: unknown, what: string): number {
 
 export class SqliteReadStore implements ReadStore {
   private readonly statements = new Map<string, Database.Statement>();
+  private readonly upserts = new Map<string, Database.Statement>();
   private readonly tables = new Set<string>();
   private readonly applyBatch: Database.Transaction<(batch: WriteBatch) => void>;
   private readonly clear: Database.Transaction<(tables: string[], checkpointName: string) => void>;
@@ -50,8 +51,7 @@ export class SqliteReadStore implements ReadStore {
       for (const { collection, doc } of batch.upserts ?? []) {
         if (!isPlainObject(doc)) throw new Error(`upsert into ${collection}: document must be a plain object`);
         assertId(doc.id, `upsert into ${collection}`);
-        this.stmt(`INSERT INTO ${tableName(collection)} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`)
-          .run(doc.id, JSON.stringify(doc));
+        this.upsert(collection).run(doc.id, JSON.stringify(doc));
       }
       for (const { collection, id } of batch.deletes ?? []) {
         assertId(id, `delete from ${collection}`);
@@ -85,6 +85,16 @@ export class SqliteReadStore implements ReadStore {
       db.close();
       throw err;
     }
+  }
+
+  /** The upsert statement of a collection (looked up by the collection's name, not by its SQL text). */
+  private upsert(collection: string): Database.Statement {
+    let statement = this.upserts.get(collection);
+    if (!statement) {
+      statement = this.db.prepare(`INSERT INTO ${tableName(collection)} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`);
+      this.upserts.set(collection, statement);
+    }
+    return statement;
   }
 
   async get<T extends Document = Document>(collection: string, id: string): Promise<T | null> {
@@ -148,6 +158,7 @@ export class SqliteReadStore implements ReadStore {
 
   async close(): Promise<void> {
     this.statements.clear();
+    this.upserts.clear();
     if (!this.db.open) return;
     this.db.pragma('optimize'); // refresh planner statistics where useful, as SQLite recommends on close
     this.db.close();
