@@ -3,10 +3,13 @@ import { analytics } from './analytics.ts';
 import { exportsProjection } from './exports.ts';
 import { usageHistory } from './usageHistory.ts';
 import { voucherDetails } from './voucherDetails.ts';
+import { voucherUsage } from './voucherUsage.ts';
 
 /** The read models the service keeps current in-process, rebuilt together by `npm run replay`. */
-export const coreProjections: Projection[] = [voucherDetails as Projection, usageHistory as Projection];
-export const CORE_CHECKPOINT = 'core';
+export const coreProjections: Projection[] = [voucherDetails as Projection, voucherUsage as Projection, usageHistory as Projection];
+/** v2: usage counts in their own collection (voucherUsage.ts) instead of the voucher documents. */
+export const CORE_CHECKPOINT = 'core.v2';
+export const CORE_PREVIOUS_CHECKPOINTS = ['core'];
 
 /**
  * The second group, with its own runner and checkpoint: analytics aggregates and export records.
@@ -25,7 +28,7 @@ export const ANALYTICS_PREVIOUS_CHECKPOINTS = ['analytics'];
 /** A projection group: its runner's checkpoint, and the names its checkpoint had before. */
 export interface ProjectionGroup { name: string; projections: AnyProjection[]; checkpoint: string; previous: readonly string[] }
 
-export const CORE_GROUP: ProjectionGroup = { name: 'core', projections: coreProjections, checkpoint: CORE_CHECKPOINT, previous: [] };
+export const CORE_GROUP: ProjectionGroup = { name: 'core', projections: coreProjections, checkpoint: CORE_CHECKPOINT, previous: CORE_PREVIOUS_CHECKPOINTS };
 export const ANALYTICS_GROUP: ProjectionGroup = {
   name: 'analytics', projections: analyticsProjections, checkpoint: ANALYTICS_CHECKPOINT, previous: ANALYTICS_PREVIOUS_CHECKPOINTS,
 };

@@ -2,8 +2,8 @@ import type { Conditions, VoucherEvent } from '../src/domain/voucher/events.ts';
 import type { RecordedEvent } from '../src/infrastructure/eventStore/eventStore.ts';
 import type { Projection } from '../src/infrastructure/projector/projection.ts';
 
-/** The voucher as the list and retrieve endpoints show it. */
-export interface VoucherView {
+/** The voucher as stored: the list and retrieve endpoints add its usage count (voucherUsage.ts). */
+export interface VoucherDoc {
   id: string;
   code: string;
   /** Lower-case code, for case-insensitive lookups and suggestions. */
@@ -19,7 +19,6 @@ export interface VoucherView {
   status: 'active' | 'inactive' | 'expired';
   /** Copy of conditions.valid_until (null when none), for status filters. */
   valid_until: string | null;
-  usage_count: number;
   created_at: string;
   updated_at: string;
   deleted_at: string | null;
@@ -28,16 +27,19 @@ export interface VoucherView {
   [key: string]: unknown;
 }
 
+/** The voucher as the list and retrieve endpoints show it. */
+export type VoucherView = VoucherDoc & { usage_count: number };
+
 type Recorded = RecordedEvent & VoucherEvent;
 
-const evolveView = (view: VoucherView | null, event: Recorded): VoucherView | null => {
+const evolveView = (view: VoucherDoc | null, event: Recorded): VoucherDoc | null => {
   switch (event.type) {
     case 'VoucherCreated': {
       const d = event.data;
       return {
         id: d.voucherId, code: d.code, code_lower: d.code.toLowerCase(), type: d.voucherType, value: d.value ?? null,
         currency: d.currency ?? null, config: d.config ?? null, conditions: d.conditions, ...(d.validationRules ? { validation_rules: d.validationRules } : {}), status: 'active',
-        valid_until: d.conditions.valid_until ?? null, usage_count: 0, created_at: d.createdAt, updated_at: d.createdAt,
+        valid_until: d.conditions.valid_until ?? null, created_at: d.createdAt, updated_at: d.createdAt,
         deleted_at: null, created_seq: event.position,
       };
     }
@@ -56,10 +58,6 @@ const evolveView = (view: VoucherView | null, event: Recorded): VoucherView | nu
     case 'VoucherDeactivated':
       if (!view) return view;
       return { ...view, status: 'inactive', deleted_at: event.data.deactivatedAt, updated_at: event.data.deactivatedAt };
-    case 'VoucherApplied':
-      return view && { ...view, usage_count: view.usage_count + 1 };
-    case 'VoucherApplicationRolledBack':
-      return view && { ...view, usage_count: Math.max(0, view.usage_count - 1) };
     case 'VoucherExpired':
       return view && { ...view, status: 'expired' };
     default:
@@ -67,10 +65,10 @@ const evolveView = (view: VoucherView | null, event: Recorded): VoucherView | nu
   }
 };
 
-export const voucherDetails: Projection<VoucherView> = {
+export const voucherDetails: Projection<VoucherDoc> = {
   name: 'voucher_details',
   collection: 'vouchers',
-  handles: ['VoucherCreated', 'VoucherUpdated', 'VoucherDeactivated', 'VoucherApplied', 'VoucherApplicationRolledBack', 'VoucherExpired'],
+  handles: ['VoucherCreated', 'VoucherUpdated', 'VoucherDeactivated', 'VoucherExpired'],
   documentId: (event) => (event.data as { voucherId?: string }).voucherId,
   evolve: (view, event) => evolveView(view, event as Recorded),
   indexes: [['created_seq'], ['status', 'created_seq'], ['type', 'created_seq'], ['status', 'code_lower'], ['status', 'valid_until']],

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { evolveExport, type ExportView } from '../../projections/exports.ts';
 import { zeroTotals, type DailyDoc } from '../../projections/analyticsDocs.ts';
-import type { VoucherView } from '../../projections/voucherDetails.ts';
+import type { VoucherDoc } from '../../projections/voucherDetails.ts';
 import { exportStream, type ExportEvent, type ExportFormat } from '../domain/analytics/events.ts';
 import { isoSeconds, type Clock } from '../domain/clock.ts';
 import { DomainError } from '../domain/errors.ts';
@@ -184,7 +184,7 @@ export class ExportJobs {
   /** One row per voucher per day (zero-filled), from the daily analytics documents. */
   private async rows(view: ExportView): Promise<ExportRow[]> {
     const days = daysOf({ startDay: view.start_day, endDay: view.end_day, days: dayNumber(view.end_day) - dayNumber(view.start_day) + 1 });
-    const vouchers = await this.deps.reads.getMany<VoucherView>('vouchers', view.voucher_ids);
+    const vouchers = await this.deps.reads.getMany<VoucherDoc>('vouchers', view.voucher_ids);
     const rows: ExportRow[] = [];
     for (const voucherId of view.voucher_ids) {
       const docs = await this.deps.reads.find<DailyDoc>('analytics_daily', { voucher_id: voucherId, date: { $gte: view.start_day, $lte: view.end_day } });

@@ -2,7 +2,8 @@ import { DomainError } from '../domain/errors.ts';
 import { isoSeconds } from '../domain/clock.ts';
 import type { Filter } from '../infrastructure/readStore/readStore.ts';
 import type { ApplicationView } from '../../projections/usageHistory.ts';
-import type { VoucherView } from '../../projections/voucherDetails.ts';
+import type { VoucherDoc, VoucherView } from '../../projections/voucherDetails.ts';
+import type { VoucherUsage } from '../../projections/voucherUsage.ts';
 import type { EnvContext } from './context.ts';
 import { renderUsage, renderVoucher } from './views.ts';
 
@@ -13,13 +14,23 @@ export interface Page<T> { data: T[]; total: number; limit: number; offset: numb
 const notFound = (voucherId: string): DomainError =>
   new DomainError('VOUCHER_NOT_FOUND', `Voucher ${voucherId} was not found`, { voucher_id: voucherId });
 
+/** Vouchers with their usage counts (kept apart, see projections/voucherUsage.ts). */
+const withUsage = async (ctx: EnvContext, docs: VoucherDoc[]): Promise<VoucherView[]> => {
+  if (docs.length === 0) return [];
+  const usage = docs.length === 1
+    ? new Map([[docs[0]!.id, await ctx.reads.get<VoucherUsage>('voucher_usage', docs[0]!.id)]])
+    : await ctx.reads.getMany<VoucherUsage>('voucher_usage', docs.map((d) => d.id));
+  return docs.map((doc) => ({ ...doc, usage_count: usage.get(doc.id)?.usage_count ?? 0 }));
+};
+
 export const getVoucher = async (ctx: EnvContext, voucherId: string): Promise<Record<string, unknown>> => {
-  const view = await ctx.reads.get<VoucherView>('vouchers', voucherId);
-  if (!view) throw notFound(voucherId);
+  const doc = await ctx.reads.get<VoucherDoc>('vouchers', voucherId);
+  if (!doc) throw notFound(voucherId);
+  const [view] = await withUsage(ctx, [doc]);
   const history = await ctx.reads.find<ApplicationView>('applications', { voucher_id: voucherId }, {
     sort: [['applied_seq', -1]], limit: USAGE_HISTORY_SIZE,
   });
-  return { ...renderVoucher(view, ctx.clock.now()), usage_history: history.map(renderUsage) };
+  return { ...renderVoucher(view!, ctx.clock.now()), usage_history: history.map(renderUsage) };
 };
 
 export interface ListVouchersQuery {
@@ -51,10 +62,11 @@ export const listVouchers = async (ctx: EnvContext, q: ListVouchersQuery): Promi
       ...(q.created_before !== undefined ? { $lt: q.created_before } : {}),
     };
   }
-  const [views, total] = await Promise.all([
-    ctx.reads.find<VoucherView>('vouchers', filter, { sort: [['created_seq', -1]], skip: q.offset, limit: q.limit }),
+  const [docs, total] = await Promise.all([
+    ctx.reads.find<VoucherDoc>('vouchers', filter, { sort: [['created_seq', -1]], skip: q.offset, limit: q.limit }),
     ctx.reads.count('vouchers', filter),
   ]);
+  const views = await withUsage(ctx, docs);
   return { data: views.map((v) => renderVoucher(v, now)), total, limit: q.limit, offset: q.offset, has_more: q.offset + views.length < total };
 };
 
@@ -89,7 +101,7 @@ export const editDistance = (a: string, b: string): number => {
 export const suggestCodes = async (ctx: EnvContext, code: string): Promise<string[]> => {
   const wanted = code.toLowerCase();
   const first = wanted.slice(0, 1);
-  const candidates = await ctx.reads.find<VoucherView>('vouchers', { status: 'active', code_lower: { $gte: first, $lt: `${first}\uffff` } }, {
+  const candidates = await ctx.reads.find<VoucherDoc>('vouchers', { status: 'active', code_lower: { $gte: first, $lt: `${first}\uffff` } }, {
     sort: [['code_lower', 1]], limit: 1_000,
   });
   const limit = Math.max(2, Math.floor(wanted.length / 3));

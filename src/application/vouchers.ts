@@ -8,7 +8,7 @@ import { voucherStream } from '../domain/voucher/events.ts';
 import type { VoucherState } from '../domain/voucher/state.ts';
 import type { CallMetadata, EnvContext } from './context.ts';
 import { viewFromState } from './views.ts';
-import type { VoucherView } from '../../projections/voucherDetails.ts';
+import type { VoucherDoc, VoucherView } from '../../projections/voucherDetails.ts';
 
 export interface CreateVoucherInput {
   code: string;
@@ -87,7 +87,7 @@ export const expireVoucher = async (ctx: EnvContext, voucherId: string): Promise
 /** Finds vouchers past valid_until still recorded active (a read-side routing query) and expires them. */
 export const expireDueVouchers = async (ctx: EnvContext, limit = 500): Promise<number> => {
   const now = isoSeconds(ctx.clock.now());
-  const due = await ctx.reads.find<VoucherView>('vouchers', { status: 'active', valid_until: { $lte: now } }, { limit });
+  const due = await ctx.reads.find<VoucherDoc>('vouchers', { status: 'active', valid_until: { $lte: now } }, { limit });
   let expired = 0;
   for (const view of due) {
     try {

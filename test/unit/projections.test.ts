@@ -4,7 +4,8 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { coreProjections, CORE_CHECKPOINT } from '../../projections/index.ts';
 import { usageHistory, type ApplicationView } from '../../projections/usageHistory.ts';
-import { voucherDetails, type VoucherView } from '../../projections/voucherDetails.ts';
+import { voucherDetails, type VoucherDoc } from '../../projections/voucherDetails.ts';
+import { voucherUsage, type VoucherUsage } from '../../projections/voucherUsage.ts';
 import type { VoucherEvent } from '../../src/domain/voucher/events.ts';
 import type { RecordedEvent } from '../../src/infrastructure/eventStore/eventStore.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
@@ -54,9 +55,9 @@ const foldDoc = <D extends { id: string }>(projection: Projection<D & Record<str
     .filter((e) => projection.handles.includes(e.type) && projection.documentId(e) === id)
     .reduce<(D & Record<string, unknown>) | null>((view, e) => projection.evolve(view, e), null);
 
-const detailsAfterHistory: VoucherView = {
+const detailsAfterHistory: VoucherDoc = {
   id: V, code: 'Summer15', code_lower: 'summer15', type: 'percentage', value: 20, currency: 'EUR', config: null,
-  conditions: { max_uses: 20, valid_until: FUTURE }, status: 'inactive', valid_until: FUTURE, usage_count: 1,
+  conditions: { max_uses: 20, valid_until: FUTURE }, status: 'inactive', valid_until: FUTURE,
   created_at: '2026-01-01T00:00:00Z', updated_at: '2026-01-05T00:00:00Z', deleted_at: '2026-01-05T00:00:00Z', created_seq: 10,
 };
 
@@ -65,13 +66,19 @@ describe('projections: pure evolve', () => {
     expect(foldDoc(voucherDetails, recorded(HISTORY), V)).to.deep.equal(detailsAfterHistory);
   });
 
+  it('voucher_usage counts applications less rollbacks, never below 0, apart from the voucher document', () => {
+    expect(foldDoc(voucherUsage, recorded(HISTORY), V)).to.deep.equal({ id: V, usage_count: 1 });
+    expect(foldDoc(voucherUsage, recorded([created, rolledBack]), V)).to.deep.equal({ id: V, usage_count: 0 });
+    expect(voucherDetails.handles).to.not.include('VoucherApplied'); // an apply leaves the indexed document alone
+  });
+
   it('voucher_details: an update to active clears deleted_at; currency null clears, absent keeps; expiry sets the status', () => {
     const reactivated: VoucherEvent = { type: 'VoucherUpdated', data: { voucherId: V, currency: null, status: 'active', updatedAt: '2026-01-06T00:00:00Z' } };
     const doc = foldDoc(voucherDetails, recorded([...HISTORY, reactivated]), V)!;
     expect(doc).to.deep.include({ status: 'active', deleted_at: null, currency: null, value: 20, updated_at: '2026-01-06T00:00:00Z' });
     const kept = foldDoc(voucherDetails, recorded([created, updated]), V)!;
     expect(kept.currency).to.equal('EUR');
-    expect(foldDoc(voucherDetails, recorded([created, expired]), V)).to.deep.include({ status: 'expired', usage_count: 0 });
+    expect(foldDoc(voucherDetails, recorded([created, expired]), V)).to.deep.include({ status: 'expired' });
   });
 
   it('voucher_details ignores events for a voucher it has not seen created', () => {
@@ -125,6 +132,7 @@ describe('projections: ProjectionRunner over SQLite stores', () => {
 
   const documents = async () => ({
     voucher: await reads.get('vouchers', V),
+    usage: await reads.get('voucher_usage', V),
     applications: await reads.find('applications', {}, { sort: [['applied_seq', 1]] }),
   });
 
@@ -135,6 +143,7 @@ describe('projections: ProjectionRunner over SQLite stores', () => {
     await runner.handle(tail);
     const first = await documents();
     expect(first.voucher).to.deep.equal({ ...detailsAfterHistory, created_seq: 2, _position: 7 });
+    expect(first.usage).to.deep.equal({ id: V, usage_count: 1, _position: 6 });
     expect(first.applications.map((a) => [a.id, a.status, a.applied_seq, a._position]))
       .to.deep.equal([['va_1', 'rolled_back', 4, 6], ['va_2', 'applied', 5, 5]]);
     await runner.handle(tail);
@@ -147,11 +156,11 @@ describe('projections: ProjectionRunner over SQLite stores', () => {
 
   it('a redelivered overlap is skipped per document while the new events are applied', async () => {
     await runner.handle(batch.slice(0, 4)); // ..., applied va_1
-    expect((await reads.get<VoucherView>('vouchers', V))!.usage_count).to.equal(1);
+    expect((await reads.get<VoucherUsage>('voucher_usage', V))!.usage_count).to.equal(1);
     await runner.handle(batch.slice(3, 6)); // applied va_1 again, applied va_2, rolled back va_1
-    const voucher = (await reads.get<VoucherView>('vouchers', V))!;
-    expect(voucher.usage_count).to.equal(1);
-    expect(voucher._position).to.equal(6);
+    const usage = (await reads.get<VoucherUsage>('voucher_usage', V))!;
+    expect(usage.usage_count).to.equal(1);
+    expect(usage._position).to.equal(6);
     expect((await reads.get<ApplicationView>('applications', 'va_1'))!.status).to.equal('rolled_back');
   });
 

@@ -67,6 +67,7 @@ const openFixture = async (): Promise<Fixture> => {
 
 const snapshot = async (reads: SqliteReadStore) => ({
   vouchers: await reads.find('vouchers', {}, { sort: [['id', 1]] }),
+  usage: await reads.find('voucher_usage', {}, { sort: [['id', 1]] }),
   applications: await reads.find('applications', {}, { sort: [['id', 1]] }),
   checkpoint: await reads.getCheckpoint(CORE_CHECKPOINT),
 });
@@ -87,19 +88,23 @@ describe('rebuildReadModels', () => {
     expect(result).to.deep.equal({ events: 8, position: head });
     expect(head).to.equal(fx.at.deactivateB);
 
-    const { vouchers, applications, checkpoint } = await snapshot(fx.reads);
+    const { vouchers, usage, applications, checkpoint } = await snapshot(fx.reads);
     expect(checkpoint).to.equal(head);
     expect(vouchers).to.deep.equal([
       {
         id: 'v_A', code: 'SAVE10', code_lower: 'save10', type: 'percentage', value: 10, currency: null, config: null,
-        conditions: {}, status: 'active', valid_until: null, usage_count: 1, created_at: T0, updated_at: T0, deleted_at: null,
-        created_seq: fx.at.createA, _position: fx.at.rollback1,
+        conditions: {}, status: 'active', valid_until: null, created_at: T0, updated_at: T0, deleted_at: null,
+        created_seq: fx.at.createA, _position: fx.at.createA,
       },
       {
         id: 'v_B', code: 'Flat5', code_lower: 'flat5', type: 'fixed', value: 500, currency: 'USD', config: null,
-        conditions: { max_uses: 3 }, status: 'inactive', valid_until: null, usage_count: 1, created_at: T0, updated_at: T3,
+        conditions: { max_uses: 3 }, status: 'inactive', valid_until: null, created_at: T0, updated_at: T3,
         deleted_at: T3, created_seq: fx.at.createB, _position: fx.at.deactivateB,
       },
+    ]);
+    expect(usage).to.deep.equal([
+      { id: 'v_A', usage_count: 1, _position: fx.at.rollback1 },
+      { id: 'v_B', usage_count: 1, _position: fx.at.apply3 },
     ]);
     expect(applications).to.deep.equal([
       {
@@ -123,8 +128,9 @@ describe('rebuildReadModels', () => {
   it('removes stale documents of its collections and leaves other collections alone', async () => {
     await fx.reads.writeBatch({
       upserts: [
-        { collection: 'vouchers', doc: { id: 'v_GHOST', code: 'GHOST', usage_count: 99 } },
-        { collection: 'vouchers', doc: { id: 'v_A', code: 'SAVE10', usage_count: 42, _position: 1_000_000 } },
+        { collection: 'vouchers', doc: { id: 'v_GHOST', code: 'GHOST' } },
+        { collection: 'voucher_usage', doc: { id: 'v_GHOST', usage_count: 99 } },
+        { collection: 'voucher_usage', doc: { id: 'v_A', usage_count: 42, _position: 1_000_000 } },
         { collection: 'applications', doc: { id: 'va_GHOST', voucher_id: 'v_GHOST' } },
         { collection: 'other_model', doc: { id: 'keep-me', n: 1 } },
       ],
@@ -134,8 +140,9 @@ describe('rebuildReadModels', () => {
 
     await rebuildReadModels(fx.events, fx.reads, coreProjections, CORE_CHECKPOINT);
 
-    const { vouchers, applications, checkpoint } = await snapshot(fx.reads);
-    expect(vouchers.map((v) => [v.id, v.usage_count])).to.deep.equal([['v_A', 1], ['v_B', 1]]);
+    const { vouchers, usage, applications, checkpoint } = await snapshot(fx.reads);
+    expect(vouchers.map((v) => v.id)).to.deep.equal(['v_A', 'v_B']);
+    expect(usage.map((u) => [u.id, u.usage_count])).to.deep.equal([['v_A', 1], ['v_B', 1]]);
     expect(applications.map((a) => a.id)).to.deep.equal(['va_1', 'va_2', 'va_3']);
     expect(checkpoint).to.equal(fx.at.deactivateB);
     expect(await fx.reads.get('other_model', 'keep-me')).to.deep.equal({ id: 'keep-me', n: 1 });
@@ -198,10 +205,11 @@ describe('rebuildReadModels', () => {
 
     expect(result).to.deep.equal({ events: 8, position: 1_500 });
     expect(calls).to.deep.equal([[0, 1_500], [101, 1_500], [1_500, 1_500]]);
-    const { vouchers, applications, checkpoint } = await snapshot(fx.reads);
+    const { vouchers, usage, applications, checkpoint } = await snapshot(fx.reads);
     expect(checkpoint).to.equal(1_500);
-    // createA is the 2nd event (25), createB the 3rd (100); the rollback is the 7th (999).
-    expect(vouchers.map((v) => [v.id, v.created_seq, v._position, v.usage_count])).to.deep.equal([['v_A', 25, 999, 1], ['v_B', 100, 1_500, 1]]);
+    // createA is the 2nd event (25), createB the 3rd (100); apply3 the 6th (300), the rollback the 7th (999).
+    expect(vouchers.map((v) => [v.id, v.created_seq, v._position])).to.deep.equal([['v_A', 25, 25], ['v_B', 100, 1_500]]);
+    expect(usage.map((u) => [u.id, u._position, u.usage_count])).to.deep.equal([['v_A', 999, 1], ['v_B', 300, 1]]);
     expect(applications.map((a: Document) => [a.id, a.applied_seq, a.status])).to.deep.equal([
       ['va_1', 101, 'rolled_back'], ['va_2', 250, 'applied'], ['va_3', 300, 'applied'],
     ]);

@@ -1,5 +1,5 @@
 import { COLLECTIONS as C, zeroTotals, type CustomerDoc, type DailyDoc, type Totals, type VoucherCustomerDoc } from '../../../projections/analyticsDocs.ts';
-import type { VoucherView } from '../../../projections/voucherDetails.ts';
+import type { VoucherDoc } from '../../../projections/voucherDetails.ts';
 import { DomainError } from '../../domain/errors.ts';
 import type { EnvContext } from '../context.ts';
 import type { DayWindow } from './window.ts';
@@ -30,8 +30,8 @@ export const pick = (all: Record<Metric, number>, metrics: readonly Metric[]): P
   Object.fromEntries(metrics.map((m) => [m, all[m]]));
 
 /** The voucher, or VOUCHER_NOT_FOUND with the analytics details `{not_found, found}`. */
-export const voucherOrNotFound = async (ctx: EnvContext, voucherId: string): Promise<VoucherView> => {
-  const view = /^v_[A-Za-z0-9]{1,64}$/.test(voucherId) ? await ctx.reads.get<VoucherView>('vouchers', voucherId) : null;
+export const voucherOrNotFound = async (ctx: EnvContext, voucherId: string): Promise<VoucherDoc> => {
+  const view = /^v_[A-Za-z0-9]{1,64}$/.test(voucherId) ? await ctx.reads.get<VoucherDoc>('vouchers', voucherId) : null;
   if (!view) throw new DomainError('VOUCHER_NOT_FOUND', `Voucher ${voucherId} was not found`, { not_found: [voucherId], found: [] });
   return view;
 };

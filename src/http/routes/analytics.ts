@@ -3,7 +3,7 @@ import { customerInsights, DEFAULT_TREND_METRICS, performance, trends } from '..
 import { METRICS, type Metric } from '../../application/analytics/reads.ts';
 import { parseWindow, type Interval } from '../../application/analytics/window.ts';
 import { renderExport } from '../../application/exports.ts';
-import type { VoucherView } from '../../../projections/voucherDetails.ts';
+import type { VoucherDoc } from '../../../projections/voucherDetails.ts';
 import { EXPORT_FORMATS, type ExportFormat } from '../../domain/analytics/events.ts';
 import { DomainError, invalidRequest } from '../../domain/errors.ts';
 import type { Guard } from '../auth.ts';
@@ -98,7 +98,7 @@ export const analyticsRoutes = (guard: Guard): Router => {
     const body = parseExport(req.body);
     const window = parseWindow(req.ctx.clock.now(), body.time_period?.start, body.time_period?.end, { start: 'time_period.start', end: 'time_period.end' });
     const ids = [...new Set(body.voucher_ids)];
-    const vouchers = await req.ctx.reads.getMany<VoucherView>('vouchers', ids);
+    const vouchers = await req.ctx.reads.getMany<VoucherDoc>('vouchers', ids);
     const notFound = ids.filter((id) => !vouchers.has(id));
     if (notFound.length > 0) {
       throw new DomainError('VOUCHER_NOT_FOUND', `${notFound.length} of the vouchers were not found`, { not_found: notFound, found: ids.filter((id) => vouchers.has(id)) });
