@@ -16,7 +16,8 @@ import type { OrderEvent } from './domain/order/events.ts';
 import { evolveOrder, initialOrderState, type OrderState } from './domain/order/state.ts';
 import { SqliteEventStore } from './infrastructure/eventStore/sqliteEventStore.ts';
 import { SqliteKvStore } from './infrastructure/kvStore/sqliteKvStore.ts';
-import { ProjectionRunner } from './infrastructure/projector/projectionRunner.ts';
+import { ProjectionRunner, type ProjectorHandle } from './infrastructure/projector/projectionRunner.ts';
+import { ProjectorThread } from './infrastructure/projector/projectorThread.ts';
 import { retireOutdatedReadModels } from './infrastructure/projector/rebuild.ts';
 import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
 
@@ -30,6 +31,13 @@ export interface EmbeddedOptions {
   readYourWritesMs?: number;
   /** Pause before each export job (tests of the resume path; EXPORT_JOB_DELAY_MS). */
   exportJobDelayMs?: number;
+  /**
+   * Where the analytics projection group runs: `thread` (default), a worker thread per environment
+   * with its own store connections (projectorThread.ts); `inline`, on the main thread
+   * (PROJECTORS=inline: a single-core machine gains nothing from the thread). The core group
+   * always runs on the main thread.
+   */
+  projectors?: 'thread' | 'inline';
 }
 
 export const voucherDecider = { evolve, initialState: initialState as () => VoucherState };
@@ -46,10 +54,12 @@ export const environmentFiles = (dataDir: string, environment: Environment) => (
 /** One environment on the embedded SQLite stores, with its projector running. */
 export const openEmbeddedEnvironment = async (environment: Environment, options: EmbeddedOptions): Promise<EnvContext> => {
   const files = environmentFiles(options.dataDir, environment);
-  const events = SqliteEventStore.open(files.events);
+  const logger = options.logger.child({ environment });
+  let thread: ProjectorThread | undefined;
+  // The rows of each commit are handed to the projector thread.
+  const events = SqliteEventStore.open(files.events, { onCommitted: (committed) => thread?.committed(committed) });
   const reads = SqliteReadStore.open(files.reads);
   const kv = SqliteKvStore.open(files.kv, options.clock, { relaxedNamespaces: ['quotes'] }); // quotes can be recomputed
-  const logger = options.logger.child({ environment });
   /** A group's runner, after removing read models an older fold of the group wrote (rebuilt while it catches up). */
   const startGroup = async (group: ProjectionGroup): Promise<ProjectionRunner> => {
     const retired = await retireOutdatedReadModels(reads, group.projections, group.checkpoint, group.previous);
@@ -60,9 +70,19 @@ export const openEmbeddedEnvironment = async (environment: Environment, options:
     await runner.start();
     return runner;
   };
+  // The core group (what a write's response waits for: read-your-writes) runs here, so that it
+  // folds a commit in the same turn; the heavier analytics group runs on the projector thread.
   const projector = await startGroup(CORE_GROUP);
-  // The second group: analytics aggregates and export records, with their own checkpoint.
-  const analytics = await startGroup(ANALYTICS_GROUP);
+  let analytics: ProjectorHandle;
+  if ((options.projectors ?? 'thread') === 'thread') {
+    thread = await ProjectorThread.start({
+      environment, groups: [ANALYTICS_GROUP.name], eventsFile: files.events, readsFile: files.reads, logLevel: options.logger.level, pollIntervalMs: 200,
+    }, logger);
+    analytics = thread.group(ANALYTICS_GROUP.name);
+  } else {
+    // The second group: analytics aggregates and export records, with their own checkpoint.
+    analytics = await startGroup(ANALYTICS_GROUP);
+  }
   const telemetry = new AttemptRecorder(events, options.clock, { onError: (err) => logger.error({ err }, 'order attempts lost: telemetry append failed') });
   const exports = new ExportJobs({ events, reads, clock: options.clock, analytics, dir: files.exports, logger, startDelayMs: options.exportJobDelayMs });
   await exports.start();

@@ -22,6 +22,8 @@ export interface Config {
   adminPassword?: string;
   /** EXPORT_JOB_DELAY_MS: pause before each export job starts (default 0; for tests of resuming exports). */
   exportJobDelayMs: number;
+  /** PROJECTORS: `thread` (default) runs the projection groups on a worker thread, `inline` on the main thread. */
+  projectors: 'thread' | 'inline';
 }
 
 const integer = (raw: string | undefined, fallback: number, name: string): number => {
@@ -43,7 +45,14 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   rateLimits: rateLimitsFrom(env),
   adminPassword: env.ADMIN_PASSWORD || undefined,
   exportJobDelayMs: integer(env.EXPORT_JOB_DELAY_MS, 0, 'EXPORT_JOB_DELAY_MS'),
+  projectors: projectorsFrom(env.PROJECTORS),
 });
+
+const projectorsFrom = (raw: string | undefined): Config['projectors'] => {
+  if (raw === undefined || raw === '' || raw === 'thread') return 'thread';
+  if (raw === 'inline') return 'inline';
+  throw new Error(`PROJECTORS must be "thread" or "inline", got "${raw}"`);
+};
 
 /** Longest window: the in-memory store sweeps with setInterval, which takes at most 2^31 - 1 ms. */
 const MAX_WINDOW_MS = 2_147_483_647;

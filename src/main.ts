@@ -14,6 +14,7 @@ const main = async (): Promise<void> => {
   const service = await openEmbedded({
     dataDir: config.dataDir, clock: systemClock, logger, apiKeys: config.apiKeys, readYourWritesMs: config.readYourWritesMs,
     exportJobDelayMs: config.exportJobDelayMs,
+    projectors: config.projectors,
   });
   const firstKeys = service.keys.size === 0 ? await createFirstKeys(service.keys) : undefined;
   // ADMIN_PASSWORD wins; else the stored hash; else a new password, printed once below (never logged)

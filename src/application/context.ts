@@ -5,7 +5,7 @@ import type { OrderEvent } from '../domain/order/events.ts';
 import type { OrderState } from '../domain/order/state.ts';
 import type { EventStore } from '../infrastructure/eventStore/eventStore.ts';
 import type { KvStore } from '../infrastructure/kvStore/kvStore.ts';
-import type { ProjectionRunner } from '../infrastructure/projector/projectionRunner.ts';
+import type { ProjectorHandle } from '../infrastructure/projector/projectionRunner.ts';
 import type { ReadStore } from '../infrastructure/readStore/readStore.ts';
 import type { CodeRegistry } from './codeRegistry.ts';
 import type { CommandHandler } from './commandHandler.ts';
@@ -25,13 +25,13 @@ export interface EnvContext {
   /** Order streams `order-<orderId>`: the vouchers each order carries (stacking, see orders.ts). */
   orders: CommandHandler<OrderEvent, OrderState>;
   codes: CodeRegistry;
-  projector: ProjectionRunner;
+  projector: ProjectorHandle;
   clock: Clock;
   ids: IdGenerator;
   /** Longest wait for the read models to reflect a write before answering it. */
   readYourWritesMs: number;
   /** The analytics projection group (own checkpoint): analytics aggregates and export records. */
-  analytics: ProjectionRunner;
+  analytics: ProjectorHandle;
   /** Buffered order-attempt telemetry, written by validate. */
   telemetry: AttemptRecorder;
   /** Background export jobs and their files (DATA_DIR/<env>/exports). */

@@ -7,7 +7,7 @@ import { exportStream, type ExportEvent, type ExportFormat } from '../domain/ana
 import { isoSeconds, type Clock } from '../domain/clock.ts';
 import { DomainError } from '../domain/errors.ts';
 import { WrongExpectedRevisionError, type EventStore, type NewEvent } from '../infrastructure/eventStore/eventStore.ts';
-import type { ProjectionRunner } from '../infrastructure/projector/projectionRunner.ts';
+import type { ProjectorHandle } from '../infrastructure/projector/projectionRunner.ts';
 import type { ReadStore } from '../infrastructure/readStore/readStore.ts';
 import { metricsOf, pick, type Metric } from './analytics/reads.ts';
 import { dayNumber, daysOf, type DayWindow } from './analytics/window.ts';
@@ -25,7 +25,7 @@ export interface ExportJobsDeps {
   events: EventStore;
   reads: ReadStore;
   clock: Clock;
-  analytics: ProjectionRunner;
+  analytics: ProjectorHandle;
   /** DATA_DIR/<env>/exports */
   dir: string;
   logger?: { error(obj: object, msg: string): void };

@@ -5,8 +5,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { WrongExpectedRevisionError, type RecordedEvent } from '../../src/infrastructure/eventStore/eventStore.ts';
-import type { FlushInfo } from '../../src/infrastructure/eventStore/sqliteGroupCommit.ts';
+import type { CommittedEvents, FlushInfo } from '../../src/infrastructure/eventStore/sqliteGroupCommit.ts';
 import { SqliteEventStore, type SqliteEventStoreOptions } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { eventStoreContract } from './eventStoreContract.ts';
 
@@ -231,6 +232,31 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     await waitFor(() => received.length === 1);
     await subscription.close();
     expect(received.map((e) => e.type)).to.deep.equal(['Woken']);
+  });
+
+  it('rows another instance committed, offered to this one (offerExternalCommit), are delivered without a poll; a gap is read', async function () {
+    const offered: CommittedEvents[] = [];
+    const writer = open({ onCommitted: (committed) => offered.push(committed) });
+    const reader = open({ pollIntervalMs: 60_000 }); // no poll during the test: only offers deliver
+    await writer.appendToStream('s', [{ type: 'Before', data: {} }]);
+    const received: RecordedEvent[] = [];
+    const subscription = reader.subscribeToAll({}, (batch) => { received.push(...batch); });
+    await waitFor(() => received.length === 1); // the first read catches up
+    const readAfter = sinon.spy(reader as unknown as { readAfter(after: number, max: number): RecordedEvent[] }, 'readAfter');
+    offered.length = 0;
+    await writer.appendToStream('s', [{ type: 'A', data: { n: 1 } }, { type: 'B', data: {} }]);
+    reader.offerExternalCommit(offered[0]!);
+    await waitFor(() => received.length === 3);
+    expect(readAfter.callCount).to.equal(0); // taken from the offer, not read back
+    expect(received.slice(1).map((e) => [e.type, e.revision, e.data])).to.deep.equal([['A', 1, { n: 1 }], ['B', 2, {}]]);
+    // A commit whose rows were not offered leaves a gap: the next offer is not taken, the store is read.
+    await writer.appendToStream('s', [{ type: 'Missed', data: {} }]);
+    await writer.appendToStream('s', [{ type: 'C', data: {} }]);
+    reader.offerExternalCommit(offered.at(-1)!);
+    await waitFor(() => received.length === 5);
+    expect(received.slice(3).map((e) => e.type)).to.deep.equal(['Missed', 'C']);
+    expect(readAfter.callCount).to.be.greaterThan(0);
+    await subscription.close();
   });
 
   it('a second instance on the same file appends and the first one\'s subscription sees it (polling)', async function () {

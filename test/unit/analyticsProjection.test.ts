@@ -101,7 +101,8 @@ describe('analytics projections', function () {
       checkpoint: { name: ANALYTICS_PREVIOUS_CHECKPOINTS[0]!, position: head },
     });
     await reads.close();
-    const service = await TestService.start({ dataDir: copy });
+    // The export the fixture left processing would resume (and write past `head`) meanwhile: not yet.
+    const service = await TestService.start({ dataDir: copy, exportJobDelayMs: 60_000 });
     try {
       expect(await service.sandbox.analytics.waitFor(head, 30_000)).to.equal(true);
       expect(await snapshot(service.sandbox.reads)).to.deep.equal(live);

@@ -25,4 +25,10 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PORT: 'abc' })).to.throw(/PORT/);
     expect(() => loadConfig({ READ_YOUR_WRITES_MS: '-1' })).to.throw(/READ_YOUR_WRITES_MS/);
   });
+
+  it('runs the analytics projectors on a thread unless PROJECTORS=inline; refuses anything else', () => {
+    expect(loadConfig({}).projectors).to.equal('thread');
+    expect(loadConfig({ PROJECTORS: 'inline' }).projectors).to.equal('inline');
+    expect(() => loadConfig({ PROJECTORS: 'both' })).to.throw(/PROJECTORS/);
+  });
 });

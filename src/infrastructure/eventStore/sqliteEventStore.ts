@@ -10,7 +10,7 @@ import type {
   AppendResult, BatchHandler, EventStore, ExpectedRevision, NewEvent, ReadAllOptions,
   ReadStreamOptions, RecordedEvent, StreamAppend, SubscribeOptions, Subscription,
 } from './eventStore.ts';
-import { GroupCommitter, type FlushInfo } from './sqliteGroupCommit.ts';
+import { GroupCommitter, type CommittedEvents, type FlushInfo } from './sqliteGroupCommit.ts';
 import { openDatabase, prepareStatements, rowToEvent, type EventInsert, type Statements } from './sqliteSchema.ts';
 import { SqliteSubscription } from './sqliteSubscription.ts';
 
@@ -21,6 +21,8 @@ export interface SqliteEventStoreOptions {
   busyTimeoutMs?: number;
   /** Observer called after every group-commit transaction (metrics, tests). */
   onFlush?: (info: FlushInfo) => void;
+  /** Called with the rows of every commit (the projector thread is handed them: projectorThread.ts). */
+  onCommitted?: (committed: CommittedEvents) => void;
 }
 
 export interface SqlitePragmas {
@@ -55,6 +57,7 @@ export class SqliteEventStore implements EventStore {
     this.statements = prepareStatements(db);
     this.committer = new GroupCommitter(db, this.statements, (info, committed) => {
       options.onFlush?.(info);
+      if (committed.rows.length > 0) options.onCommitted?.(committed);
       // Handed over as committed: a caught-up subscription takes them without reading them back.
       if (committed.rows.length > 0) for (const subscription of this.subscriptions) subscription.offer(committed);
     });
@@ -80,6 +83,15 @@ export class SqliteEventStore implements EventStore {
       });
       this.committer.enqueue({ parts, resolve, reject });
     });
+  }
+
+  /**
+   * Rows another connection committed, as its store reported them (`onCommitted`): handed to the
+   * subscriptions like this store's own commits, so a caught-up one need not read them back. A
+   * subscription takes them only where they continue its checkpoint, and reads the store otherwise.
+   */
+  offerExternalCommit(committed: CommittedEvents): void {
+    if (committed.rows.length > 0) for (const subscription of this.subscriptions) subscription.offer(committed);
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

@@ -8,13 +8,25 @@ export interface RunnerLogger {
   error(obj: object, msg: string): void;
 }
 
+/** What the rest of the service needs of a running projection group, wherever it runs. */
+export interface ProjectorHandle {
+  /** Last global position reflected in the read models. */
+  readonly checkpoint: number;
+  /** Resolves true once the read models reflect `position`, false after `timeoutMs`. */
+  waitFor(position: number, timeoutMs?: number): Promise<boolean>;
+  stop(): Promise<void>;
+}
+
 /**
  * Keeps a group of projections current from the event log: subscribes to all events after the
  * group's checkpoint, and for each batch loads the touched documents, folds the events in, and
  * writes the documents together with the new checkpoint in one transaction. Documents remember
  * the last position applied, so redelivered events change nothing.
  */
-export class ProjectionRunner {
+export class ProjectionRunner implements ProjectorHandle {
+  /** Called after each batch is written with the new checkpoint (the projector thread reports it). */
+  onAdvance?: (position: number) => void;
+
   private position = 0;
   private subscription?: Subscription;
   private waiters: Array<{ position: number; resolve: (ok: boolean) => void }> = [];
@@ -139,6 +151,7 @@ export class ProjectionRunner {
 
   private advance(position: number): void {
     this.position = position;
+    this.onAdvance?.(position);
     const ready = this.waiters.filter((w) => w.position <= position);
     this.waiters = this.waiters.filter((w) => w.position > position);
     for (const w of ready) w.resolve(true);

@@ -1,0 +1,60 @@
+/**
+ * The projector thread (see projectorThread.ts): runs an environment's projection groups on its
+ * own connections to the event store and the read store, off the main thread.
+ *
+ * Messages from the main thread: `committed` (the rows the main thread just committed, handed to
+ * the subscriptions as if this store had committed them) and `stop`. To it: `ready` (every group started, with its checkpoint),
+ * `checkpoint` (a group wrote a batch), `failed` (it could not start) and `stopped`.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { PROJECTION_GROUPS } from '../../../projections/index.ts';
+import { createLogger } from '../../logger.ts';
+import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
+import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
+import { ProjectionRunner } from './projectionRunner.ts';
+import { retireOutdatedReadModels } from './rebuild.ts';
+import type { FromProjectorThread, ProjectorThreadOptions, ToProjectorThread } from './projectorThread.ts';
+
+const options = workerData as ProjectorThreadOptions;
+const port = parentPort!;
+const send = (message: FromProjectorThread) => port.postMessage(message);
+const logger = createLogger(options.logLevel).child({ environment: options.environment, thread: 'projector' });
+
+const run = async () => {
+  const events = SqliteEventStore.open(options.eventsFile, { pollIntervalMs: options.pollIntervalMs });
+  const reads = SqliteReadStore.open(options.readsFile);
+  const runners: ProjectionRunner[] = [];
+  const checkpoints: Record<string, number> = {};
+  let stopping: Promise<void> | undefined;
+  const stop = () => (stopping ??= (async () => {
+    await Promise.all(runners.map((runner) => runner.stop()));
+    await events.close();
+    await reads.close();
+    send({ type: 'stopped' });
+    port.close();
+  })());
+  port.on('message', (message: ToProjectorThread) => {
+    if (message.type === 'committed') events.offerExternalCommit(message.committed);
+    else if (message.type === 'stop') void stop();
+  });
+  try {
+    for (const group of PROJECTION_GROUPS.filter((g) => options.groups.includes(g.name))) {
+      const retired = await retireOutdatedReadModels(reads, group.projections, group.checkpoint, group.previous);
+      if (retired.length > 0) {
+        logger.info({ group: group.name, previous: retired, checkpoint: group.checkpoint }, 'read models are from an older version: rebuilding them from the event log');
+      }
+      const runner = new ProjectionRunner(events, reads, group.projections, group.checkpoint, logger);
+      runner.onAdvance = (position) => send({ type: 'checkpoint', group: group.name, position });
+      await runner.start();
+      runners.push(runner);
+      checkpoints[group.name] = runner.checkpoint;
+    }
+  } catch (error) {
+    send({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
+    await stop();
+    return;
+  }
+  send({ type: 'ready', checkpoints });
+};
+
+void run();

@@ -1,0 +1,91 @@
+/**
+ * The analytics group on the projector thread (src/infrastructure/projector/projectorThread.ts):
+ * fed the main thread's commits, it reports checkpoints; killed, it is replaced and catches up;
+ * stopped, it ends. The HTTP analytics tests run it end to end.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import pino from 'pino';
+import type { Worker } from 'node:worker_threads';
+import { ANALYTICS_GROUP } from '../../projections/index.ts';
+import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
+import { ProjectorThread } from '../../src/infrastructure/projector/projectorThread.ts';
+import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
+
+const applied = (n: number) => ({
+  type: 'VoucherApplied',
+  data: {
+    voucherId: 'v_T', applicationId: `va_${n}`, code: 'T', orderId: `o${n}`, customerId: `c${n % 3}`, orderValue: 10_000, discountAmount: 1_000,
+    finalAmount: 9_000, currency: 'USD', appliedTo: [], orderFingerprint: 'of', customerFingerprint: 'cf', appliedAt: '2026-01-03T10:00:00Z',
+  },
+});
+
+describe('ProjectorThread', function () {
+  this.timeout(30_000);
+  let dir: string;
+  let events: SqliteEventStore;
+  let thread: ProjectorThread | undefined;
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => { lines.push(JSON.parse(line)); } });
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'projector-thread-'));
+    events = SqliteEventStore.open(path.join(dir, 'events.db'), { onCommitted: (committed) => thread?.committed(committed) });
+  });
+  afterEach(async () => {
+    await thread?.stop();
+    thread = undefined;
+    await events.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const start = () => ProjectorThread.start({
+    environment: 'sandbox', groups: [ANALYTICS_GROUP.name], eventsFile: path.join(dir, 'events.db'), readsFile: path.join(dir, 'read.db'),
+    logLevel: 'silent', pollIntervalMs: 60_000, // no polling: only the handed-over commits (and catch-up reads) feed it
+  }, logger);
+  const usesOf = async () => {
+    const reads = SqliteReadStore.open(path.join(dir, 'read.db'));
+    try {
+      return (await reads.find<{ uses: number }>('analytics_daily', { voucher_id: 'v_T' })).reduce((n, d) => n + d.uses, 0);
+    } finally {
+      await reads.close();
+    }
+  };
+
+  it('folds what the main thread commits and reports the checkpoint writes wait for', async () => {
+    await events.appendToStream('voucher-v_T', [applied(1)]); // before the thread: caught up on start
+    thread = await start();
+    const analytics = thread.group(ANALYTICS_GROUP.name);
+    const { position } = await events.appendToStream('voucher-v_T', [applied(2), applied(3)]);
+    expect(await analytics.waitFor(position, 10_000)).to.equal(true);
+    expect(analytics.checkpoint).to.be.at.least(position);
+    expect(await usesOf()).to.equal(3);
+    expect(() => thread!.group('core')).to.throw(/no group named core/);
+  });
+
+  it('a thread that dies is replaced, which catches up from the checkpoint in the read store', async () => {
+    thread = await start();
+    const analytics = thread.group(ANALYTICS_GROUP.name);
+    const first = await events.appendToStream('voucher-v_T', [applied(1)]);
+    expect(await analytics.waitFor(first.position, 10_000)).to.equal(true);
+    await (thread as unknown as { worker: Worker }).worker.terminate();
+    const second = await events.appendToStream('voucher-v_T', [applied(2)]); // committed while no thread runs
+    expect(await analytics.waitFor(second.position, 10_000)).to.equal(true);
+    expect(await usesOf()).to.equal(2);
+    expect(lines.some((l) => l.msg === 'projector thread ended; starting a new one')).to.equal(true);
+  });
+
+  it('stop() releases waiters and ends the thread', async () => {
+    thread = await start();
+    const analytics = thread.group(ANALYTICS_GROUP.name);
+    const waiting = analytics.waitFor(1_000_000, 10_000);
+    const worker = (thread as unknown as { worker: Worker }).worker;
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    await thread.stop();
+    expect(await waiting).to.equal(false);
+    await exited;
+    thread = undefined;
+  });
+});
