@@ -48,7 +48,7 @@ describe('ProjectorThread', function () {
   const usesOf = async () => {
     const reads = SqliteReadStore.open(path.join(dir, 'read.db'));
     try {
-      return (await reads.find<{ uses: number }>('analytics_daily', { voucher_id: 'v_T' })).reduce((n, d) => n + d.uses, 0);
+      return (await reads.find<{ id: string; uses: number }>('analytics_daily', { voucher_id: 'v_T' })).reduce((n, d) => n + d.uses, 0);
     } finally {
       await reads.close();
     }
