@@ -45,6 +45,24 @@ interface Pending<E, S> {
   reject(error: unknown): void;
 }
 
+/**
+ * A decided work, to be answered once its batch is written: plain records rather than a closure
+ * per work (under tsx each named closure made per request costs a defineProperty).
+ */
+type Settled<E, S> =
+  | { pending: Pending<E, S>; ok: true; result: unknown; wrote: boolean; first: number; count: number }
+  | { pending: Pending<E, S>; ok: false; error: unknown };
+
+/** Answers each work of a written batch: `position` of the append, `alsoResults` of its `also` appends. */
+function settle<E, S>(settled: Settled<E, S>[], position: number, alsoResults: AppendResult[]): void {
+  for (const s of settled) {
+    if (!s.ok) { s.pending.reject(s.error); continue; }
+    s.pending.resolve({
+      result: s.result, position: s.wrote ? position : 0, ...(s.count > 0 ? { also: alsoResults.slice(s.first, s.first + s.count) } : {}),
+    });
+  }
+}
+
 /** `token`: the store's external change token when the entry was known complete. */
 interface CacheEntry<S> { state: S; revision: number; token?: number }
 
@@ -199,7 +217,7 @@ export class CommandHandler<E extends DomainEvent, S> {
         const { state, settled, events, also } = this.decideAll(entry.state, batch);
         if (events.length === 0) {
           this.remember(streamId, entry.state === state ? entry : { ...entry, state });
-          settled.forEach((s) => s.settle(0, []));
+          settle(settled, 0, []);
           return;
         }
         try {
@@ -210,7 +228,7 @@ export class CommandHandler<E extends DomainEvent, S> {
             : await this.store.appendToStreams([own, ...also.map((a) => a.append)]);
           // A foreign write between the load and now changed the token: the next load then reads.
           this.remember(streamId, { state, revision: appended!.nextExpectedRevision, token: entry.token });
-          settled.forEach((s) => s.settle(appended!.position, others));
+          settle(settled, appended!.position, others);
           return;
         } catch (error) {
           this.cache.delete(streamId); // its collections may have been evolved in place
@@ -242,7 +260,7 @@ export class CommandHandler<E extends DomainEvent, S> {
     let state = initial;
     const events: NewEvent[] = [];
     const also: Array<{ pending: Pending<E, S>; append: StreamAppend }> = [];
-    const settled: Array<{ settle(position: number, alsoResults: AppendResult[]): void }> = [];
+    const settled: Settled<E, S>[] = [];
     for (const pending of batch) {
       try {
         const decided = pending.work.decide(state);
@@ -255,14 +273,9 @@ export class CommandHandler<E extends DomainEvent, S> {
         }
         const first = also.length;
         for (const append of mine) also.push({ pending, append });
-        const result = pending.work.result(state, decided);
-        settled.push({
-          settle: (position, alsoResults) => pending.resolve({
-            result, position: decided.length > 0 ? position : 0, ...(mine.length > 0 ? { also: alsoResults.slice(first, first + mine.length) } : {}),
-          }),
-        });
+        settled.push({ pending, ok: true, result: pending.work.result(state, decided), wrote: decided.length > 0, first, count: mine.length });
       } catch (error) {
-        settled.push({ settle: () => pending.reject(error) });
+        settled.push({ pending, ok: false, error });
       }
     }
     return { state, settled, events, also };

@@ -21,7 +21,7 @@
 import { decideOrder, type OrderCommand } from '../domain/order/decide.ts';
 import { orderStream, type OrderEvent } from '../domain/order/events.ts';
 import type { AppendResult, StreamAppend } from '../infrastructure/eventStore/eventStore.ts';
-import { isStale, liveVouchers, type OrderEntry } from '../domain/order/state.ts';
+import { isStale, liveVouchers, type OrderEntry, type OrderState } from '../domain/order/state.ts';
 import type { StackProfile } from '../domain/discount/stacking.ts';
 import { voucherStream } from '../domain/voucher/events.ts';
 import type { CallMetadata, EnvContext } from './context.ts';
@@ -82,21 +82,36 @@ export interface OrderForApply {
 export const orderForApply = async (ctx: EnvContext, orderId: string, now: Date, meta: CallMetadata, guess = false): Promise<OrderForApply> => {
   const stream = orderStream(orderId);
   const { state, revision, assumed } = guess ? await ctx.orders.peekOrAssumeNew(stream) : { ...(await ctx.orders.peek(stream)), assumed: false };
-  let events: OrderEvent[] = [];
-  return {
-    assumed,
-    vouchers: liveVouchers(state, now),
-    stale: (state?.vouchers ?? []).some((v) => isStale(v, now)),
-    append: (voucher, applicationId, orderValue, discountAmount) => {
-      events = decideOrder({ type: 'RecordApplication', data: { orderId, applicationId, voucher, orderValue, discountAmount }, metadata: { now } }, state);
-      return {
-        streamId: stream, expectedRevision: revision < 0 ? 'no_stream' : revision,
-        events: events.map((e) => ({ type: e.type, data: e.data, metadata: { ...meta } })),
-      };
-    },
-    written: (result) => ctx.orders.learn(stream, revision, events, result.nextExpectedRevision),
-  };
+  return new OrderRead(ctx, orderId, stream, state, revision, assumed, now, meta);
 };
+
+/** A class rather than an object of closures: made on every apply (see ApplyWork in redemptions.ts). */
+class OrderRead implements OrderForApply {
+  readonly vouchers: OrderEntry[];
+  readonly stale: boolean;
+  private events: OrderEvent[] = [];
+
+  constructor(
+    private readonly ctx: EnvContext, private readonly orderId: string, private readonly stream: string, private readonly state: OrderState,
+    private readonly revision: number, readonly assumed: boolean, private readonly now: Date, private readonly meta: CallMetadata,
+  ) {
+    this.vouchers = liveVouchers(state, now);
+    this.stale = (state?.vouchers ?? []).some((v) => isStale(v, now));
+  }
+
+  append(voucher: StackProfile, applicationId: string, orderValue: number, discountAmount: number): StreamAppend {
+    const { orderId, now } = this;
+    this.events = decideOrder({ type: 'RecordApplication', data: { orderId, applicationId, voucher, orderValue, discountAmount }, metadata: { now } }, this.state);
+    return {
+      streamId: this.stream, expectedRevision: this.revision < 0 ? 'no_stream' : this.revision,
+      events: this.events.map((e) => ({ type: e.type, data: e.data, metadata: { ...this.meta } })),
+    };
+  }
+
+  written(result: AppendResult): void {
+    this.ctx.orders.learn(this.stream, this.revision, this.events, result.nextExpectedRevision);
+  }
+}
 
 export const confirmVoucher = (
   ctx: EnvContext, orderId: string, applicationId: string, voucher: StackProfile, orderValue: number, discountAmount: number, now: Date, meta: CallMetadata,

@@ -4,7 +4,8 @@ import { decide } from '../domain/voucher/decide.ts';
 import { evaluate, stackProfile, type Evaluation } from '../domain/voucher/evaluate.ts';
 import { voucherStream, type VoucherEvent } from '../domain/voucher/events.ts';
 import { orderStream } from '../domain/order/events.ts';
-import { WrongExpectedRevisionError } from '../infrastructure/eventStore/eventStore.ts';
+import { WrongExpectedRevisionError, type StreamAppend } from '../infrastructure/eventStore/eventStore.ts';
+import type { Work } from './commandHandler.ts';
 import type { Voucher, VoucherState } from '../domain/voucher/state.ts';
 import type { ApplicationView } from '../../projections/usageHistory.ts';
 import { QUOTE_TTL_MS, quoteKey, type CallMetadata, type EnvContext } from './context.ts';
@@ -74,23 +75,36 @@ export interface ApplyOutcome { application: ApplicationResponse; replayed: bool
 
 type ApplyCommand = Extract<Parameters<typeof decide>[0], { type: 'ApplyVoucher' }>;
 
+type ApplyResult = { outcome: ApplyOutcome; orderValue: number };
+
 /**
- * The ApplyVoucher command on the voucher stream (one write, or none for a repeat), priced with
- * the vouchers on the order; the order's record of the application goes in the same atomic append.
+ * The ApplyVoucher work on the voucher stream (one write, or none for a repeat), priced with the
+ * vouchers on the order; the order's record of the application goes in the same atomic append.
+ * A class, not an object of closures: under tsx every named closure made per request costs a
+ * defineProperty (esbuild's keepNames), and this runs on every apply.
  */
+class ApplyWork implements Work<VoucherEvent, VoucherState, ApplyResult> {
+  readonly metadata: Record<string, unknown>;
+
+  constructor(private readonly command: ApplyCommand, meta: CallMetadata, private readonly order: OrderForApply) {
+    this.metadata = { ...meta };
+  }
+
+  decide(state: VoucherState): VoucherEvent[] { return decide(this.command, state); }
+
+  result(state: VoucherState, events: VoucherEvent[]): ApplyResult {
+    const application = state!.applications.get(state!.liveByOrder.get(this.command.data.orderId)!)!;
+    return { outcome: { application: renderApplication(state!, application), replayed: events.length === 0 }, orderValue: application.orderValue };
+  }
+
+  also(events: VoucherEvent[], state: VoucherState): StreamAppend[] {
+    const applied = events.find((e) => e.type === 'VoucherApplied');
+    return applied ? [this.order.append(stackProfile(state!), applied.data.applicationId, applied.data.orderValue, applied.data.discountAmount)] : [];
+  }
+}
+
 const runApply = async (ctx: EnvContext, command: ApplyCommand, meta: CallMetadata, order: OrderForApply) => {
-  const { result, position, also } = await ctx.vouchers.execute(voucherStream(command.data.voucherId), {
-    decide: (state) => decide(command, state),
-    result: (state, events) => {
-      const application = state!.applications.get(state!.liveByOrder.get(command.data.orderId)!)!;
-      return { outcome: { application: renderApplication(state!, application), replayed: events.length === 0 }, orderValue: application.orderValue };
-    },
-    metadata: { ...meta },
-    also: (events: VoucherEvent[], state: VoucherState) => {
-      const applied = events.find((e) => e.type === 'VoucherApplied');
-      return applied ? [order.append(stackProfile(state!), applied.data.applicationId, applied.data.orderValue, applied.data.discountAmount)] : [];
-    },
-  });
+  const { result, position, also } = await ctx.vouchers.execute(voucherStream(command.data.voucherId), new ApplyWork(command, meta, order));
   if (also?.[0]) order.written(also[0]);
   return { ...result, position };
 };

@@ -28,41 +28,43 @@ export const parseJsonBody = (req: Request, res: Response, next: NextFunction): 
     return;
   }
   if (length !== undefined && Number(length) > MAX_BODY_BYTES) { tooLarge(req, next); return; }
+  // Listeners are inline and never removed (a request emits nothing after 'end' or 'error'): a
+  // named closure per request costs a defineProperty under tsx (esbuild's keepNames).
   const chunks: Buffer[] = [];
   let size = 0;
-  const stop = () => {
-    req.removeListener('data', onData);
-    req.removeListener('end', onEnd);
-    req.removeListener('error', onError);
-  };
-  const onData = (chunk: Buffer) => {
+  let settled = false;
+  req.on('data', (chunk: Buffer) => {
+    if (settled) return; // over the limit: drained, not kept
     size += chunk.length;
     if (size <= MAX_BODY_BYTES) { chunks.push(chunk); return; }
-    stop();
+    settled = true;
     tooLarge(req, next);
-  };
-  const onEnd = () => {
-    stop();
-    const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
-    let body: unknown;
-    try {
-      body = parseStrict(text);
-    } catch {
-      next(new HttpError('INVALID_REQUEST', 'The request body is not valid JSON', [{ field: 'body', message: 'is not valid JSON' }]));
-      return;
-    }
-    req.body = body;
-    next();
-  };
+  });
+  req.on('end', () => {
+    if (settled) return;
+    settled = true;
+    bodyRead(req, chunks, size, next);
+  });
   // A client that hangs up mid-body: ECONNRESET ("aborted"); nobody is left to read the answer.
-  const onError = (error: NodeJS.ErrnoException) => {
-    stop();
+  req.on('error', (error: NodeJS.ErrnoException) => {
+    if (settled) return;
+    settled = true;
     next(error.code === 'ECONNRESET' ? new HttpError('INVALID_REQUEST', 'The request was aborted before its body arrived', [{ field: 'body', message: 'is incomplete' }]) : error);
-  };
-  req.on('data', onData);
-  req.on('end', onEnd);
-  req.on('error', onError);
+  });
 };
+
+function bodyRead(req: Request, chunks: Buffer[], size: number, next: NextFunction): void {
+  const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
+  let body: unknown;
+  try {
+    body = parseStrict(text);
+  } catch {
+    next(new HttpError('INVALID_REQUEST', 'The request body is not valid JSON', [{ field: 'body', message: 'is not valid JSON' }]));
+    return;
+  }
+  req.body = body;
+  next();
+}
 
 /** body-parser's strict mode: the first non-blank character opens an object or an array. */
 const parseStrict = (text: string): unknown => {
@@ -73,6 +75,6 @@ const parseStrict = (text: string): unknown => {
 
 /** 413, and the rest of the body is drained (not buffered) so the answer reaches the client. */
 const tooLarge = (req: Request, next: NextFunction): void => {
-  req.resume();
+  req.resume(); // flowing already when called from 'data'; the listener ignores the rest
   next(new HttpError('PAYLOAD_TOO_LARGE', 'The request body is larger than 1 MB', { max_bytes: MAX_BODY_BYTES }));
 };

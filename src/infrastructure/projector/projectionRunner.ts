@@ -1,5 +1,6 @@
 import type { EventStore, RecordedEvent, Subscription } from '../eventStore/eventStore.ts';
 import type { ReadStore, WriteBatch } from '../readStore/readStore.ts';
+import { CheckpointWaiters } from './checkpointWaiters.ts';
 import {
   docKey, indexesOf, isDocumentSet, type AnyProjection, type DocumentSetProjection, type PositionedDocument, type Projection,
 } from './projection.ts';
@@ -29,7 +30,7 @@ export class ProjectionRunner implements ProjectorHandle {
 
   private position = 0;
   private subscription?: Subscription;
-  private waiters: Array<{ position: number; resolve: (ok: boolean) => void }> = [];
+  private readonly waiters = new CheckpointWaiters();
   private restartTimer?: NodeJS.Timeout;
   private stopped = false;
 
@@ -53,23 +54,15 @@ export class ProjectionRunner implements ProjectorHandle {
   /** Resolves true once the read models reflect `position`, false after `timeoutMs`. */
   waitFor(position: number, timeoutMs = 5_000): Promise<boolean> {
     if (position <= this.position) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const waiter = { position, resolve: (ok: boolean) => { clearTimeout(timer); resolve(ok); } };
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        resolve(false);
-      }, timeoutMs);
-      timer.unref();
-      this.waiters.push(waiter);
-    });
+    return this.waiters.wait(position, timeoutMs);
   }
+
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.restartTimer);
     await this.subscription?.close();
-    for (const w of this.waiters) w.resolve(false);
-    this.waiters = [];
+    this.waiters.releaseAll();
   }
 
   /** Folds a batch of events into the read models and advances the checkpoint. */
@@ -152,9 +145,7 @@ export class ProjectionRunner implements ProjectorHandle {
   private advance(position: number): void {
     this.position = position;
     this.onAdvance?.(position);
-    const ready = this.waiters.filter((w) => w.position <= position);
-    this.waiters = this.waiters.filter((w) => w.position > position);
-    for (const w of ready) w.resolve(true);
+    this.waiters.reached(position);
   }
 
   private subscribe(): void {

@@ -18,6 +18,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { CommittedEvents } from '../eventStore/sqliteGroupCommit.ts';
+import { CheckpointWaiters } from './checkpointWaiters.ts';
 import type { ProjectorHandle } from './projectionRunner.ts';
 
 export interface ProjectorThreadOptions {
@@ -50,7 +51,7 @@ const RESTART_DELAY_MS = 1_000;
 /** One projection group as the main thread sees it: the checkpoint the thread last reported. */
 class GroupHandle implements ProjectorHandle {
   private position = 0;
-  private waiters: Array<{ position: number; resolve: (ok: boolean) => void }> = [];
+  private readonly waiters = new CheckpointWaiters();
 
   constructor(private readonly thread: ProjectorThread) {}
 
@@ -58,15 +59,7 @@ class GroupHandle implements ProjectorHandle {
 
   waitFor(position: number, timeoutMs = 5_000): Promise<boolean> {
     if (position <= this.position) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        resolve(false);
-      }, timeoutMs);
-      timer.unref();
-      const waiter = { position, resolve: (ok: boolean) => { clearTimeout(timer); resolve(ok); } };
-      this.waiters.push(waiter);
-    });
+    return this.waiters.wait(position, timeoutMs);
   }
 
   /** Stops the whole thread (its groups stop together). */
@@ -75,15 +68,10 @@ class GroupHandle implements ProjectorHandle {
   advance(position: number): void {
     if (position <= this.position) return;
     this.position = position;
-    if (this.waiters.length === 0) return;
-    const ready = this.waiters.filter((w) => w.position <= position);
-    this.waiters = this.waiters.filter((w) => w.position > position);
-    for (const w of ready) w.resolve(true);
+    this.waiters.reached(position);
   }
 
-  release(): void {
-    for (const w of this.waiters.splice(0)) w.resolve(false);
-  }
+  release(): void { this.waiters.releaseAll(); }
 }
 
 export class ProjectorThread {
