@@ -3,7 +3,7 @@ import type { ApiKeyRegistry, Scope } from '../application/apiKeys.ts';
 import type { EnvContext, Environment } from '../application/context.ts';
 import { HttpError } from './errors.ts';
 import type { RateLimitGroup, RateLimiter } from './rateLimits.ts';
-import { parseJsonBody } from './body.ts';
+import { hasBody, parseJsonBody } from './body.ts';
 
 /** Who is calling: sets `req.apiKey` and `req.ctx`, or throws 401. */
 export type Authenticator = (req: Request) => void;
@@ -36,9 +36,7 @@ const requireScope = (req: Request, scope: Scope): void => {
  * A body must be JSON: anything else is 415 before it is read.
  */
 const requireJson = (req: Request): void => {
-  const { headers } = req;
-  const hasBody = headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
-  if (hasBody && !req.is('application/json')) {
+  if (hasBody(req) && !req.is('application/json')) {
     throw new HttpError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as JSON with Content-Type: application/json', {});
   }
 };

@@ -1,5 +1,5 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { HttpError } from './errors.ts';
+import { bodyTooLarge, HttpError, invalidJsonBody } from './errors.ts';
 
 export const MAX_BODY_BYTES = 1_048_576;
 
@@ -17,10 +17,14 @@ const UTF8 = /;\s*charset\s*=\s*"?utf-?8"?\s*(?:;|$)/i;
  * than UTF-8) goes to body-parser itself, which inflates or rejects it as before.
  * Runs after `requireJson`, so a body here is declared as application/json.
  */
+/** Whether the request carries a body: chunked, or a Content-Length above 0. */
+export const hasBody = (req: Request): boolean =>
+  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+
 export const parseJsonBody = (req: Request, res: Response, next: NextFunction): void => {
+  if (!hasBody(req)) { next(); return; }
   const { headers } = req;
   const length = headers['content-length'];
-  if (headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) { next(); return; } // no body
   const type = headers['content-type'] ?? '';
   const encoding = headers['content-encoding'];
   if ((encoding !== undefined && encoding.toLowerCase() !== 'identity') || (type.includes(';') && /charset/i.test(type) && !UTF8.test(type))) {
@@ -59,7 +63,7 @@ function bodyRead(req: Request, chunks: Buffer[], size: number, next: NextFuncti
   try {
     body = parseStrict(text);
   } catch {
-    next(new HttpError('INVALID_REQUEST', 'The request body is not valid JSON', [{ field: 'body', message: 'is not valid JSON' }]));
+    next(invalidJsonBody());
     return;
   }
   req.body = body;
@@ -76,5 +80,5 @@ const parseStrict = (text: string): unknown => {
 /** 413, and the rest of the body is drained (not buffered) so the answer reaches the client. */
 const tooLarge = (req: Request, next: NextFunction): void => {
   req.resume(); // flowing already when called from 'data'; the listener ignores the rest
-  next(new HttpError('PAYLOAD_TOO_LARGE', 'The request body is larger than 1 MB', { max_bytes: MAX_BODY_BYTES }));
+  next(bodyTooLarge(MAX_BODY_BYTES));
 };

@@ -33,6 +33,16 @@ export const sendError = (res: Response, code: HttpErrorCode, message: string, d
 
 interface BodyParserError { type?: string; status?: number; limit?: number }
 
+/** A request body that is not JSON (or not an object or array at the top): 400, the field `body`. */
+export const invalidJsonBody = (): HttpError =>
+  new HttpError('INVALID_REQUEST', 'The request body is not valid JSON', [{ field: 'body', message: 'is not valid JSON' }]);
+
+/** A request body over the limit: 413 with `max_bytes`. */
+export const bodyTooLarge = (maxBytes: number): HttpError =>
+  new HttpError('PAYLOAD_TOO_LARGE', 'The request body is larger than 1 MB', { max_bytes: maxBytes });
+
+const send = (res: Response, error: HttpError): void => sendError(res, error.code, error.message, error.details);
+
 /**
  * The one place errors become responses: domain and HTTP errors keep their code and details,
  * body-parser failures become 400/413, anything else is a 500 INTERNAL_ERROR carrying only the
@@ -44,12 +54,8 @@ export const errorHandler: ErrorRequestHandler = (error: unknown, req, res, _nex
     return sendError(res, error.code, error.message, error.details);
   }
   const parser = error as BodyParserError;
-  if (parser.type === 'entity.too.large') {
-    return sendError(res, 'PAYLOAD_TOO_LARGE', 'The request body is larger than 1 MB', { max_bytes: parser.limit ?? 1_048_576 });
-  }
-  if (parser.type === 'entity.parse.failed') {
-    return sendError(res, 'INVALID_REQUEST', 'The request body is not valid JSON', [{ field: 'body', message: 'is not valid JSON' }]);
-  }
+  if (parser.type === 'entity.too.large') return send(res, bodyTooLarge(parser.limit ?? 1_048_576));
+  if (parser.type === 'entity.parse.failed') return send(res, invalidJsonBody());
   if (parser.type === 'encoding.unsupported' || parser.type === 'charset.unsupported') {
     return sendError(res, 'UNSUPPORTED_MEDIA_TYPE', 'The request body encoding is not supported', {});
   }
