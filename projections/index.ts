@@ -1,4 +1,5 @@
 import type { AnyProjection, Projection } from '../src/infrastructure/projector/projection.ts';
+import type { GroupDefinition } from '../src/infrastructure/projector/rebuild.ts';
 import { analytics } from './analytics.ts';
 import { exportsProjection } from './exports.ts';
 import { usageHistory } from './usageHistory.ts';
@@ -26,7 +27,7 @@ export const ANALYTICS_CHECKPOINT = 'analytics.v2';
 export const ANALYTICS_PREVIOUS_CHECKPOINTS = ['analytics'];
 
 /** A projection group: its runner's checkpoint, and the names its checkpoint had before. */
-export interface ProjectionGroup { name: string; projections: AnyProjection[]; checkpoint: string; previous: readonly string[] }
+export type ProjectionGroup = GroupDefinition;
 
 export const CORE_GROUP: ProjectionGroup = { name: 'core', projections: coreProjections, checkpoint: CORE_CHECKPOINT, previous: CORE_PREVIOUS_CHECKPOINTS };
 export const ANALYTICS_GROUP: ProjectionGroup = {

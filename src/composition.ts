@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { ANALYTICS_GROUP, CORE_GROUP, type ProjectionGroup } from '../projections/index.ts';
+import { ANALYTICS_GROUP, CORE_GROUP } from '../projections/index.ts';
 import { ApiKeyRegistry } from './application/apiKeys.ts';
 import { CodeRegistry } from './application/codeRegistry.ts';
 import { CommandHandler } from './application/commandHandler.ts';
@@ -16,9 +16,9 @@ import type { OrderEvent } from './domain/order/events.ts';
 import { evolveOrder, initialOrderState, type OrderState } from './domain/order/state.ts';
 import { SqliteEventStore } from './infrastructure/eventStore/sqliteEventStore.ts';
 import { SqliteKvStore } from './infrastructure/kvStore/sqliteKvStore.ts';
-import { ProjectionRunner, type ProjectorHandle } from './infrastructure/projector/projectionRunner.ts';
+import type { ProjectorHandle } from './infrastructure/projector/projectionRunner.ts';
 import { ProjectorThread } from './infrastructure/projector/projectorThread.ts';
-import { retireOutdatedReadModels } from './infrastructure/projector/rebuild.ts';
+import { startGroup } from './infrastructure/projector/rebuild.ts';
 import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
 
 export const ENVIRONMENTS: Environment[] = ['sandbox', 'production'];
@@ -60,19 +60,9 @@ export const openEmbeddedEnvironment = async (environment: Environment, options:
   const events = SqliteEventStore.open(files.events, { onCommitted: (committed) => thread?.committed(committed) });
   const reads = SqliteReadStore.open(files.reads);
   const kv = SqliteKvStore.open(files.kv, options.clock, { relaxedNamespaces: ['quotes'] }); // quotes can be recomputed
-  /** A group's runner, after removing read models an older fold of the group wrote (rebuilt while it catches up). */
-  const startGroup = async (group: ProjectionGroup): Promise<ProjectionRunner> => {
-    const retired = await retireOutdatedReadModels(reads, group.projections, group.checkpoint, group.previous);
-    if (retired.length > 0) {
-      logger.info({ group: group.name, previous: retired, checkpoint: group.checkpoint }, 'read models are from an older version: rebuilding them from the event log');
-    }
-    const runner = new ProjectionRunner(events, reads, group.projections, group.checkpoint, logger);
-    await runner.start();
-    return runner;
-  };
   // The core group (what a write's response waits for: read-your-writes) runs here, so that it
   // folds a commit in the same turn; the heavier analytics group runs on the projector thread.
-  const projector = await startGroup(CORE_GROUP);
+  const projector = await startGroup(events, reads, CORE_GROUP, logger);
   let analytics: ProjectorHandle;
   if ((options.projectors ?? 'thread') === 'thread') {
     thread = await ProjectorThread.start({
@@ -81,7 +71,7 @@ export const openEmbeddedEnvironment = async (environment: Environment, options:
     analytics = thread.group(ANALYTICS_GROUP.name);
   } else {
     // The second group: analytics aggregates and export records, with their own checkpoint.
-    analytics = await startGroup(ANALYTICS_GROUP);
+    analytics = await startGroup(events, reads, ANALYTICS_GROUP, logger);
   }
   const telemetry = new AttemptRecorder(events, options.clock, { onError: (err) => logger.error({ err }, 'order attempts lost: telemetry append failed') });
   const exports = new ExportJobs({ events, reads, clock: options.clock, analytics, dir: files.exports, logger, startDelayMs: options.exportJobDelayMs });

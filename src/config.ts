@@ -22,7 +22,7 @@ export interface Config {
   adminPassword?: string;
   /** EXPORT_JOB_DELAY_MS: pause before each export job starts (default 0; for tests of resuming exports). */
   exportJobDelayMs: number;
-  /** PROJECTORS: `thread` (default) runs the projection groups on a worker thread, `inline` on the main thread. */
+  /** PROJECTORS: `thread` (default) runs the analytics projection group on a worker thread, `inline` on the main thread. */
   projectors: 'thread' | 'inline';
 }
 

@@ -1,9 +1,10 @@
 /**
- * The embedded service's projectors on a worker thread of their own: the main thread decides and
- * appends, the projector thread folds the log into the read models, as a separate projector
- * process would in the production topology. On this 2-core machine the main thread spent about
- * a quarter of each apply folding its events (read-store writes, the subscription's parsing);
- * moved here, that work runs on the other core.
+ * Projection groups on a worker thread of their own (the embedded service runs its analytics group
+ * here): the main thread decides and appends, the projector thread folds the log into those read
+ * models, as a separate projector process would in the production topology. On this 2-core
+ * machine the analytics fold was the larger part of each apply's read-model work; here it runs
+ * on the other core. (The core group stays on the main thread: a write's read-your-writes wait
+ * would otherwise cross threads and cost a turn of the event loop; see composition.ts.)
  *
  * The thread has its own connections to the environment's event store and read store files
  * (SQLite WAL: the main thread keeps reading the read store while the thread writes it). It is
@@ -36,8 +37,7 @@ export type ToProjectorThread = { type: 'committed'; committed: CommittedEvents 
 export type FromProjectorThread =
   | { type: 'ready'; checkpoints: Record<string, number> }
   | { type: 'checkpoint'; group: string; position: number }
-  | { type: 'failed'; message: string }
-  | { type: 'stopped' };
+  | { type: 'failed'; message: string };
 
 const WORKER_URL = new URL(`./projectorThread.worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 
@@ -141,8 +141,6 @@ export class ProjectorThread {
             break;
           case 'failed':
             if (!started) reject(new Error(`the projector thread could not start: ${message.message}`));
-            break;
-          case 'stopped':
             break;
         }
       });

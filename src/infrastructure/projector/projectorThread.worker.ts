@@ -4,15 +4,15 @@
  *
  * Messages from the main thread: `committed` (the rows the main thread just committed, handed to
  * the subscriptions as if this store had committed them) and `stop`. To it: `ready` (every group started, with its checkpoint),
- * `checkpoint` (a group wrote a batch), `failed` (it could not start) and `stopped`.
+ * `checkpoint` (a group wrote a batch) and `failed` (it could not start); after `stop` it ends.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { PROJECTION_GROUPS } from '../../../projections/index.ts';
 import { createLogger } from '../../logger.ts';
 import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
-import { ProjectionRunner } from './projectionRunner.ts';
-import { retireOutdatedReadModels } from './rebuild.ts';
+import type { ProjectionRunner } from './projectionRunner.ts';
+import { startGroup } from './rebuild.ts';
 import type { FromProjectorThread, ProjectorThreadOptions, ToProjectorThread } from './projectorThread.ts';
 
 const options = workerData as ProjectorThreadOptions;
@@ -30,8 +30,7 @@ const run = async () => {
     await Promise.all(runners.map((runner) => runner.stop()));
     await events.close();
     await reads.close();
-    send({ type: 'stopped' });
-    port.close();
+    port.close(); // the thread then ends: the main thread waits for its exit
   })());
   port.on('message', (message: ToProjectorThread) => {
     if (message.type === 'committed') events.offerExternalCommit(message.committed);
@@ -39,13 +38,7 @@ const run = async () => {
   });
   try {
     for (const group of PROJECTION_GROUPS.filter((g) => options.groups.includes(g.name))) {
-      const retired = await retireOutdatedReadModels(reads, group.projections, group.checkpoint, group.previous);
-      if (retired.length > 0) {
-        logger.info({ group: group.name, previous: retired, checkpoint: group.checkpoint }, 'read models are from an older version: rebuilding them from the event log');
-      }
-      const runner = new ProjectionRunner(events, reads, group.projections, group.checkpoint, logger);
-      runner.onAdvance = (position) => send({ type: 'checkpoint', group: group.name, position });
-      await runner.start();
+      const runner = await startGroup(events, reads, group, logger, (position) => send({ type: 'checkpoint', group: group.name, position }));
       runners.push(runner);
       checkpoints[group.name] = runner.checkpoint;
     }

@@ -1,7 +1,7 @@
 import type { EventStore } from '../eventStore/eventStore.ts';
 import type { ReadStore } from '../readStore/readStore.ts';
 import { collectionsOf, indexesOf, type AnyProjection } from './projection.ts';
-import { ProjectionRunner } from './projectionRunner.ts';
+import { ProjectionRunner, type RunnerLogger } from './projectionRunner.ts';
 
 /** Events read from the log and folded per transaction while rebuilding. */
 export const REBUILD_PAGE_SIZE = 2_000;
@@ -75,4 +75,26 @@ export const retireOutdatedReadModels = async (
     found.push(name);
   }
   return found;
+};
+
+/** A projection group as the runners need it (projections/index.ts defines the service's). */
+export interface GroupDefinition { name: string; projections: AnyProjection[]; checkpoint: string; previous: readonly string[] }
+
+/**
+ * Starts a group's runner, after removing read models an older fold of the group wrote (they are
+ * rebuilt while it catches up, logged once). `onAdvance` is set before the runner starts, so it
+ * sees the catch-up batches too. Used on the main thread and on the projector thread alike.
+ */
+export const startGroup = async (
+  events: EventStore, reads: ReadStore, group: GroupDefinition, logger: RunnerLogger & { info(obj: object, msg: string): void },
+  onAdvance?: (position: number) => void,
+): Promise<ProjectionRunner> => {
+  const retired = await retireOutdatedReadModels(reads, group.projections, group.checkpoint, group.previous);
+  if (retired.length > 0) {
+    logger.info({ group: group.name, previous: retired, checkpoint: group.checkpoint }, 'read models are from an older version: rebuilding them from the event log');
+  }
+  const runner = new ProjectionRunner(events, reads, group.projections, group.checkpoint, logger);
+  runner.onAdvance = onAdvance;
+  await runner.start();
+  return runner;
 };
