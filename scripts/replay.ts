@@ -1,7 +1,7 @@
 /**
  * `npm run replay [-- --env sandbox|production]`: rebuilds every read model of each environment from
- * its event log, in DATA_DIR (default ./data): the core group (vouchers, applications; checkpoint
- * `core`) and the analytics group (analytics aggregates, export records; checkpoint `analytics`).
+ * its event log, in DATA_DIR (default ./data): the core group (vouchers, usage counts, applications;
+ * read.db) and the analytics group (analytics aggregates, export records; analytics.db).
  *
  * Stop the service first. The embedded stores are plain SQLite files, so the replay can open them
  * while the service runs, but the service's projector would keep writing the same collections and
@@ -16,11 +16,10 @@ import cliProgress from 'cli-progress';
 import { PROJECTION_GROUPS } from '../projections/index.ts';
 import { collectionsOf } from '../src/infrastructure/projector/projection.ts';
 import type { Environment } from '../src/application/context.ts';
-import { ENVIRONMENTS, environmentFiles } from '../src/composition.ts';
+import { ENVIRONMENTS, environmentFiles, openReadStores } from '../src/composition.ts';
 import { loadConfig } from '../src/config.ts';
 import { SqliteEventStore } from '../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { rebuildReadModels } from '../src/infrastructure/projector/rebuild.ts';
-import { SqliteReadStore } from '../src/infrastructure/readStore/sqliteReadStore.ts';
 
 interface Summary { environment: Environment; events: number; position: number; ms: number; skipped?: boolean }
 
@@ -51,7 +50,8 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
     return { environment, events: 0, position: 0, ms: 0, skipped: true };
   }
   const events = SqliteEventStore.open(files.events);
-  const reads = SqliteReadStore.open(files.reads);
+  // Each group's read models live in their own file (composition.ts).
+  const { byGroup } = await openReadStores(files);
   const interactive = process.stdout.isTTY === true;
   const bar = interactive
     ? new cliProgress.SingleBar({
@@ -65,7 +65,7 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
     for (const group of PROJECTION_GROUPS) {
       let barStarted = false;
       const groupStarted = performance.now();
-      result = await rebuildReadModels(events, reads, group.projections, group.checkpoint, (done, total) => {
+      result = await rebuildReadModels(events, byGroup[group.name]!, group.projections, group.checkpoint, (done, total) => {
         if (!bar) return;
         if (!barStarted) { bar.start(total, done, { group: group.name }); barStarted = true; return; }
         bar.setTotal(total);
@@ -86,7 +86,7 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
     throw error;
   } finally {
     await events.close();
-    await reads.close();
+    for (const store of Object.values(byGroup)) await store.close();
   }
 };
 

@@ -18,7 +18,7 @@ import { SqliteEventStore } from './infrastructure/eventStore/sqliteEventStore.t
 import { SqliteKvStore } from './infrastructure/kvStore/sqliteKvStore.ts';
 import type { ProjectorHandle } from './infrastructure/projector/projectionRunner.ts';
 import { ProjectorThread } from './infrastructure/projector/projectorThread.ts';
-import { startGroup } from './infrastructure/projector/rebuild.ts';
+import { retireMovedReadModels, startGroup } from './infrastructure/projector/rebuild.ts';
 import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
 
 export const ENVIRONMENTS: Environment[] = ['sandbox', 'production'];
@@ -46,10 +46,29 @@ export const orderDecider = { evolve: evolveOrder, initialState: initialOrderSta
 /** Paths of one environment's embedded stores: each environment has its own files. */
 export const environmentFiles = (dataDir: string, environment: Environment) => ({
   events: path.join(dataDir, environment, 'events.db'),
+  /** The core group's read models: vouchers, usage counts, usage history. */
   reads: path.join(dataDir, environment, 'read.db'),
+  /**
+   * The analytics group's read models (analytics aggregates, export records), in a file of their
+   * own: SQLite has one writer per file, and the projector thread's transactions made the core
+   * group's wait for the lock (the busy handler sleeps the main thread), 0.3–1 ms per batch.
+   */
+  analytics: path.join(dataDir, environment, 'analytics.db'),
   kv: path.join(dataDir, environment, 'state.db'),
   exports: path.join(dataDir, environment, 'exports'),
 });
+
+/**
+ * Opens an environment's read stores, one per projection group: `core` (read.db) and `analytics`
+ * (analytics.db). Analytics read models an older version kept in read.db are removed from it
+ * (`moved`: the checkpoints found), and the analytics group rebuilds them in its own file.
+ */
+export const openReadStores = async (files: ReturnType<typeof environmentFiles>) => {
+  const core = SqliteReadStore.open(files.reads);
+  const analytics = SqliteReadStore.open(files.analytics);
+  const moved = await retireMovedReadModels(core, ANALYTICS_GROUP);
+  return { byGroup: { [CORE_GROUP.name]: core, [ANALYTICS_GROUP.name]: analytics }, core, analytics, moved };
+};
 
 /** One environment on the embedded SQLite stores, with its projector running. */
 export const openEmbeddedEnvironment = async (environment: Environment, options: EmbeddedOptions): Promise<EnvContext> => {
@@ -58,7 +77,10 @@ export const openEmbeddedEnvironment = async (environment: Environment, options:
   let thread: ProjectorThread | undefined;
   // The rows of each commit are handed to the projector thread.
   const events = SqliteEventStore.open(files.events, { onCommitted: (committed) => thread?.committed(committed) });
-  const reads = SqliteReadStore.open(files.reads);
+  const { core: reads, analytics: analyticsReads, moved } = await openReadStores(files);
+  if (moved.length > 0) {
+    logger.info({ group: ANALYTICS_GROUP.name, checkpoints: moved, file: files.analytics }, 'analytics read models now have a file of their own: rebuilding them there from the event log');
+  }
   const kv = SqliteKvStore.open(files.kv, options.clock, { relaxedNamespaces: ['quotes'] }); // quotes can be recomputed
   // The core group (what a write's response waits for: read-your-writes) runs here, so that it
   // folds a commit in the same turn; the heavier analytics group runs on the projector thread.
@@ -66,18 +88,18 @@ export const openEmbeddedEnvironment = async (environment: Environment, options:
   let analytics: ProjectorHandle;
   if ((options.projectors ?? 'thread') === 'thread') {
     thread = await ProjectorThread.start({
-      environment, groups: [ANALYTICS_GROUP.name], eventsFile: files.events, readsFile: files.reads, logLevel: options.logger.level, pollIntervalMs: 200,
+      environment, groups: [ANALYTICS_GROUP.name], eventsFile: files.events, readsFile: files.analytics, logLevel: options.logger.level, pollIntervalMs: 200,
     }, logger);
     analytics = thread.group(ANALYTICS_GROUP.name);
   } else {
     // The second group: analytics aggregates and export records, with their own checkpoint.
-    analytics = await startGroup(events, reads, ANALYTICS_GROUP, logger);
+    analytics = await startGroup(events, analyticsReads, ANALYTICS_GROUP, logger);
   }
   const telemetry = new AttemptRecorder(events, options.clock, { onError: (err) => logger.error({ err }, 'order attempts lost: telemetry append failed') });
-  const exports = new ExportJobs({ events, reads, clock: options.clock, analytics, dir: files.exports, logger, startDelayMs: options.exportJobDelayMs });
+  const exports = new ExportJobs({ events, reads, analyticsReads, clock: options.clock, analytics, dir: files.exports, logger, startDelayMs: options.exportJobDelayMs });
   await exports.start();
   return {
-    environment, events, reads, kv, projector, clock: options.clock, ids: options.ids ?? randomIds,
+    environment, events, reads, analyticsReads, kv, projector, clock: options.clock, ids: options.ids ?? randomIds,
     vouchers: new CommandHandler<VoucherEvent, VoucherState>(events, voucherDecider),
     orders: new CommandHandler<OrderEvent, OrderState>(events, orderDecider),
     codes: new CodeRegistry(events),
@@ -95,6 +117,7 @@ export const closeEnvironment = async (ctx: EnvContext): Promise<void> => {
   await ctx.projector.stop();
   await ctx.events.close();
   await ctx.reads.close();
+  await ctx.analyticsReads.close();
   await ctx.kv.close();
 };
 

@@ -19,7 +19,10 @@ export type Environment = 'sandbox' | 'production';
 export interface EnvContext {
   environment: Environment;
   events: EventStore;
+  /** The core group's read models: vouchers, usage counts, usage history. */
   reads: ReadStore;
+  /** The analytics group's read models: analytics aggregates and export records. */
+  analyticsReads: ReadStore;
   kv: KvStore;
   vouchers: CommandHandler<VoucherEvent, VoucherState>;
   /** Order streams `order-<orderId>`: the vouchers each order carries (stacking, see orders.ts). */

@@ -23,7 +23,10 @@ export interface ExportRequest { voucherIds: string[]; metrics: Metric[]; format
 
 export interface ExportJobsDeps {
   events: EventStore;
+  /** The core read models (vouchers). */
   reads: ReadStore;
+  /** The analytics group's read models (export records, daily aggregates). */
+  analyticsReads: ReadStore;
   clock: Clock;
   analytics: ProjectorHandle;
   /** DATA_DIR/<env>/exports */
@@ -67,7 +70,7 @@ export class ExportJobs {
   /** Exports still processing after a restart are run again (the read model first catches up with the log). */
   async resume(): Promise<string[]> {
     await this.deps.analytics.waitFor(await this.deps.events.headPosition(), 60_000);
-    const pending = await this.deps.reads.find<ExportView>('exports', { status: 'processing' }, { sort: [['requested_at', 1]] });
+    const pending = await this.deps.analyticsReads.find<ExportView>('exports', { status: 'processing' }, { sort: [['requested_at', 1]] });
     for (const view of pending) this.enqueue(view.id);
     return pending.map((v) => v.id);
   }
@@ -119,7 +122,7 @@ export class ExportJobs {
   /** Removes the files of completed exports past expires_at and records their expiry; returns their ids. */
   async sweep(): Promise<string[]> {
     const now = isoSeconds(this.deps.clock.now());
-    const due = await this.deps.reads.find<ExportView>('exports', { status: 'completed', expires_at: { $lte: now } });
+    const due = await this.deps.analyticsReads.find<ExportView>('exports', { status: 'completed', expires_at: { $lte: now } });
     for (const view of due) {
       const { view: current, revision } = await this.get(view.id);
       if (current.status === 'expired') await this.expire(current, revision);
@@ -187,7 +190,7 @@ export class ExportJobs {
     const vouchers = await this.deps.reads.getMany<VoucherDoc>('vouchers', view.voucher_ids);
     const rows: ExportRow[] = [];
     for (const voucherId of view.voucher_ids) {
-      const docs = await this.deps.reads.find<DailyDoc>('analytics_daily', { voucher_id: voucherId, date: { $gte: view.start_day, $lte: view.end_day } });
+      const docs = await this.deps.analyticsReads.find<DailyDoc>('analytics_daily', { voucher_id: voucherId, date: { $gte: view.start_day, $lte: view.end_day } });
       const byDay = new Map(docs.map((d) => [d.date, d]));
       const code = vouchers.get(voucherId)?.code ?? '';
       for (const date of days) {

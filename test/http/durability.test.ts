@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { CORE_CHECKPOINT } from '../../projections/index.ts';
+import { ANALYTICS_CHECKPOINT, CORE_CHECKPOINT } from '../../projections/index.ts';
 import type { Environment } from '../../src/application/context.ts';
 import { ENVIRONMENTS, environmentFiles } from '../../src/composition.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
@@ -198,6 +198,11 @@ describe('durability (real process, SIGKILL, replay)', function () {
       await sandboxReads.close();
       await productionReads.close();
     }
+    // And the analytics read models, in their own file: all gone.
+    for (const environment of ENVIRONMENTS) {
+      const analytics = SqliteReadStore.open(environmentFiles(dataDir, environment).analytics);
+      try { await analytics.reset(['analytics_daily'], ANALYTICS_CHECKPOINT); } finally { await analytics.close(); }
+    }
     expect(await snapshotReadModels(dataDir)).to.not.deep.equal(before);
 
     const logSizes = {} as Record<Environment, number>;
@@ -216,5 +221,17 @@ describe('durability (real process, SIGKILL, replay)', function () {
 
     const after = await snapshotReadModels(dataDir);
     expect(after).to.deep.equal(before);
+    // The analytics group is rebuilt in analytics.db: its daily documents count every live use.
+    for (const environment of ENVIRONMENTS) {
+      const analytics = SqliteReadStore.open(environmentFiles(dataDir, environment).analytics);
+      try {
+        const daily = await analytics.find<{ id: string; uses: number }>('analytics_daily');
+        const live = (after[environment].applications as Array<{ status: string }>).filter((a) => a.status === 'applied').length;
+        expect(daily.reduce((n, d) => n + d.uses, 0), environment).to.equal(live);
+        expect(await analytics.getCheckpoint(ANALYTICS_CHECKPOINT), environment).to.equal(after[environment].checkpoint);
+      } finally {
+        await analytics.close();
+      }
+    }
   });
 });

@@ -38,7 +38,7 @@ describe('analytics projections', function () {
     await service.post('/v1/analytics/export', { voucher_ids: [(await service.get('/v1/vouchers?limit=1')).body.data[0].id], metrics: ['uses'] });
     await service.stop(true);
     dataDir = service.dataDir;
-    const reads = SqliteReadStore.open(environmentFiles(dataDir, 'sandbox').reads);
+    const reads = SqliteReadStore.open(environmentFiles(dataDir, 'sandbox').analytics);
     live = await snapshot(reads);
     await reads.close();
     events = SqliteEventStore.open(environmentFiles(dataDir, 'sandbox').events);
@@ -59,7 +59,7 @@ describe('analytics projections', function () {
   });
 
   it('a rebuild from scratch (npm run replay) gives identical documents', async () => {
-    const reads = SqliteReadStore.open(environmentFiles(dataDir, 'sandbox').reads);
+    const reads = SqliteReadStore.open(environmentFiles(dataDir, 'sandbox').analytics);
     try {
       await rebuildReadModels(events, reads, analyticsProjections, ANALYTICS_CHECKPOINT, undefined, 7);
       expect(await snapshot(reads)).to.deep.equal(live);
@@ -91,7 +91,7 @@ describe('analytics projections', function () {
   it('read models of an older fold (checkpoint `analytics`) are removed on start and rebuilt from the log', async () => {
     const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'analytics-upgrade-'));
     fs.cpSync(dataDir, copy, { recursive: true });
-    const reads = SqliteReadStore.open(environmentFiles(copy, 'sandbox').reads);
+    const reads = SqliteReadStore.open(environmentFiles(copy, 'sandbox').analytics);
     const head = await events.headPosition();
     // what an older version left: its own checkpoint, documents without gap histograms, a stale one
     await reads.reset(collectionsOf(analyticsProjections), ANALYTICS_CHECKPOINT);
@@ -105,8 +105,8 @@ describe('analytics projections', function () {
     const service = await TestService.start({ dataDir: copy, exportJobDelayMs: 60_000 });
     try {
       expect(await service.sandbox.analytics.waitFor(head, 30_000)).to.equal(true);
-      expect(await snapshot(service.sandbox.reads)).to.deep.equal(live);
-      expect(await service.sandbox.reads.getCheckpoint(ANALYTICS_PREVIOUS_CHECKPOINTS[0]!)).to.equal(0);
+      expect(await snapshot(service.sandbox.analyticsReads)).to.deep.equal(live);
+      expect(await service.sandbox.analyticsReads.getCheckpoint(ANALYTICS_PREVIOUS_CHECKPOINTS[0]!)).to.equal(0);
     } finally {
       await service.stop();
     }

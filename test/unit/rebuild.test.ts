@@ -2,12 +2,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { coreProjections, CORE_CHECKPOINT } from '../../projections/index.ts';
+import { ANALYTICS_GROUP, coreProjections, CORE_CHECKPOINT } from '../../projections/index.ts';
 import type { VoucherEvent } from '../../src/domain/voucher/events.ts';
 import { codeStream, voucherStream } from '../../src/domain/voucher/events.ts';
 import type { EventStore, RecordedEvent } from '../../src/infrastructure/eventStore/eventStore.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
-import { rebuildReadModels, retireOutdatedReadModels } from '../../src/infrastructure/projector/rebuild.ts';
+import { rebuildReadModels, retireMovedReadModels, retireOutdatedReadModels } from '../../src/infrastructure/projector/rebuild.ts';
 import type { Document } from '../../src/infrastructure/readStore/readStore.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 
@@ -250,5 +250,45 @@ describe('retireOutdatedReadModels (a group whose fold changed gets a new checkp
     } finally {
       await fresh.close();
     }
+  });
+});
+
+describe('retireMovedReadModels (a group whose read models moved to a store of their own)', () => {
+  let dir: string;
+  let reads: SqliteReadStore;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'moved-'));
+    reads = SqliteReadStore.open(path.join(dir, 'read.db'));
+  });
+  afterEach(async () => {
+    await reads.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("removes the group's documents and every checkpoint of it, current or previous, and nothing else", async () => {
+    await reads.writeBatch({
+      upserts: [
+        { collection: 'analytics_daily', doc: { id: 'v_A:2025-01-01', uses: 4 } },
+        { collection: 'exports', doc: { id: 'exp_1', status: 'completed' } },
+        { collection: 'vouchers', doc: { id: 'v_A', code: 'KEEP' } },
+      ],
+      checkpoint: { name: ANALYTICS_GROUP.checkpoint, position: 12 },
+    });
+    await reads.writeBatch({ checkpoint: { name: ANALYTICS_GROUP.previous[0]!, position: 7 } });
+    await reads.writeBatch({ checkpoint: { name: CORE_CHECKPOINT, position: 12 } });
+
+    expect(await retireMovedReadModels(reads, ANALYTICS_GROUP)).to.deep.equal([ANALYTICS_GROUP.checkpoint, ANALYTICS_GROUP.previous[0]]);
+    expect(await reads.count('analytics_daily')).to.equal(0);
+    expect(await reads.count('exports')).to.equal(0);
+    expect(await reads.getCheckpoint(ANALYTICS_GROUP.checkpoint)).to.equal(0);
+    expect(await reads.getCheckpoint(ANALYTICS_GROUP.previous[0]!)).to.equal(0);
+    expect(await reads.get('vouchers', 'v_A')).to.deep.equal({ id: 'v_A', code: 'KEEP' });
+    expect(await reads.getCheckpoint(CORE_CHECKPOINT)).to.equal(12);
+  });
+
+  it('finds nothing to do in a store that never held the group', async () => {
+    await reads.writeBatch({ upserts: [{ collection: 'vouchers', doc: { id: 'v_A' } }], checkpoint: { name: CORE_CHECKPOINT, position: 3 } });
+    expect(await retireMovedReadModels(reads, ANALYTICS_GROUP)).to.deep.equal([]);
+    expect(await reads.count('vouchers')).to.equal(1);
   });
 });

@@ -38,7 +38,7 @@ export const voucherOrNotFound = async (ctx: EnvContext, voucherId: string): Pro
 
 /** The voucher's daily documents in the window (an indexed range on voucher_id, date): at most `days` documents. */
 export const dailyDocs = async (ctx: EnvContext, voucherId: string, w: DayWindow): Promise<Map<string, DailyDoc>> => {
-  const docs = await ctx.reads.find<DailyDoc>(C.daily, { voucher_id: voucherId, date: { $gte: w.startDay, $lte: w.endDay } }, { sort: [['date', 1]] });
+  const docs = await ctx.analyticsReads.find<DailyDoc>(C.daily, { voucher_id: voucherId, date: { $gte: w.startDay, $lte: w.endDay } }, { sort: [['date', 1]] });
   return new Map(docs.map((d) => [d.date, d]));
 };
 
@@ -52,7 +52,7 @@ export interface CustomerInWindow { doc: VoucherCustomerDoc; uses: number; spend
  * overlaps it (indexed on voucher_id, last_day), summed over the window's days.
  */
 export const customersInWindow = async (ctx: EnvContext, voucherId: string, w: DayWindow): Promise<CustomerInWindow[]> => {
-  const docs = await ctx.reads.find<VoucherCustomerDoc>(C.voucherCustomers, {
+  const docs = await ctx.analyticsReads.find<VoucherCustomerDoc>(C.voucherCustomers, {
     voucher_id: voucherId, last_day: { $gte: w.startDay }, first_day: { $lte: w.endDay },
   });
   const out: CustomerInWindow[] = [];
@@ -67,4 +67,4 @@ export const customersInWindow = async (ctx: EnvContext, voucherId: string, w: D
   return out;
 };
 
-export const environmentCustomers = (ctx: EnvContext, ids: string[]): Promise<Map<string, CustomerDoc>> => ctx.reads.getMany<CustomerDoc>(C.customers, ids);
+export const environmentCustomers = (ctx: EnvContext, ids: string[]): Promise<Map<string, CustomerDoc>> => ctx.analyticsReads.getMany<CustomerDoc>(C.customers, ids);

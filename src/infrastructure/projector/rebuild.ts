@@ -77,6 +77,23 @@ export const retireOutdatedReadModels = async (
   return found;
 };
 
+/**
+ * Read models a group used to keep in another store (the analytics group's lived in the core
+ * group's file until they got one of their own): for each of the group's checkpoints, current or
+ * previous, that `from` still holds, removes the group's documents and that checkpoint from it (one
+ * transaction each), so nothing stale is left behind. The group's own store, which starts without
+ * a checkpoint, is rebuilt by its runner from position 0. Returns the checkpoints found.
+ */
+export const retireMovedReadModels = async (from: ReadStore, group: GroupDefinition): Promise<string[]> => {
+  const found: string[] = [];
+  for (const name of [group.checkpoint, ...group.previous]) {
+    if (await from.getCheckpoint(name) === 0) continue;
+    await from.reset(collectionsOf(group.projections), name);
+    found.push(name);
+  }
+  return found;
+};
+
 /** A projection group as the runners need it (projections/index.ts defines the service's). */
 export interface GroupDefinition { name: string; projections: AnyProjection[]; checkpoint: string; previous: readonly string[] }
 
