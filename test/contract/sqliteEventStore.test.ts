@@ -9,6 +9,7 @@ import sinon from 'sinon';
 import { WrongExpectedRevisionError, type RecordedEvent } from '../../src/infrastructure/eventStore/eventStore.ts';
 import type { CommittedEvents, FlushInfo } from '../../src/infrastructure/eventStore/sqliteGroupCommit.ts';
 import { SqliteEventStore, type SqliteEventStoreOptions } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
+import { WAL_AUTOCHECKPOINT_PAGES } from '../../src/infrastructure/sqliteWal.ts';
 import { eventStoreContract } from './eventStoreContract.ts';
 
 const STORE_MODULE = fileURLToPath(new URL('../../src/infrastructure/eventStore/sqliteEventStore.ts', import.meta.url));
@@ -50,10 +51,10 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('creates the parent directory and sets WAL, synchronous=FULL and a busy timeout', function () {
+  it('creates the parent directory and sets WAL, synchronous=FULL, a busy timeout and the checkpoint interval', function () {
     const store = open();
     expect(fs.existsSync(file)).to.equal(true);
-    expect(store.pragmas()).to.deep.equal({ journalMode: 'wal', synchronous: 2, busyTimeoutMs: 5000 });
+    expect(store.pragmas()).to.deep.equal({ journalMode: 'wal', synchronous: 2, busyTimeoutMs: 5000, walAutocheckpoint: WAL_AUTOCHECKPOINT_PAGES });
   });
 
   it('group commit: 100 appends issued in one tick are written by one transaction and durable', async function () {

@@ -30,6 +30,8 @@ export interface SqlitePragmas {
   /** 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA. */
   synchronous: number;
   busyTimeoutMs: number;
+  /** WAL pages after which a commit checkpoints (sqliteWal.ts). */
+  walAutocheckpoint: number;
 }
 
 const DEFAULT_MAX_BATCH_SIZE = 500;
@@ -176,6 +178,7 @@ export class SqliteEventStore implements EventStore {
       journalMode: String(this.db.pragma('journal_mode', { simple: true })),
       synchronous: Number(this.db.pragma('synchronous', { simple: true })),
       busyTimeoutMs: Number(this.db.pragma('busy_timeout', { simple: true })),
+      walAutocheckpoint: Number(this.db.pragma('wal_autocheckpoint', { simple: true })),
     };
   }
 

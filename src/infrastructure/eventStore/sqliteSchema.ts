@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { useWal } from '../sqliteWal.ts';
 import type { RecordedEvent } from './eventStore.ts';
 
 export interface OpenDatabaseOptions {
@@ -40,9 +41,8 @@ export function openDatabase(filePath: string, options: OpenDatabaseOptions): Da
   if (filePath !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(filePath)), { recursive: true });
   const db = new Database(filePath, { timeout: options.busyTimeoutMs });
   try {
-    db.pragma('journal_mode = WAL');
     // FULL: the WAL is fsynced on every commit, so a resolved append survives a power loss.
-    db.pragma('synchronous = FULL');
+    useWal(db, 'FULL');
     db.exec(SCHEMA);
   } catch (error) {
     db.close();

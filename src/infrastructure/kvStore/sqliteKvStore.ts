@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Clock } from '../../domain/clock.ts';
+import { useWal } from '../sqliteWal.ts';
 import type { KvStore } from './kvStore.ts';
 
 export interface SqliteKvStoreOptions {
@@ -15,8 +16,7 @@ export interface SqliteKvStoreOptions {
 
 const openConnection = (filePath: string, synchronous: 'FULL' | 'NORMAL'): Database.Database => {
   const db = new Database(filePath);
-  db.pragma('journal_mode = WAL');
-  db.pragma(`synchronous = ${synchronous}`);
+  useWal(db, synchronous);
   db.pragma('busy_timeout = 5000');
   return db;
 };

@@ -10,6 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { useWal } from '../sqliteWal.ts';
 import type { Document, Filter, FindOptions, ReadStore, WriteBatch } from './readStore.ts';
 import { compileFilter, compileSort, indexDdl, tableName, type SqlParam } from './sqlFilter.ts';
 
@@ -73,12 +74,11 @@ export class SqliteReadStore implements ReadStore {
     if (filePath !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(filePath)), { recursive: true });
     const db = new Database(filePath);
     try {
-      db.pragma('journal_mode = WAL');
       // NORMAL (no fsync per commit in WAL mode) may lose the last commits on power loss but
       // never corrupts the file. Acceptable because read models are derived data: documents and
       // checkpoint commit together, so the projector just replays the event log from the
       // checkpoint that survived (and a read model can always be rebuilt from scratch).
-      db.pragma('synchronous = NORMAL');
+      useWal(db, 'NORMAL');
       db.pragma('busy_timeout = 5000');
       return new SqliteReadStore(db);
     } catch (err) {
