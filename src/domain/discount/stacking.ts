@@ -92,19 +92,22 @@ const MESSAGES: Record<string, string> = {
   order_value_mismatch: 'is applied to another order value than',
 };
 
+// A module-level function rather than a closure per call: under tsx (esbuild's keepNames) a named
+// closure costs a defineProperty on every call, and this runs on every validate and apply.
+const stackingConflict = (incoming: StackProfile, types: VoucherType[], existing: OrderVoucher, reason: string): DomainError =>
+  new DomainError('STACKING_CONFLICT', `Voucher ${incoming.code} ${MESSAGES[reason]} ${existing.code}`, {
+    conflicting_voucher: existing.code, conflicting_voucher_id: existing.voucherId, conflict_reason: reason, stackable_types: types,
+  });
+
 /** Checks compatibility with the vouchers on the order and returns the pricing context. */
 export const stackContext = (onOrder: OrderVoucher[], incoming: StackProfile, orderValue: number): StackContext => {
   const types = stackableTypes(incoming.stackRules);
   const others = onOrder.filter((v) => v.voucherId !== incoming.voucherId);
-  const conflict = (existing: OrderVoucher, reason: string) =>
-    new DomainError('STACKING_CONFLICT', `Voucher ${incoming.code} ${MESSAGES[reason]} ${existing.code}`, {
-      conflicting_voucher: existing.code, conflicting_voucher_id: existing.voucherId, conflict_reason: reason, stackable_types: types,
-    });
-  if (others.length > 0 && incoming.type !== 'stackable') throw conflict(others[0]!, 'not_stackable');
+  if (others.length > 0 && incoming.type !== 'stackable') throw stackingConflict(incoming, types, others[0]!, 'not_stackable');
   const count = others.length + 1;
   for (const existing of others) {
     const reason = conflictReason(existing, incoming, count, orderValue);
-    if (reason) throw conflict(existing, reason);
+    if (reason) throw stackingConflict(incoming, types, existing, reason);
   }
   const pending = others.find((v) => v.discountAmount === null);
   if (pending) {
