@@ -41,7 +41,11 @@ export const invalidJsonBody = (): HttpError =>
 export const bodyTooLarge = (maxBytes: number): HttpError =>
   new HttpError('PAYLOAD_TOO_LARGE', 'The request body is larger than 1 MB', { max_bytes: maxBytes });
 
-const send = (res: Response, error: HttpError): void => sendError(res, error.code, error.message, error.details);
+/** Sends an error, and notes its code for the request log line (and the idempotency store). */
+const send = (res: Response, error: HttpError | DomainError): void => {
+  res.locals.errorCode = error.code;
+  sendError(res, error.code, error.message, error.details);
+};
 
 /**
  * The one place errors become responses: domain and HTTP errors keep their code and details,
@@ -49,18 +53,15 @@ const send = (res: Response, error: HttpError): void => sendError(res, error.cod
  * request id (the stack goes to the log, never to the client).
  */
 export const errorHandler: ErrorRequestHandler = (error: unknown, req, res, _next) => {
-  if (error instanceof DomainError || error instanceof HttpError) {
-    res.locals.errorCode = error.code;
-    return sendError(res, error.code, error.message, error.details);
-  }
+  if (error instanceof DomainError || error instanceof HttpError) return send(res, error);
   const parser = error as BodyParserError;
   if (parser.type === 'entity.too.large') return send(res, bodyTooLarge(parser.limit ?? 1_048_576));
   if (parser.type === 'entity.parse.failed') return send(res, invalidJsonBody());
   if (parser.type === 'encoding.unsupported' || parser.type === 'charset.unsupported') {
-    return sendError(res, 'UNSUPPORTED_MEDIA_TYPE', 'The request body encoding is not supported', {});
+    return send(res, new HttpError('UNSUPPORTED_MEDIA_TYPE', 'The request body encoding is not supported', {}));
   }
   const requestId = String(req.requestId ?? '');
   res.locals.internalError = error;
   req.log?.error({ err: error, request_id: requestId }, 'unhandled error');
-  return sendError(res, 'INTERNAL_ERROR', 'Something went wrong on our side; the request id identifies it in our logs', { request_id: requestId });
+  return send(res, new HttpError('INTERNAL_ERROR', 'Something went wrong on our side; the request id identifies it in our logs', { request_id: requestId }));
 };
