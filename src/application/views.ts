@@ -94,5 +94,9 @@ const sortedKeys = (value: object): string[] => {
   return [...keys.slice(0, indices), ...keys.slice(indices).sort()];
 };
 
+const hashed = (json: string): string => hash('sha256', json, 'base64url').slice(0, 22);
+/** The fingerprint of no value (an apply without a customer): computed once. */
+const NULL_FINGERPRINT = hashed('null');
+
 export const fingerprint = (value: unknown): string =>
-  hash('sha256', canonicalJson(value ?? null), 'base64url').slice(0, 22);
+  (value === null || value === undefined ? NULL_FINGERPRINT : hashed(canonicalJson(value)));

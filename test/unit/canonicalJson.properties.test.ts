@@ -31,6 +31,11 @@ describe('canonicalJson (property): the same text as the replacer-based original
     }), { numRuns: 2_000 });
   });
 
+  it('for no value (null or undefined: an apply without a customer), whose fingerprint is computed once', () => {
+    expect(fingerprint(null)).to.equal(replacerFingerprint(null));
+    expect(fingerprint(undefined)).to.equal(replacerFingerprint(undefined));
+  });
+
   it('for values with toJSON (dates) and keys given in any order', () => {
     const date = new Date('2026-11-22T12:00:00Z');
     const samples: unknown[] = [
