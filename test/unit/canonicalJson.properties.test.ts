@@ -31,6 +31,15 @@ describe('canonicalJson (property): the same text as the replacer-based original
     }), { numRuns: 2_000 });
   });
 
+  it('for objects with up to 60 keys of any UTF-16 text (short lists are sorted by hand, long ones by the built-in sort)', () => {
+    const anyKey = fc.oneof(fc.string({ unit: 'binary', maxLength: 4 }), fc.string({ unit: 'binary-ascii', maxLength: 3 }), key);
+    const short = fc.dictionary(anyKey, fc.integer(), { maxKeys: 8 });
+    const long = fc.dictionary(anyKey, fc.integer(), { minKeys: 33, maxKeys: 60 });
+    fc.assert(fc.property(fc.oneof(short, long), (v) => {
+      expect(canonicalJson(v)).to.equal(replacerCanonicalJson(v));
+    }), { numRuns: 1_000 });
+  });
+
   it('for no value (null or undefined: an apply without a customer), whose fingerprint is computed once', () => {
     expect(fingerprint(null)).to.equal(replacerFingerprint(null));
     expect(fingerprint(undefined)).to.equal(replacerFingerprint(undefined));
