@@ -2,7 +2,7 @@
  * Upgrading a data dir whose core read models an older fold wrote (checkpoint `core`: usage counts
  * inside the voucher documents): on start they are removed and rebuilt from the event log. And one
  * whose analytics read models still live in read.db: they are removed from it and rebuilt in
- * analytics.db.
+ * analytics.db. And analytics.db is where the analytics group writes with PROJECTORS=inline too.
  */
 import fs from 'node:fs';
 import { expect } from 'chai';
@@ -103,6 +103,24 @@ describe('upgrade: analytics read models in the core read store', () => {
     } finally {
       await second.stop();
       fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('analytics read models with PROJECTORS=inline', () => {
+  it('are folded on the main thread into analytics.db, not read.db', async () => {
+    const service = await TestService.start({ projectors: 'inline' });
+    try {
+      const voucher = await service.createVoucher({ code: 'INLINE10', type: 'percentage', value: 10 });
+      const res = await service.post('/v1/vouchers/apply', { code: 'INLINE10', order_id: 'i1', customer: { id: 'c1' }, order: { value: 10_000 } });
+      expect(res.status).to.equal(201);
+      expect(await service.sandbox.analytics.waitFor(await service.sandbox.events.headPosition(), 10_000)).to.equal(true);
+      const performance = await service.get(`/v1/analytics/vouchers/${voucher.id}/performance`);
+      expect(performance.body.performance).to.include({ total_uses: 1, total_discount: 1_000 });
+      expect(await service.sandbox.analyticsReads.count('analytics_daily')).to.equal(1);
+      expect(await service.sandbox.reads.getCheckpoint(ANALYTICS_GROUP.checkpoint)).to.equal(0);
+    } finally {
+      await service.stop();
     }
   });
 });

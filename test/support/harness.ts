@@ -51,12 +51,14 @@ export class TestService {
       /** Where log lines go (default: nowhere). */
       logger?: Logger;
       /** Pause before each export job (EXPORT_JOB_DELAY_MS). */
-      exportJobDelayMs?: number } = {},
+      exportJobDelayMs?: number;
+      /** Where the analytics group runs (PROJECTORS; default: a thread per environment). */
+      projectors?: 'thread' | 'inline' } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
     const clock = options.clock ?? new FakeClock();
     const logger = options.logger ?? pino({ level: 'silent' });
-    const embedded = await openEmbedded({ dataDir, clock, logger, apiKeys: [SANDBOX_KEY, PRODUCTION_KEY], exportJobDelayMs: options.exportJobDelayMs });
+    const embedded = await openEmbedded({ dataDir, clock, logger, apiKeys: [SANDBOX_KEY, PRODUCTION_KEY], exportJobDelayMs: options.exportJobDelayMs, projectors: options.projectors });
     const admin = options.adminPassword === undefined ? undefined : await AdminAuth.fromPassword(options.adminPassword);
     const app = createApp({
       environments: embedded.environments, keys: embedded.keys, logger, rateLimits: options.rateLimits ?? LIFTED_RATE_LIMITS, rateLimitStores: options.rateLimitStores,
