@@ -60,8 +60,7 @@ export class SqliteEventStore implements EventStore {
     this.committer = new GroupCommitter(db, this.statements, (info, committed) => {
       options.onFlush?.(info);
       if (committed.rows.length > 0) options.onCommitted?.(committed);
-      // Handed over as committed: a caught-up subscription takes them without reading them back.
-      if (committed.rows.length > 0) for (const subscription of this.subscriptions) subscription.offer(committed);
+      this.offerToSubscriptions(committed);
     });
   }
 
@@ -93,6 +92,11 @@ export class SqliteEventStore implements EventStore {
    * subscription takes them only where they continue its checkpoint, and reads the store otherwise.
    */
   offerExternalCommit(committed: CommittedEvents): void {
+    this.offerToSubscriptions(committed);
+  }
+
+  /** Committed rows, handed over as such: a caught-up subscription takes them without reading them back. */
+  private offerToSubscriptions(committed: CommittedEvents): void {
     if (committed.rows.length > 0) for (const subscription of this.subscriptions) subscription.offer(committed);
   }
 
