@@ -17,9 +17,7 @@ const notFound = (voucherId: string): DomainError =>
 /** Vouchers with their usage counts (kept apart, see projections/voucherUsage.ts). */
 const withUsage = async (ctx: EnvContext, docs: VoucherDoc[]): Promise<VoucherView[]> => {
   if (docs.length === 0) return [];
-  const usage = docs.length === 1
-    ? new Map([[docs[0]!.id, await ctx.reads.get<VoucherUsage>('voucher_usage', docs[0]!.id)]])
-    : await ctx.reads.getMany<VoucherUsage>('voucher_usage', docs.map((d) => d.id));
+  const usage = await ctx.reads.getMany<VoucherUsage>('voucher_usage', docs.map((d) => d.id));
   return docs.map((doc) => ({ ...doc, usage_count: usage.get(doc.id)?.usage_count ?? 0 }));
 };
 

@@ -170,6 +170,9 @@ export function readStoreContract(name: string, factory: ReadStoreFactory): void
         expect(found.get('a')).to.deep.equal({ id: 'a', v: 1 });
         expect(found.get('c')).to.deep.equal({ id: 'c', v: 3 });
         expect((await store.getMany(c, [])).size).to.equal(0);
+        // One id (repeated or not): found, or an empty map.
+        expect([...(await store.getMany(c, ['b', 'b'])).entries()]).to.deep.equal([['b', { id: 'b', v: 2 }]]);
+        expect((await store.getMany(c, ['missing'])).size).to.equal(0);
       });
 
       it('getMany handles many ids at once', async function () {

@@ -108,6 +108,11 @@ export class SqliteReadStore implements ReadStore {
     const unique = [...new Set(ids)];
     unique.forEach((id) => assertIdType(id, `getMany from ${collection}`));
     const found = new Map<string, T>();
+    if (unique.length === 1) { // one id (a single voucher's usage): the plain lookup, no IN list to build
+      const json = this.stmt(`SELECT doc FROM ${table} WHERE id = ?`).get(unique[0]) as string | undefined;
+      if (json !== undefined) found.set(unique[0]!, JSON.parse(json) as T);
+      return found;
+    }
     for (let start = 0; start < unique.length; start += MAX_IDS_PER_QUERY) {
       const chunk = unique.slice(start, start + MAX_IDS_PER_QUERY);
       let size = 1;
