@@ -8,6 +8,10 @@ const bodyParserJson = express.json({ limit: MAX_BODY_BYTES, strict: true, type:
 
 const UTF8 = /;\s*charset\s*=\s*"?utf-?8"?\s*(?:;|$)/i;
 
+/** Whether the request carries a body: chunked, or a Content-Length above 0. */
+export const hasBody = (req: Request): boolean =>
+  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+
 /**
  * The JSON body as `req.body`, with body-parser's outcomes (strict: an object or array at the
  * top; 413 over 1 MB; 400 for unparseable JSON) but read with the platform on the common path.
@@ -17,10 +21,6 @@ const UTF8 = /;\s*charset\s*=\s*"?utf-?8"?\s*(?:;|$)/i;
  * than UTF-8) goes to body-parser itself, which inflates or rejects it as before.
  * Runs after `requireJson`, so a body here is declared as application/json.
  */
-/** Whether the request carries a body: chunked, or a Content-Length above 0. */
-export const hasBody = (req: Request): boolean =>
-  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-
 export const parseJsonBody = (req: Request, res: Response, next: NextFunction): void => {
   if (!hasBody(req)) { next(); return; }
   const { headers } = req;

@@ -57,7 +57,6 @@ export class ProjectionRunner implements ProjectorHandle {
     return this.waiters.wait(position, timeoutMs);
   }
 
-
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.restartTimer);
