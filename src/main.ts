@@ -3,6 +3,7 @@ import { openEmbedded, startExpiryJob } from './composition.ts';
 import { loadConfig } from './config.ts';
 import { systemClock } from './domain/clock.ts';
 import { createApp } from './http/createApp.ts';
+import { createHttpServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
 import type { ApiKeyRegistry } from './application/apiKeys.ts';
 import { AdminAuth } from './application/adminAuth.ts';
@@ -21,7 +22,7 @@ const main = async (): Promise<void> => {
   const admin = await AdminAuth.open(service.account.kv, config.adminPassword);
   const app = createApp({ environments: service.environments, keys: service.keys, logger, rateLimits: config.rateLimits, admin: admin.auth });
   const stopExpiry = startExpiryJob(Object.values(service.environments), config.expiryIntervalMs, logger);
-  const server: Server = app.listen(config.port, config.host, () => {
+  const server: Server = createHttpServer(app).listen(config.port, config.host, () => {
     logger.info({ port: config.port, data_dir: config.dataDir }, 'voucher service listening');
     printWelcome(config.port, firstKeys, admin.generated);
   });

@@ -7,6 +7,7 @@ import pino, { type Logger } from 'pino';
 import { openEmbedded, type Embedded } from '../../src/composition.ts';
 import { AdminAuth } from '../../src/application/adminAuth.ts';
 import { createApp } from '../../src/http/createApp.ts';
+import { createHttpServer } from '../../src/http/server.ts';
 import { RATE_LIMIT_GROUPS, type RateLimitConfig, type RateLimitGroup, type RateLimitStoreFactory } from '../../src/http/rateLimits.ts';
 import { FakeClock } from './fakeClock.ts';
 
@@ -64,7 +65,7 @@ export class TestService {
       environments: embedded.environments, keys: embedded.keys, logger, rateLimits: options.rateLimits ?? LIFTED_RATE_LIMITS, rateLimitStores: options.rateLimitStores,
       admin, clock,
     });
-    const server = await new Promise<Server>((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
+    const server = await new Promise<Server>((resolve) => { const s = createHttpServer(app).listen(0, '127.0.0.1', () => resolve(s)); });
     const { port } = server.address() as AddressInfo;
     return new TestService(dataDir, clock, embedded, server, `http://127.0.0.1:${port}`);
   }
