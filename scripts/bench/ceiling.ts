@@ -3,9 +3,15 @@
  * parses a JSON body and answers a small JSON body. Run as a child of scripts/bench.ts:
  *   node --import tsx scripts/bench/ceiling.ts   (PORT, HOST from the environment)
  * Prints `ceiling listening <port>` once it accepts connections.
+ *
+ * Served as bare express apps usually are (`app.listen`), unless CEILING_SERVER=createHttpServer:
+ * then on the service's own server (src/http/server.ts), whose requests keep one V8 hidden class.
+ * The bench measures both: the first is the issue's ceiling, the second what the same route does
+ * without express's per-request `setPrototypeOf` cost.
  */
 import type { AddressInfo } from 'node:net';
 import express from 'express';
+import { createHttpServer } from '../../src/http/server.ts';
 
 const app = express();
 app.disable('x-powered-by');
@@ -17,7 +23,7 @@ app.post('/ceiling', (req, res) => {
   res.json({ ok: true, value: body?.order?.value ?? null });
 });
 
-const server = app.listen(Number(process.env.PORT ?? 0), process.env.HOST ?? '127.0.0.1', () => {
+const server = (process.env.CEILING_SERVER === 'createHttpServer' ? createHttpServer(app) : app).listen(Number(process.env.PORT ?? 0), process.env.HOST ?? '127.0.0.1', () => {
   process.stdout.write(`ceiling listening ${(server.address() as AddressInfo).port}\n`);
 });
 server.keepAliveTimeout = 65_000;

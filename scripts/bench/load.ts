@@ -31,6 +31,10 @@ export interface Measured {
   cpuRatio: number | null;
   /** With several rounds: each round's ratio (the row's ratio is their median). */
   rounds?: number[];
+  /** The tuned ceiling's req/s (scripts/bench/ceiling.ts) measured right before, and the ratio to it (no target). */
+  tunedReqPerSec?: number | null;
+  tunedRatio?: number | null;
+  tunedRounds?: number[];
 }
 
 /** The median of some figures (the mean of the middle two for an even count). */

@@ -11,7 +11,7 @@ export interface HotCheck { counted_2xx: number; max_uncounted: number; usage_co
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 export const printTable = (rows: Measured[]): void => {
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'ceiling req/s', 'ratio', 'target', 'result', 'CPU srv/gen/other', 'srv CPU ms/req', 'CPU ratio'];
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'ceiling req/s', 'ratio', 'target', 'result', 'tuned req/s', 'ratio to tuned', 'CPU srv/gen/other', 'srv CPU ms/req', 'CPU ratio'];
   const pctOf = (x: number | null) => (x === null ? '?' : `${Math.round(x * 100)}%`);
   const lines = rows.map((r) => [
     r.title,
@@ -23,6 +23,8 @@ export const printTable = (rows: Measured[]): void => {
     r.ratio === null ? '1.00×' : `${r.ratio.toFixed(2)}×`,
     r.target === null ? '—' : `≥ ${r.target.toFixed(1)}×, 0 non-2xx`,
     r.verdict,
+    r.tunedReqPerSec == null ? '—' : fmt(r.tunedReqPerSec),
+    r.tunedRatio == null ? '—' : `${r.tunedRatio.toFixed(2)}×`,
     `${pctOf(r.serverCpu)} / ${pctOf(r.loadGenCpu)} / ${pctOf(r.otherCpu)}`,
     r.serverCpuMsPerReq === null ? '?' : r.serverCpuMsPerReq.toFixed(3),
     r.cpuRatio === null ? (r.verdict === 'BASE' ? '1.00×' : '?') : `${r.cpuRatio.toFixed(2)}×`,
@@ -33,15 +35,21 @@ export const printTable = (rows: Measured[]): void => {
 };
 
 /** The lines under the table: ceiling spread, targets missed, and what may have skewed the run. */
-export const printNotes = (rows: Measured[], ceilings: Measured[], hotCheck: HotCheck | undefined, log: (msg: string) => void): void => {
-  if (ceilings.length > 1) {
-    const values = ceilings.map((c) => c.reqPerSec);
-    log(`\nceiling runs: ${values.map((v) => fmt(v)).join(', ')} req/s (spread ${fmt(Math.min(...values))}–${fmt(Math.max(...values))});`
-      + ' each ratio uses the ceiling run right before it');
-  }
+export const printNotes = (rows: Measured[], ceilings: Measured[], tunedCeilings: Measured[], hotCheck: HotCheck | undefined, log: (msg: string) => void): void => {
+  const runsOf = (name: string, runs: Measured[]) => {
+    const values = runs.map((c) => c.reqPerSec);
+    log(`${name} runs: ${values.map((v) => fmt(v)).join(', ')} req/s (spread ${fmt(Math.min(...values))}–${fmt(Math.max(...values))});`
+      + ' each ratio uses the run right before it');
+  };
+  log('');
+  if (ceilings.length > 1) runsOf('ceiling', ceilings);
+  if (tunedCeilings.length > 1) runsOf('tuned ceiling', tunedCeilings);
   for (const r of rows) {
     if (r.rounds) log(`${r.id}: ratio per round ${r.rounds.map((x) => `${x.toFixed(2)}×`).join(', ')} (the table gives their median)`);
+    if (r.tunedRounds && r.tunedRounds.length > 1) log(`${r.id}: ratio to the tuned ceiling per round ${r.tunedRounds.map((x) => `${x.toFixed(2)}×`).join(', ')}`);
   }
+  log('targets are ratios to the ceiling (bare express as usually served, app.listen); the tuned ceiling is the same route on the'
+    + ' service\'s HTTP server (src/http/server.ts), given for comparison, without targets');
   const misses = rows.filter((r) => r.verdict === 'MISS');
   log(misses.length === 0 ? '\nall targets met' : `\n${misses.length} target(s) missed: ${misses.map((m) => m.id).join(', ')}`);
   if (hotCheck && !hotCheck.ok) {
@@ -60,13 +68,14 @@ export interface Results {
   ceiling: Measured;
   rows: Measured[];
   ceilings: Measured[];
+  tunedCeilings: Measured[];
   warmups: Record<string, { ok2xx: number; failures: number }>;
   hotCheck: HotCheck | undefined;
   profiles: Record<string, ProfileSummary> | undefined;
 }
 
 /** Writes .bench/last.json; returns its path relative to the project root. */
-export const writeResults = ({ ceiling, rows, ceilings, warmups, hotCheck, profiles }: Results): string => {
+export const writeResults = ({ ceiling, rows, ceilings, tunedCeilings, warmups, hotCheck, profiles }: Results): string => {
   const out = path.join(ROOT, '.bench', 'last.json');
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, `${JSON.stringify({
@@ -77,6 +86,7 @@ export const writeResults = ({ ceiling, rows, ceilings, warmups, hotCheck, profi
     ceiling_req_per_sec: ceiling.reqPerSec,
     results: rows,
     ceiling_runs: ceilings,
+    tuned_ceiling_runs: tunedCeilings,
     warmups,
     hot_voucher_check: hotCheck,
     profiles,

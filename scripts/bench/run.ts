@@ -11,7 +11,7 @@ import { measure, median, type Measured } from './load.ts';
 import { freePort, startChild, stopChild, tempDirs, waitForHealth, type Child } from './processes.ts';
 import { cpuProf, prepareProfDir, reportProfiles, type Windows } from './profiling.ts';
 import { printNotes, printTable, writeResults, type HotCheck } from './report.ts';
-import { API_KEY, CEILING_SCENARIO, SCENARIOS, SPREAD_POOL, VALIDATE_POOL, type Scenario } from './scenarios.ts';
+import { API_KEY, CEILING_SCENARIO, SCENARIOS, TUNED_CEILING_SCENARIO, SPREAD_POOL, VALIDATE_POOL, type Scenario } from './scenarios.ts';
 import { api, createVouchers } from './vouchers.ts';
 
 const log = (msg: string) => process.stdout.write(`${msg}\n`);
@@ -22,19 +22,26 @@ const quiet = async () => {
   else if (waitedMs > 1_000) log(`  (waited ${(waitedMs / 1000).toFixed(1)} s for other processes to go quiet)`);
 };
 
-/** The ceiling app. It stays up (idle, it costs nothing) to be measured again before each scenario. */
-const startCeiling = async () => {
+/**
+ * A ceiling app (scripts/bench/ceiling.ts): `bare`, the issue's ceiling (express's app.listen), or
+ * `tuned`, the same route on the service's HTTP server. Each stays up (idle, it costs nothing) to
+ * be measured again before each round of a scenario.
+ */
+const startCeiling = async (kind: 'bare' | 'tuned') => {
   const port = await freePort();
-  const proc = startChild('ceiling', ROOT, 'scripts/bench/ceiling.ts', { PORT: String(port), HOST }, cpuProf('ceiling'));
+  const scenario = kind === 'bare' ? CEILING_SCENARIO : TUNED_CEILING_SCENARIO;
+  const proc = startChild(scenario.id, ROOT, 'scripts/bench/ceiling.ts', {
+    PORT: String(port), HOST, ...(kind === 'tuned' ? { CEILING_SERVER: 'createHttpServer' } : {}),
+  }, kind === 'bare' ? cpuProf('ceiling') : []);
   const url = `http://${HOST}:${port}`;
   await waitForHealth(proc, url);
   /** `again`: a re-measurement of the (already warm) ceiling: no warm-up, `seconds` (RECHECK_S) long. */
   const measureCeiling = async (again = false, seconds = RECHECK_S) => {
     await quiet();
-    const run = await measure(CEILING_SCENARIO, url, proc.child.pid, null, again ? 0 : WARMUP_S, again ? seconds : DURATION_S);
+    const run = await measure(scenario, url, proc.child.pid, null, again ? 0 : WARMUP_S, again ? seconds : DURATION_S);
     const { measured } = run;
     if (measured.non2xx + measured.errors + measured.timeouts > 0) {
-      throw new Error(`the ceiling app answered ${measured.non2xx} non-2xx, ${measured.errors} errors, ${measured.timeouts} timeouts`);
+      throw new Error(`the ${scenario.title} app answered ${measured.non2xx} non-2xx, ${measured.errors} errors, ${measured.timeouts} timeouts`);
     }
     measured.cpuRatio = 1;
     return run;
@@ -75,7 +82,7 @@ const prepareScenarios = async (baseUrl: string) => {
 
 type MeasureCeiling = Awaited<ReturnType<typeof startCeiling>>['measureCeiling'];
 interface Runs {
-  rows: Measured[]; ceilings: Measured[]; windows: Windows; warmups: Record<string, { ok2xx: number; failures: number }>;
+  rows: Measured[]; ceilings: Measured[]; tunedCeilings: Measured[]; windows: Windows; warmups: Record<string, { ok2xx: number; failures: number }>;
   /** autocannon runs per scenario (warm-up included): each may leave `connections` requests uncounted. */
   runsPerScenario: Record<string, number>;
 }
@@ -100,6 +107,8 @@ const combineRounds = (rounds: Measured[], target: number | null): Measured => {
     serverCpu: median(known((m) => m.serverCpu)), loadGenCpu: Math.max(...rounds.map((m) => m.loadGenCpu)), otherCpu: Math.max(...known((m) => m.otherCpu), 0),
     serverCpuMsPerReq: median(known((m) => m.serverCpuMsPerReq)), cpuRatio: cpu.length > 0 ? median(cpu) : null,
     rounds: rounds.map((m) => m.ratio!),
+    tunedReqPerSec: median(known((m) => m.tunedReqPerSec ?? null)), tunedRatio: median(known((m) => m.tunedRatio ?? null)),
+    tunedRounds: known((m) => m.tunedRatio ?? null),
   };
 };
 
@@ -107,7 +116,7 @@ const combineRounds = (rounds: Measured[], target: number | null): Measured => {
  * Each scenario, after a probe request: a warm-up, then ROUNDS pairs of (ceiling, scenario) of
  * DURATION_S / ROUNDS seconds each (with --ceiling=once: one run against the first ceiling).
  */
-const runScenarios = async (scenarios: Scenario[], service: { proc: Child; baseUrl: string }, measureCeiling: MeasureCeiling, runs: Runs) => {
+const runScenarios = async (scenarios: Scenario[], service: { proc: Child; baseUrl: string }, measureCeiling: MeasureCeiling, measureTuned: MeasureCeiling, runs: Runs) => {
   const ceiling = runs.ceilings[0]!;
   const roundS = CEILING_ONCE ? DURATION_S : Math.max(1, Math.round(DURATION_S / ROUNDS));
   for (const scenario of scenarios) {
@@ -120,11 +129,16 @@ const runScenarios = async (scenarios: Scenario[], service: { proc: Child; baseU
     let warm = { ok2xx: 0, failures: 0 };
     for (let r = 0; r < (CEILING_ONCE ? 1 : ROUNDS); r += 1) {
       let adjacent = ceiling;
+      let tuned = runs.tunedCeilings[0]!;
       if (!CEILING_ONCE) {
         adjacent = (await measureCeiling(true, roundS)).measured;
         runs.ceilings.push(adjacent);
+        tuned = (await measureTuned(true, roundS)).measured;
+        runs.tunedCeilings.push(tuned);
       } else await quiet();
       const { measured, window, warmup2xx, warmupNon2xx } = await measure(scenario, service.baseUrl, service.proc.child.pid, adjacent, r === 0 ? WARMUP_S : 0, roundS);
+      measured.tunedReqPerSec = tuned.reqPerSec;
+      measured.tunedRatio = measured.reqPerSec / tuned.reqPerSec;
       if (r === 0) warm = { ok2xx: warmup2xx, failures: warmupNon2xx };
       from ??= window.fromUs;
       runs.windows[scenario.id] = { fromUs: from, toUs: window.toUs, requests: rounds.reduce((n, m) => n + m.total, measured.total) };
@@ -166,22 +180,32 @@ export const main = async (): Promise<void> => {
     + ` rate limiter ${RATE_LIMITS === 'off' ? 'off' : 'on with lifted limits'}`);
   prepareProfDir();
 
-  const { proc: ceilingProc, measureCeiling } = await startCeiling();
+  const { proc: ceilingProc, measureCeiling } = await startCeiling('bare');
   log('measuring the ceiling (bare express, JSON in/out) ...');
   const ceilingRun = await measureCeiling();
   const ceiling = ceilingRun.measured;
-  const runs: Runs = { rows: [ceiling], ceilings: [ceiling], windows: { ceiling: { ...ceilingRun.window, requests: ceiling.total } }, warmups: {}, runsPerScenario: {} };
+  const { proc: tunedProc, measureCeiling: measureTuned } = await startCeiling('tuned');
+  log('measuring the tuned ceiling (the same route on the service\'s HTTP server) ...');
+  const tuned = (await measureTuned()).measured;
+  // Its row compares it with the ceiling; it is the base of the "ratio to tuned" column.
+  Object.assign(tuned, {
+    verdict: 'INFO', ceilingReqPerSec: ceiling.reqPerSec, ratio: tuned.reqPerSec / ceiling.reqPerSec, tunedReqPerSec: tuned.reqPerSec, tunedRatio: 1,
+    cpuRatio: ceiling.serverCpuMsPerReq && tuned.serverCpuMsPerReq ? ceiling.serverCpuMsPerReq / tuned.serverCpuMsPerReq : null,
+  } satisfies Partial<Measured>);
+  const runs: Runs = {
+    rows: [ceiling, tuned], ceilings: [ceiling], tunedCeilings: [tuned], windows: { ceiling: { ...ceilingRun.window, requests: ceiling.total } }, warmups: {}, runsPerScenario: {},
+  };
 
   const service = await startService();
   const { scenarios, hotId } = await prepareScenarios(service.baseUrl);
-  await runScenarios(scenarios, service, measureCeiling, runs);
+  await runScenarios(scenarios, service, measureCeiling, measureTuned, runs);
   if (!ONLY || ONLY.includes(ANALYTICS_SCENARIO_ID)) runs.rows.push(await runAnalytics(ceiling, measureCeiling));
   const hotCheck = await checkHotVoucher(service.baseUrl, hotId, runs);
 
-  await Promise.all([stopChild(service.proc), stopChild(ceilingProc)]);
+  await Promise.all([stopChild(service.proc), stopChild(ceilingProc), stopChild(tunedProc)]);
   printTable(runs.rows);
-  printNotes(runs.rows, runs.ceilings, hotCheck, log);
+  printNotes(runs.rows, runs.ceilings, runs.tunedCeilings, hotCheck, log);
   const profiles = PROFILE ? reportProfiles(runs.windows, log) : undefined;
-  const out = writeResults({ ceiling, rows: runs.rows, ceilings: runs.ceilings, warmups: runs.warmups, hotCheck, profiles });
+  const out = writeResults({ ceiling, rows: runs.rows, ceilings: runs.ceilings, tunedCeilings: runs.tunedCeilings, warmups: runs.warmups, hotCheck, profiles });
   log(`results written to ${out}`);
 };

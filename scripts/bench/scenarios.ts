@@ -88,3 +88,7 @@ export const SCENARIOS: Scenario[] = [
 export const CEILING_SCENARIO: Pick<Scenario, 'id' | 'title' | 'path' | 'body'> = {
   id: 'ceiling', title: 'ceiling (bare express)', path: '/ceiling', body: (n) => validateBodies[n % VALIDATE_POOL]!,
 };
+/** The same route on the service's HTTP server (src/http/server.ts): see scripts/bench/ceiling.ts. */
+export const TUNED_CEILING_SCENARIO: Pick<Scenario, 'id' | 'title' | 'path' | 'body'> = {
+  ...CEILING_SCENARIO, id: 'tuned-ceiling', title: 'tuned ceiling (bare express, createHttpServer)',
+};
