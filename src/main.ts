@@ -22,11 +22,17 @@ const main = async (): Promise<void> => {
   const admin = await AdminAuth.open(service.account.kv, config.adminPassword);
   const app = createApp({ environments: service.environments, keys: service.keys, logger, rateLimits: config.rateLimits, admin: admin.auth });
   const stopExpiry = startExpiryJob(Object.values(service.environments), config.expiryIntervalMs, logger);
-  const server: Server = createHttpServer(app).listen(config.port, config.host, () => {
-    logger.info({ port: config.port, data_dir: config.dataDir }, 'voucher service listening');
-    printWelcome(config.port, firstKeys, admin.generated);
-  });
+  const server: Server = createHttpServer(app);
   server.keepAliveTimeout = 65_000;
+  try {
+    await listen(server, config.port, config.host);
+  } catch (error) {
+    // Keys made by this first start exist only as hashes: show them even though it stops here.
+    if (firstKeys || admin.generated) printWelcome(config.port, firstKeys, admin.generated);
+    throw error; // "failed to start: listen EADDRINUSE …", exit 1
+  }
+  logger.info({ port: config.port, data_dir: config.dataDir }, 'voucher service listening');
+  printWelcome(config.port, firstKeys, admin.generated);
 
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -46,6 +52,15 @@ const main = async (): Promise<void> => {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
 };
+
+/** Resolves once the server listens; rejects with the server's error (a port in use, say). */
+const listen = (server: Server, port: number, host: string): Promise<void> => new Promise((resolve, reject) => {
+  server.once('error', reject);
+  server.listen(port, host, () => {
+    server.off('error', reject);
+    resolve();
+  });
+});
 
 const createFirstKeys = async (keys: ApiKeyRegistry) => ({
   sandbox: (await keys.create('sandbox', 'First sandbox key', undefined, 'first start')).key,

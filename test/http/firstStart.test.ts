@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { hashKey } from '../../src/application/apiKeys.ts';
-import { exitWithin, killAll, startService, type RunningService } from '../support/processes.ts';
+import net from 'node:net';
+import { exitWithin, freePort, killAll, run, startService, type RunningService } from '../support/processes.ts';
 
 const KEY = /sk_(test|live)_[A-Za-z0-9]{32}/g;
 
@@ -60,5 +61,24 @@ describe('first start (real process)', () => {
     expect((await listWith(second, sandbox[0]!)).status).to.equal(200);
     second.proc.child.kill('SIGTERM');
     await exitWithin(second.proc, 10_000);
+  });
+
+  it('stops with exit code 1 and says why when its port is taken, still showing the keys it just made', async () => {
+    const port = await freePort();
+    const squatter = net.createServer();
+    await new Promise<void>((resolve) => squatter.listen(port, '127.0.0.1', resolve));
+    const freshDir = fs.mkdtempSync(path.join(os.tmpdir(), 'first-start-busy-'));
+    try {
+      const proc = run(['src/main.ts'], { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: freshDir, VOUCHER_API_KEYS: '', LOG_LEVEL: 'warn' });
+      const { code } = await exitWithin(proc, 20_000);
+      expect(code, proc.output()).to.equal(1);
+      expect(proc.output()).to.match(/failed to start: listen EADDRINUSE/);
+      expect(proc.stdout()).not.to.include('voucher service listening');
+      // the keys exist (as hashes) from now on: they are shown once, as on any first start
+      expect(new Set(proc.stdout().match(KEY) ?? []).size).to.equal(2);
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+      fs.rmSync(freshDir, { recursive: true, force: true });
+    }
   });
 });
