@@ -113,8 +113,9 @@ const combineRounds = (rounds: Measured[], target: number | null): Measured => {
 };
 
 /**
- * Each scenario, after a probe request: a warm-up, then ROUNDS pairs of (ceiling, scenario) of
- * DURATION_S / ROUNDS seconds each (with --ceiling=once: one run against the first ceiling).
+ * Each scenario, after a probe request: a warm-up, then ROUNDS rounds of (ceiling, tuned ceiling,
+ * scenario) runs of DURATION_S / ROUNDS seconds each (with --ceiling=once: one run against the
+ * first run of each ceiling).
  */
 const runScenarios = async (scenarios: Scenario[], service: { proc: Child; baseUrl: string }, measureCeiling: MeasureCeiling, measureTuned: MeasureCeiling, runs: Runs) => {
   const ceiling = runs.ceilings[0]!;
@@ -123,7 +124,7 @@ const runScenarios = async (scenarios: Scenario[], service: { proc: Child; baseU
     // One request first: a scenario that cannot succeed is a broken bench, not a slow service.
     const probe = await api(service.baseUrl, 'POST', scenario.path, JSON.parse(scenario.body(1_000_000_000)));
     if (probe.status >= 300) throw new Error(`${scenario.id}: probe request got ${probe.status} ${JSON.stringify(probe.body)}`);
-    log(`measuring ${scenario.title}${CEILING_ONCE ? '' : ` (${ROUNDS} rounds of ${roundS} s, each after ${roundS} s of the ceiling)`} ...`);
+    log(`measuring ${scenario.title}${CEILING_ONCE ? '' : ` (${ROUNDS} rounds of ${roundS} s, each after ${roundS} s of each ceiling)`} ...`);
     const rounds: Measured[] = [];
     let from: number | undefined;
     let warm = { ok2xx: 0, failures: 0 };
@@ -176,7 +177,7 @@ const checkHotVoucher = async (baseUrl: string, hotId: string | undefined, runs:
 export const main = async (): Promise<void> => {
   if (SERVICE_ROOT !== ROOT) log(`service from ${SERVICE_ROOT}`);
   log(`bench: ${os.cpus().length} CPUs, node ${process.version}, ${CONNECTIONS} connections, pipelining 1, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario`
-    + `${CEILING_ONCE ? '' : ` in ${ROUNDS} round(s), each after as long a run of the ceiling`},`
+    + `${CEILING_ONCE ? '' : ` in ${ROUNDS} round(s), each after as long a run of each ceiling`},`
     + ` rate limiter ${RATE_LIMITS === 'off' ? 'off' : 'on with lifted limits'}`);
   prepareProfDir();
 
