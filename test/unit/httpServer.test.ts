@@ -1,16 +1,14 @@
 /**
  * createHttpServer (src/http/server.ts): requests and responses are born with the express app's
- * prototypes, so express's per-request `Object.setPrototypeOf` changes nothing and V8 keeps one
- * hidden class for every request (checked in a child process with V8's natives syntax).
+ * prototypes, so express's per-request `Object.setPrototypeOf` changes nothing. (What that does to
+ * V8's hidden classes is not asserted here: it depends on a V8 cache; scripts/hiddenClasses.ts
+ * shows it.)
  */
-import { execFile } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { promisify } from 'node:util';
 import { expect } from 'chai';
 import express from 'express';
 import { createHttpServer } from '../../src/http/server.ts';
-import { ROOT } from '../support/processes.ts';
 
 describe('createHttpServer', function () {
   this.timeout(30_000);
@@ -43,12 +41,5 @@ describe('createHttpServer', function () {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     }
-  });
-
-  it('gives every request and response the hidden class of the one before (V8)', async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, ['--allow-natives-syntax', '--import', 'tsx', 'test/support/hiddenClassProbe.ts', 'createHttpServer'], { cwd: ROOT, timeout: 20_000 });
-    const result = JSON.parse(stdout.trim()) as { requests: number; sameRequest: number; sameResponse: number };
-    // With express's own app.listen the probe finds no request sharing a hidden class.
-    expect(result).to.deep.equal({ requests: 20, sameRequest: 20, sameResponse: 20 });
   });
 });
