@@ -35,15 +35,18 @@ const startCeiling = async (kind: 'bare' | 'tuned') => {
   }, kind === 'bare' ? cpuProf('ceiling') : []);
   const url = `http://${HOST}:${port}`;
   await waitForHealth(proc, url);
-  /** `again`: a re-measurement of the (already warm) ceiling: no warm-up, `seconds` (RECHECK_S) long. */
-  const measureCeiling = async (again = false, seconds = RECHECK_S) => {
+  /**
+   * `again`: a re-measurement of the (already warm) ceiling: no warm-up, `seconds` (RECHECK_S) long.
+   * `against`: another ceiling run to take its ratios against (the tuned ceiling's first run).
+   */
+  const measureCeiling = async (again = false, seconds = RECHECK_S, against: Measured | null = null) => {
     await quiet();
-    const run = await measure(scenario, url, proc.child.pid, null, again ? 0 : WARMUP_S, again ? seconds : DURATION_S);
+    const run = await measure(scenario, url, proc.child.pid, against, again ? 0 : WARMUP_S, again ? seconds : DURATION_S);
     const { measured } = run;
     if (measured.non2xx + measured.errors + measured.timeouts > 0) {
       throw new Error(`the ${scenario.title} app answered ${measured.non2xx} non-2xx, ${measured.errors} errors, ${measured.timeouts} timeouts`);
     }
-    measured.cpuRatio = 1;
+    if (against === null) measured.cpuRatio = 1;
     return run;
   };
   return { proc, measureCeiling };
@@ -187,12 +190,9 @@ export const main = async (): Promise<void> => {
   const ceiling = ceilingRun.measured;
   const { proc: tunedProc, measureCeiling: measureTuned } = await startCeiling('tuned');
   log('measuring the tuned ceiling (the same route on the service\'s HTTP server) ...');
-  const tuned = (await measureTuned()).measured;
-  // Its row compares it with the ceiling; it is the base of the "ratio to tuned" column.
-  Object.assign(tuned, {
-    verdict: 'INFO', ceilingReqPerSec: ceiling.reqPerSec, ratio: tuned.reqPerSec / ceiling.reqPerSec, tunedReqPerSec: tuned.reqPerSec, tunedRatio: 1,
-    cpuRatio: ceiling.serverCpuMsPerReq && tuned.serverCpuMsPerReq ? ceiling.serverCpuMsPerReq / tuned.serverCpuMsPerReq : null,
-  } satisfies Partial<Measured>);
+  // Its row compares it with the ceiling (an INFO row); it is the base of the "ratio to tuned" column.
+  const tuned = (await measureTuned(false, RECHECK_S, ceiling)).measured;
+  Object.assign(tuned, { tunedReqPerSec: tuned.reqPerSec, tunedRatio: 1 } satisfies Partial<Measured>);
   const runs: Runs = {
     rows: [ceiling, tuned], ceilings: [ceiling], tunedCeilings: [tuned], windows: { ceiling: { ...ceilingRun.window, requests: ceiling.total } }, warmups: {}, runsPerScenario: {},
   };
