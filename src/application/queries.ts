@@ -99,7 +99,10 @@ export const editDistance = (a: string, b: string): number => {
 export const suggestCodes = async (ctx: EnvContext, code: string): Promise<string[]> => {
   const wanted = code.toLowerCase();
   const first = wanted.slice(0, 1);
-  const candidates = await ctx.reads.find<VoucherDoc>('vouchers', { status: 'active', code_lower: { $gte: first, $lt: `${first}\uffff` } }, {
+  // Active as a reader sees it: a voucher past its valid_until reads `expired` before its
+  // VoucherExpired is recorded (statusFilter), and is not suggested either.
+  const active = statusFilter('active', isoSeconds(ctx.clock.now()));
+  const candidates = await ctx.reads.find<VoucherDoc>('vouchers', { ...active, code_lower: { $gte: first, $lt: `${first}\uffff` } }, {
     sort: [['code_lower', 1]], limit: 1_000,
   });
   const limit = Math.max(2, Math.floor(wanted.length / 3));

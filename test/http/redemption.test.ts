@@ -108,6 +108,17 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
       expectError(res, 404, 'VOUCHER_NOT_FOUND', { code: 'HIDDEN79', suggestions: ['HIDDEN78'] });
     });
 
+    it('never suggests a code expired by the clock, before its expiry is recorded', async () => {
+      const until = iso(new Date(service.clock.now().getTime() + 10 * MINUTE));
+      await service.createVoucher({ code: 'LAPSING41', type: 'fixed', value: 100, conditions: { valid_until: until } });
+      await service.createVoucher({ code: 'LAPSING42', type: 'fixed', value: 100 });
+      const before = await service.post('/v1/vouchers/validate', { code: 'LAPSING43', order: ORDER });
+      expectError(before, 404, 'VOUCHER_NOT_FOUND', { code: 'LAPSING43', suggestions: ['LAPSING41', 'LAPSING42'] });
+      service.clock.advance(11 * MINUTE);
+      const after = await service.post('/v1/vouchers/validate', { code: 'LAPSING43', order: ORDER });
+      expectError(after, 404, 'VOUCHER_NOT_FOUND', { code: 'LAPSING43', suggestions: ['LAPSING42'] });
+    });
+
     it('agrees with apply on an order id that already carries the voucher', async () => {
       const v = await service.createVoucher({ code: 'USEDORDER', type: 'fixed', value: 500 });
       const order = { id: 'used-order-1', value: 4000, currency: 'EUR' };
