@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
+import { WrongExpectedRevisionError, type StreamAppend } from '../../src/infrastructure/eventStore/eventStore.ts';
 import { TestService } from '../support/harness.ts';
 
 const MINUTE = 60 * 1000;
@@ -426,8 +428,7 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
       expect(second.body).to.deep.equal(first.body);
 
       const other = await service.post('/v1/vouchers', { ...body, value: 400 }, { headers });
-      expect(other.status).to.equal(409);
-      expect(other.body.error.code).to.equal('IDEMPOTENCY_KEY_REUSED');
+      expectError(other, 409, 'IDEMPOTENCY_KEY_REUSED', { idempotency_key: 'create-key-1' });
 
       const list = await service.get('/v1/vouchers?limit=100');
       expect(list.body.data.filter((x: any) => x.code === 'IDEMCREATE')).to.have.length(1);
@@ -474,8 +475,7 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
       expect(second.body).to.deep.equal(first.body);
 
       const other = await service.post('/v1/vouchers/apply', { ...body, order_id: 'idem-2' }, { headers });
-      expect(other.status).to.equal(409);
-      expect(other.body.error.code).to.equal('IDEMPOTENCY_KEY_REUSED');
+      expectError(other, 409, 'IDEMPOTENCY_KEY_REUSED', { idempotency_key: 'apply-key-1' });
       expect(await voucherEvents(v.id)).to.deep.equal(['VoucherCreated', 'VoucherApplied']);
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(1);
     });
@@ -493,6 +493,53 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
       const res = await service.post('/v1/vouchers', { code: 'LONGKEY', type: 'fixed', value: 100 }, { headers: { 'Idempotency-Key': 'k'.repeat(256) } });
       expect(res.status).to.equal(400);
       expect(res.body.error.code).to.equal('INVALID_REQUEST');
+    });
+  });
+
+  describe('a write that keeps losing the race: 409 CONCURRENT_MODIFICATION', () => {
+    afterEach(() => { sinon.restore(); });
+
+    /** Every append fails as if another process had written the stream first. */
+    const loseEveryRace = () => {
+      const events = service.sandbox.events;
+      const conflict = (appends: StreamAppend[]) => Promise.reject(new WrongExpectedRevisionError(appends[0]!.streamId, appends[0]!.expectedRevision ?? 'any', 1_000));
+      return [
+        sinon.stub(events, 'appendToStream').callsFake((streamId, appended, options) => conflict([{ streamId, events: appended, expectedRevision: options?.expectedRevision }])),
+        sinon.stub(events, 'appendToStreams').callsFake(conflict),
+      ];
+    };
+
+    it('on PUT, DELETE, apply and rollback, with details {}, after a bounded number of attempts; nothing is written', async () => {
+      const v = await service.createVoucher({ code: 'RACELOST', type: 'fixed', value: 100 });
+      const applied = await service.post('/v1/vouchers/apply', { code: 'RACELOST', order_id: 'race-0', order: { value: 1000, currency: 'USD' } });
+      expect(applied.status).to.equal(201);
+      const before = await voucherEvents(v.id);
+
+      const [single, multi] = loseEveryRace();
+      expectError(await service.put(`/v1/vouchers/${v.id}`, { value: 200 }), 409, 'CONCURRENT_MODIFICATION', {});
+      const putAttempts = single!.callCount + multi!.callCount;
+      expect(putAttempts).to.be.within(2, 10); // retried, but not forever
+      expectError(await service.delete(`/v1/vouchers/${v.id}`), 409, 'CONCURRENT_MODIFICATION', {});
+      expectError(await service.post('/v1/vouchers/apply', { code: 'RACELOST', order_id: 'race-1', order: { value: 1000, currency: 'USD' } }), 409, 'CONCURRENT_MODIFICATION', {});
+      expectError(await service.post(`/v1/vouchers/applications/${applied.body.id}/rollback`, {}), 409, 'CONCURRENT_MODIFICATION', {});
+      sinon.restore();
+
+      expect(await voucherEvents(v.id)).to.deep.equal(before);
+      const now = await service.get(`/v1/vouchers/${v.id}`);
+      expect(now.body).to.include({ value: 100, status: 'active', usage_count: 1 });
+    });
+
+    it('is not kept for an Idempotency-Key: the retry runs again and succeeds', async () => {
+      await service.createVoucher({ code: 'RACEKEY', type: 'fixed', value: 100 });
+      const headers = { 'Idempotency-Key': 'race-key-1' };
+      const body = { code: 'RACEKEY', order_id: 'race-key-order', order: { value: 1000, currency: 'USD' } };
+      loseEveryRace();
+      expectError(await service.post('/v1/vouchers/apply', body, { headers }), 409, 'CONCURRENT_MODIFICATION', {});
+      sinon.restore();
+      const retry = await service.post('/v1/vouchers/apply', body, { headers });
+      expect(retry.status).to.equal(201);
+      expect(retry.headers.get('idempotent-replayed')).to.equal(null);
+      expect(retry.body).to.include({ discount_amount: 100, final_amount: 900 });
     });
   });
 });

@@ -95,6 +95,10 @@ describe('voucher decider: advanced types', () => {
       given([basic]).when(update({ config: { tiers: [] } })).thenThrows('INVALID_REQUEST', { field: 'config' });
     });
 
+    it('a value on an advanced voucher: INVALID_REQUEST on value (its discount is in config)', () => {
+      given([created('tiered', TIERS)]).when(update({ value: 10 })).thenThrows('INVALID_REQUEST', { field: 'value' });
+    });
+
     it('validation_rules: replaced, null removes them', () => {
       const rules = [{ type: 'customer', rules: [{ segment: 'vip' }] }];
       const withRules = fold([created('tiered', TIERS), { type: 'VoucherUpdated', data: { voucherId: V, status: 'active', validationRules: rules, updatedAt: '2026-01-15T12:00:00Z' } }]);
@@ -128,6 +132,23 @@ describe('voucher decider: advanced types', () => {
       given([created('tiered', TIERS)]).when(apply({
         orderVouchers: [{ voucherId: 'v_0', code: 'FIRST', type: 'fixed', priority: 0, applicationId: 'va_0', orderValue: 10_000, discountAmount: 1000 }],
       })).thenThrows('STACKING_CONFLICT', { conflicting_voucher: 'FIRST', conflict_reason: 'not_stackable' });
+    });
+
+    it('validation_rules not met: CONDITION_NOT_MET with each failed rule; met: VoucherApplied', () => {
+      const ruled: VoucherCreated = {
+        type: 'VoucherCreated',
+        data: {
+          voucherId: V, code: 'ADV', voucherType: 'fixed', value: 500, conditions: {}, createdAt: '2026-01-01T00:00:00Z',
+          validationRules: [{ type: 'order_value', operator: 'gte', value: 3000 }, { type: 'customer', rules: [{ segment: 'vip' }] }],
+        },
+      };
+      given([ruled]).when(apply({ order: { value: 2999 }, customer: { id: 'c1', segment: 'vip' } })).thenThrows('CONDITION_NOT_MET', {
+        failed_conditions: [{ type: 'order_value', expected: { operator: 'gte', value: 3000 }, actual: 2999 }],
+        required_conditions: 2, met_conditions: 1,
+      });
+      const [event] = given([ruled]).when(apply({ order: { value: 3000 }, customer: { id: 'c1', segment: 'vip' } })).run();
+      expect(event!.type).to.equal('VoucherApplied');
+      expect(event!.data).to.include({ discountAmount: 500, finalAmount: 2500 });
     });
 
     it('a tiered order value in no tier: VOUCHER_INVALID no_matching_tier', () => {
