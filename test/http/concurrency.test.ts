@@ -46,20 +46,34 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
     expect(apps.body.total).to.equal(50);
   });
 
-  it('concurrent applies by one customer of a voucher with customer_limit 3: exactly 3 succeed', async () => {
-    const v = await service.createVoucher({ code: 'THREEPP', type: 'percentage', value: 10, conditions: { customer_limit: 3 } });
-    const responses = await Promise.all(Array.from({ length: 40 }, (_, i) =>
-      service.post('/v1/vouchers/apply', { code: 'THREEPP', order_id: `pp-${i}`, order: { value: 2000 }, customer: { id: 'dave' } })));
-    expect(countBy(responses)).to.deep.equal({ 201: 3, '400 USAGE_LIMIT_EXCEEDED': 37 });
+  it('200 concurrent applies by one customer of a voucher with customer_limit 50: exactly 50 succeed, 150 USAGE_LIMIT_EXCEEDED', async () => {
+    const v = await service.createVoucher({ code: 'CUST50', type: 'fixed', value: 200, conditions: { customer_limit: 50 } });
+    const responses = await Promise.all(Array.from({ length: 200 }, (_, i) =>
+      service.post('/v1/vouchers/apply', { code: 'CUST50', order_id: `cust-${i}`, order: { value: 1000 + i, currency: 'USD' }, customer: { id: 'dave' } })));
+    expect(countBy(responses)).to.deep.equal({ 201: 50, '400 USAGE_LIMIT_EXCEEDED': 150 });
     for (const r of responses.filter((x) => x.status === 400)) {
-      expect(r.body.error.details).to.deep.equal({ max_uses: 3, current_uses: 3, limit_type: 'customer_uses' });
+      expect(r.body.error.details).to.deep.equal({ max_uses: 50, current_uses: 50, limit_type: 'customer_uses' });
     }
-    for (const r of responses.filter((x) => x.status === 201)) expect(r.body).to.include({ customer_id: 'dave', discount_amount: 200, final_amount: 1800 });
-    expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(3);
-    expect(await appliedEvents(v.id)).to.have.length(3);
-    // another customer still can
-    const erin = await service.post('/v1/vouchers/apply', { code: 'THREEPP', order_id: 'pp-erin', order: { value: 2000 }, customer: { id: 'erin' } });
+    const winners = responses.filter((r) => r.status === 201);
+    expect(new Set(winners.map((r) => r.body.id)).size).to.equal(50);
+    expect(new Set(winners.map((r) => r.body.order_id)).size).to.equal(50);
+    for (const r of winners) {
+      const i = Number(String(r.body.order_id).slice('cust-'.length));
+      expect(r.body).to.include({ customer_id: 'dave', discount_amount: 200, final_amount: 800 + i });
+    }
+
+    const fetched = await service.get(`/v1/vouchers/${v.id}`);
+    expect(fetched.body.usage_count).to.equal(50);
+    expect(fetched.body.status).to.equal('active');
+    const events = await appliedEvents(v.id);
+    expect(events).to.have.length(50);
+    expect(new Set(events.map((e) => (e.data as any).orderId))).to.deep.equal(new Set(winners.map((r) => r.body.order_id)));
+    const apps = await service.get(`/v1/vouchers/${v.id}/applications?limit=100`);
+    expect(apps.body.total).to.equal(50);
+    // The limit is per customer: another customer still can.
+    const erin = await service.post('/v1/vouchers/apply', { code: 'CUST50', order_id: 'cust-erin', order: { value: 2000 }, customer: { id: 'erin' } });
     expect(erin.status).to.equal(201);
+    expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(51);
   });
 
   it('50 concurrent creates of the same code (any case): exactly one 201 and 49 DUPLICATE_VOUCHER_CODE', async () => {

@@ -7,10 +7,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { ANALYTICS_CHECKPOINT, CORE_CHECKPOINT } from '../../projections/index.ts';
+import { ANALYTICS_CHECKPOINT, ANALYTICS_GROUP, CORE_CHECKPOINT, CORE_GROUP } from '../../projections/index.ts';
 import type { Environment } from '../../src/application/context.ts';
 import { ENVIRONMENTS, environmentFiles } from '../../src/composition.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
+import { collectionsOf } from '../../src/infrastructure/projector/projection.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 import { exitWithin, killAll, run, startService as startServiceProcess, type RunningService } from '../support/processes.ts';
 
@@ -45,22 +46,34 @@ const call = async (service: Service, environment: Environment, method: string, 
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 };
 
-type Snapshot = Record<Environment, { vouchers: unknown[]; applications: unknown[]; checkpoint: number }>;
+/** Every collection each projection group writes (read.db: core; analytics.db: analytics). */
+const CORE_COLLECTIONS = collectionsOf(CORE_GROUP.projections);
+const ANALYTICS_COLLECTIONS = collectionsOf(ANALYTICS_GROUP.projections);
 
-/** Every document of the core read models, read straight from the files. */
+type Docs = Array<{ id: string; [key: string]: unknown }>;
+interface GroupSnapshot { collections: Record<string, Docs>; checkpoint: number }
+type Snapshot = Record<Environment, { core: GroupSnapshot; analytics: GroupSnapshot }>;
+
+const snapshotGroup = async (file: string, collections: string[], checkpoint: string): Promise<GroupSnapshot> => {
+  const reads = SqliteReadStore.open(file);
+  try {
+    const out: GroupSnapshot = { collections: {}, checkpoint: await reads.getCheckpoint(checkpoint) };
+    for (const collection of collections) out.collections[collection] = await reads.find(collection, {}, { sort: [['id', 1]] });
+    return out;
+  } finally {
+    await reads.close();
+  }
+};
+
+/** Every document of every read model of both groups, and both checkpoints, read straight from the files. */
 const snapshotReadModels = async (dataDir: string): Promise<Snapshot> => {
   const out = {} as Snapshot;
   for (const environment of ENVIRONMENTS) {
-    const reads = SqliteReadStore.open(environmentFiles(dataDir, environment).reads);
-    try {
-      out[environment] = {
-        vouchers: await reads.find('vouchers', {}, { sort: [['id', 1]] }),
-        applications: await reads.find('applications', {}, { sort: [['id', 1]] }),
-        checkpoint: await reads.getCheckpoint(CORE_CHECKPOINT),
-      };
-    } finally {
-      await reads.close();
-    }
+    const files = environmentFiles(dataDir, environment);
+    out[environment] = {
+      core: await snapshotGroup(files.reads, CORE_COLLECTIONS, CORE_CHECKPOINT),
+      analytics: await snapshotGroup(files.analytics, ANALYTICS_COLLECTIONS, ANALYTICS_CHECKPOINT),
+    };
   }
   return out;
 };
@@ -93,6 +106,7 @@ describe('durability (real process, SIGKILL, replay)', function () {
       const orderId = `order-${String(i).padStart(3, '0')}`;
       const res = await call(service, VOUCHERS[voucher]!.environment, 'POST', '/v1/vouchers/apply', {
         code: VOUCHERS[voucher]!.code, order_id: orderId, order: { value: 10_000 + i * 100, currency: 'USD' },
+        customer: { id: `customer-${i % 7}`, segment: i % 2 === 0 ? 'vip' : 'regular' },
       }).catch((error: unknown) => ({ status: 0, body: String(error) }));
       return { voucher, orderId, res };
     }));
@@ -171,39 +185,94 @@ describe('durability (real process, SIGKILL, replay)', function () {
     }
   });
 
-  it('rebuilds read models identical to the live ones with npm run replay', async () => {
+  it('rebuilds every read model of both groups, and both checkpoints, identical to the live ones with npm run replay', async () => {
     expect(restarted, 'the restarted service from the previous test').to.not.equal(undefined);
+    // Order attempts (validations) for the analytics group: buffered, and written at the graceful stop below.
+    for (let v = 0; v < deactivated; v += 1) {
+      const { environment, code } = VOUCHERS[v]!;
+      const validated = await call(restarted!, environment, 'POST', '/v1/vouchers/validate', { code, order: { id: `attempt-${v}`, value: 5_000 } });
+      expect(validated.status, JSON.stringify(validated.body)).to.equal(200);
+    }
     restarted!.proc.child.kill('SIGTERM');
     const stopped = await exitWithin(restarted!.proc, 15_000);
     expect(stopped.code, restarted!.proc.output()).to.equal(0);
 
+    expect(CORE_COLLECTIONS).to.have.members(['vouchers', 'voucher_usage', 'applications']);
+    expect(ANALYTICS_COLLECTIONS).to.have.members([
+      'analytics_daily', 'analytics_voucher_customers', 'analytics_customers', 'analytics_order_attempts', 'analytics_applications', 'exports',
+    ]);
     const before = await snapshotReadModels(dataDir);
-    expect(before.sandbox.vouchers).to.have.length(3);
-    expect(before.production.vouchers).to.have.length(2);
-    expect(before.sandbox.applications.length + before.production.applications.length).to.equal(acks.length);
+    const { sandbox, production } = before;
+    expect(sandbox.core.collections.vouchers).to.have.length(3);
+    expect(production.core.collections.vouchers).to.have.length(2);
+    expect(sandbox.core.collections.applications.length + production.core.collections.applications.length).to.equal(acks.length);
+    // Every voucher has applications, so every voucher has its usage document.
+    expect(sandbox.core.collections.voucher_usage).to.have.length(3);
+    expect(production.core.collections.voucher_usage).to.have.length(2);
+    for (const environment of ENVIRONMENTS) {
+      const { core, analytics } = before[environment];
+      expect(core.checkpoint, environment).to.be.above(0);
+      expect(analytics.checkpoint, environment).to.equal(core.checkpoint);
+      for (const collection of ANALYTICS_COLLECTIONS.filter((c) => c !== 'exports')) { // the test makes no export
+        expect(analytics.collections[collection], `${environment} ${collection}`).to.not.be.empty;
+      }
+    }
 
-    // Damage the read models so that a replay that did nothing could not pass.
+    // Damage the read models of both groups so that a replay that skipped any of them could not pass.
     const sandboxReads = SqliteReadStore.open(environmentFiles(dataDir, 'sandbox').reads);
     const productionReads = SqliteReadStore.open(environmentFiles(dataDir, 'production').reads);
     try {
       await sandboxReads.writeBatch({
         upserts: [
           { collection: 'vouchers', doc: { id: 'v_Ghost', code: 'GHOST', usage_count: 1 } },
-          { collection: 'vouchers', doc: { ...(before.sandbox.vouchers[0] as { id: string }), usage_count: 999 } },
+          { collection: 'vouchers', doc: { ...sandbox.core.collections.vouchers[0]!, usage_count: 999 } },
+          { collection: 'voucher_usage', doc: { ...sandbox.core.collections.voucher_usage[0]!, usage_count: 999 } },
         ],
         checkpoint: { name: CORE_CHECKPOINT, position: 1 },
       });
-      await productionReads.writeBatch({ deletes: [{ collection: 'applications', id: (before.production.applications[0] as { id: string }).id }] });
+      await productionReads.writeBatch({
+        upserts: [{ collection: 'voucher_usage', doc: { id: 'v_Ghost', usage_count: 7 } }],
+        deletes: [
+          { collection: 'applications', id: production.core.collections.applications[0]!.id },
+          { collection: 'voucher_usage', id: production.core.collections.voucher_usage[0]!.id },
+        ],
+        checkpoint: { name: CORE_CHECKPOINT, position: 2 },
+      });
     } finally {
       await sandboxReads.close();
       await productionReads.close();
     }
-    // And the analytics read models, in their own file: all gone.
+    // And the analytics read models, in their own file: the daily documents gone, the others altered.
     for (const environment of ENVIRONMENTS) {
+      const live = before[environment].analytics.collections;
       const analytics = SqliteReadStore.open(environmentFiles(dataDir, environment).analytics);
-      try { await analytics.reset(['analytics_daily'], ANALYTICS_CHECKPOINT); } finally { await analytics.close(); }
+      try {
+        await analytics.reset(['analytics_daily'], ANALYTICS_CHECKPOINT);
+        await analytics.writeBatch({
+          upserts: [
+            { collection: 'analytics_customers', doc: { ...live.analytics_customers![0]!, uses: 999 } },
+            { collection: 'analytics_voucher_customers', doc: { ...live.analytics_voucher_customers![0]!, uses: 999 } },
+            { collection: 'analytics_applications', doc: { ...live.analytics_applications![0]!, rolled_back: !live.analytics_applications![0]!.rolled_back } },
+            { collection: 'exports', doc: { id: 'exp_Ghost', status: 'completed' } },
+          ],
+          deletes: [{ collection: 'analytics_order_attempts', id: live.analytics_order_attempts![0]!.id }],
+          checkpoint: { name: ANALYTICS_CHECKPOINT, position: 1 },
+        });
+      } finally {
+        await analytics.close();
+      }
     }
-    expect(await snapshotReadModels(dataDir)).to.not.deep.equal(before);
+    const damaged = await snapshotReadModels(dataDir);
+    for (const environment of ENVIRONMENTS) {
+      for (const group of ['core', 'analytics'] as const) {
+        expect(damaged[environment][group].checkpoint, `${environment} ${group} checkpoint`).to.not.equal(before[environment][group].checkpoint);
+      }
+      for (const collection of ['voucher_usage', ...ANALYTICS_COLLECTIONS]) {
+        const group = collection === 'voucher_usage' ? 'core' : 'analytics';
+        expect(damaged[environment][group].collections[collection], `${environment} ${collection} damaged`)
+          .to.not.deep.equal(before[environment][group].collections[collection]);
+      }
+    }
 
     const logSizes = {} as Record<Environment, number>;
     for (const environment of ENVIRONMENTS) {
@@ -220,18 +289,24 @@ describe('durability (real process, SIGKILL, replay)', function () {
     expect(replay.output()).to.include('warning: stop the voucher service');
 
     const after = await snapshotReadModels(dataDir);
-    expect(after).to.deep.equal(before);
-    // The analytics group is rebuilt in analytics.db: its daily documents count every live use.
     for (const environment of ENVIRONMENTS) {
-      const analytics = SqliteReadStore.open(environmentFiles(dataDir, environment).analytics);
-      try {
-        const daily = await analytics.find<{ id: string; uses: number }>('analytics_daily');
-        const live = (after[environment].applications as Array<{ status: string }>).filter((a) => a.status === 'applied').length;
-        expect(daily.reduce((n, d) => n + d.uses, 0), environment).to.equal(live);
-        expect(await analytics.getCheckpoint(ANALYTICS_CHECKPOINT), environment).to.equal(after[environment].checkpoint);
-      } finally {
-        await analytics.close();
+      for (const group of ['core', 'analytics'] as const) {
+        for (const collection of Object.keys(before[environment][group].collections)) {
+          expect(after[environment][group].collections[collection], `${environment} ${collection}`)
+            .to.deep.equal(before[environment][group].collections[collection]);
+        }
+        expect(after[environment][group].checkpoint, `${environment} ${group} checkpoint`).to.equal(before[environment][group].checkpoint);
       }
+    }
+    expect(after).to.deep.equal(before);
+    // And the rebuilt figures agree with the applications: usage counts, and the daily documents count every live use.
+    for (const environment of ENVIRONMENTS) {
+      const { core, analytics } = after[environment];
+      const live = core.collections.applications!.filter((a) => a.status === 'applied');
+      for (const usage of core.collections.voucher_usage!) {
+        expect(usage.usage_count, `${environment} ${usage.id}`).to.equal(live.filter((a) => a.voucher_id === usage.id).length);
+      }
+      expect(analytics.collections.analytics_daily!.reduce((n, d) => n + (d.uses as number), 0), environment).to.equal(live.length);
     }
   });
 });
