@@ -41,7 +41,18 @@ const tooManyRequests = {
 const common = {
   401: error('Missing or invalid API key.', ['MISSING_API_KEY', 'INVALID_API_KEY']), 403: error('The key lacks the scope.', ['INSUFFICIENT_PERMISSIONS']),
   429: tooManyRequests,
+  500: error('An unexpected failure; details {request_id} (never a stack trace).', ['INTERNAL_ERROR']),
 };
+
+/** What every operation with a JSON body can also answer (auth.ts requireJson, body.ts parseJsonBody, errors.ts errorHandler). */
+const bodyErrors = {
+  413: error('The body is over 1 MB (1,048,576 bytes; a compressed body counts inflated): details {max_bytes}.', ['PAYLOAD_TOO_LARGE']),
+  415: error('The body is not sent as Content-Type: application/json, or has a charset other than UTF-8 or an unsupported Content-Encoding.', ['UNSUPPORTED_MEDIA_TYPE']),
+};
+
+/** A voucher write that kept losing the race to another writer (commandHandler.ts: bounded attempts). */
+const concurrentModification = (description = 'The voucher kept being changed by another writer (retried a bounded number of times); safe to retry.') =>
+  error(description, ['CONCURRENT_MODIFICATION']);
 
 type Operation = { responses: Record<string, { headers?: object }> };
 /** Adds the rate limit headers to every response of every operation (except 401). */
@@ -74,7 +85,7 @@ export const buildOpenApi = (): object => ({
         responses: {
           201: json('The voucher (status active, usage_count 0).', ref('Voucher'), { Location: { schema: { type: 'string' } } }),
           400: error('Invalid request (shape: INVALID_REQUEST), or an advanced config / validation_rules that make no sense (INVALID_CONFIGURATION, details {field, issue, suggestion}).', ['INVALID_REQUEST', 'INVALID_CONFIGURATION']),
-          409: error('Code taken or key reused.', ['DUPLICATE_VOUCHER_CODE', 'IDEMPOTENCY_KEY_REUSED']), ...common,
+          409: error('Code taken or key reused.', ['DUPLICATE_VOUCHER_CODE', 'IDEMPOTENCY_KEY_REUSED']), ...bodyErrors, ...common,
         },
       },
       get: {
@@ -91,7 +102,7 @@ export const buildOpenApi = (): object => ({
           400: error('Not applicable (CONDITION_NOT_MET: details {failed_conditions, required_conditions, met_conditions}).', ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED', 'CONDITION_NOT_MET']),
           404: error('Unknown code (details.suggestions lists similar codes).', ['VOUCHER_NOT_FOUND']),
           409: error('The order id already carries this voucher with another order or customer; or (with order.id) the voucher cannot stack with the vouchers on the order (STACKING_CONFLICT: details {conflicting_voucher, conflict_reason, stackable_types}); or a voucher is being applied to the order (retry).',
-            ['VOUCHER_ALREADY_APPLIED', 'STACKING_CONFLICT', 'CONCURRENT_MODIFICATION']), ...common,
+            ['VOUCHER_ALREADY_APPLIED', 'STACKING_CONFLICT', 'CONCURRENT_MODIFICATION']), ...bodyErrors, ...common,
         },
       },
     },
@@ -105,7 +116,7 @@ export const buildOpenApi = (): object => ({
           400: error('Not applicable.', ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED', 'CONDITION_NOT_MET']),
           404: error('Unknown code.', ['VOUCHER_NOT_FOUND']),
           409: error('Applied to this order with another order or customer; cannot stack with the vouchers on the order; or another writer / another voucher in flight on the order (retry).',
-            ['VOUCHER_ALREADY_APPLIED', 'STACKING_CONFLICT', 'IDEMPOTENCY_KEY_REUSED', 'CONCURRENT_MODIFICATION']), ...common,
+            ['VOUCHER_ALREADY_APPLIED', 'STACKING_CONFLICT', 'IDEMPOTENCY_KEY_REUSED', 'CONCURRENT_MODIFICATION']), ...bodyErrors, ...common,
         },
       },
     },
@@ -113,14 +124,23 @@ export const buildOpenApi = (): object => ({
       post: {
         summary: 'Roll an application back', operationId: 'rollbackApplication', 'x-rate-limit-group': 'other', parameters: [idParam('application_id', 'va_')], 'x-scope': 'vouchers:redeem',
         requestBody: { required: false, content: { 'application/json': { schema: schemas.rollbackSchema } } },
-        responses: { 200: json('The application, status rolled_back.', ref('Application')), 404: error('Unknown application.', ['APPLICATION_NOT_FOUND']), ...common },
+        responses: {
+          200: json('The application, status rolled_back.', ref('Application')),
+          400: error('Invalid body (an unknown member, reason over 500 characters, not JSON).', ['INVALID_REQUEST']),
+          404: error('Unknown application.', ['APPLICATION_NOT_FOUND']),
+          409: concurrentModification('The voucher or the order kept being changed by another writer (retried a bounded number of times); safe to retry.'),
+          ...bodyErrors, ...common,
+        },
       },
     },
     '/vouchers/{voucher_id}': {
       parameters: [idParam('voucher_id', 'v_')],
       get: {
         summary: 'Retrieve a voucher with its latest 100 applications', operationId: 'getVoucher', 'x-rate-limit-group': 'read', 'x-scope': 'vouchers:read',
-        responses: { 200: json('The voucher.', ref('VoucherWithHistory')), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common },
+        responses: {
+          200: json('The voucher.', ref('VoucherWithHistory')), 400: error('A query parameter was sent (this operation takes none).', ['INVALID_REQUEST']),
+          404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common,
+        },
       },
       put: {
         summary: 'Update value, currency, conditions (merged), config (replaced), validation_rules (replaced; null removes) or status', operationId: 'updateVoucher', 'x-rate-limit-group': 'other', 'x-scope': 'vouchers:write',
@@ -128,22 +148,25 @@ export const buildOpenApi = (): object => ({
         responses: {
           200: json('The voucher.', ref('Voucher')),
           400: error('Invalid, or an immutable field (code, type, created_at, id) sent; or a config / validation_rules that make no sense.', ['INVALID_REQUEST', 'INVALID_CONFIGURATION']),
-          404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common,
+          404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), 409: concurrentModification(), ...bodyErrors, ...common,
         },
       },
       delete: {
         summary: 'Deactivate (soft delete); repeating it is 200 again', operationId: 'deleteVoucher', 'x-rate-limit-group': 'other', 'x-scope': 'vouchers:delete',
-        responses: { 200: json('The deactivated voucher.', ref('Deleted')), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common },
+        responses: { 200: json('The deactivated voucher.', ref('Deleted')), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), 409: concurrentModification(), ...common },
       },
     },
     '/vouchers/{voucher_id}/applications': {
       get: {
         summary: 'All applications of a voucher, newest first', operationId: 'listApplications', 'x-rate-limit-group': 'read', 'x-scope': 'vouchers:read',
         parameters: [idParam('voucher_id', 'v_'), ...queryParams(schemas.pageQuery)],
-        responses: { 200: json('A page of applications.', ref('UsagePage')), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common },
+        responses: {
+          200: json('A page of applications.', ref('UsagePage')), 400: error('Invalid query (limit, offset, or a parameter this operation does not take).', ['INVALID_REQUEST']),
+          404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common,
+        },
       },
     },
-    ...analyticsPaths({ error, json, body, ref, idParam, common }),
+    ...analyticsPaths({ error, json, body, ref, idParam, common, bodyErrors }),
   }),
   components: {
     securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sk_test_… (sandbox) or sk_live_… (production)' } },

@@ -10,6 +10,8 @@ interface Helpers {
   ref(name: string): object;
   idParam(name: string, prefix: string): object;
   common: Record<string | number, object>;
+  /** 413 and 415: what an operation with a JSON body can also answer. */
+  bodyErrors: Record<string | number, object>;
 }
 
 const q = (name: string, schema: object, description: string) => ({ name, in: 'query', required: false, schema, description });
@@ -31,6 +33,7 @@ export const analyticsPaths = (h: Helpers) => {
     },
   });
   const exportNotFound = h.error('Unknown export.', ['EXPORT_NOT_FOUND']);
+  const noQuery = h.error('A query parameter was sent (this operation takes none).', ['INVALID_REQUEST']);
   return {
     '/analytics/vouchers/{voucher_id}/performance': read('getVoucherPerformance', 'Performance of a voucher over a window', 'performance',
       [q('include_details', { type: 'boolean', default: false }, 'Adds details.daily (every day, zero-filled) and details.segments.')], 'Performance'),
@@ -46,8 +49,9 @@ export const analyticsPaths = (h: Helpers) => {
         requestBody: h.body(exportSchema),
         responses: {
           202: h.json('The export record (status processing); Location names the status.', h.ref('ExportRecord'), { Location: { schema: { type: 'string' } } }),
-          400: h.error(periodError, ['INVALID_REQUEST', 'INVALID_TIME_PERIOD']), 404: notFound,
-          500: h.error('More than 100,000 rows (vouchers × days): details {reason, max_records, requested_records}.', ['EXPORT_FAILED']), ...h.common,
+          400: h.error(periodError, ['INVALID_REQUEST', 'INVALID_TIME_PERIOD']), 404: notFound, ...h.bodyErrors, ...h.common,
+          500: h.error('More than 100,000 rows (vouchers × days): details {reason, max_records, requested_records}; or an unexpected failure (INTERNAL_ERROR, details {request_id}).',
+            ['EXPORT_FAILED', 'INTERNAL_ERROR']),
         },
       },
     },
@@ -55,7 +59,7 @@ export const analyticsPaths = (h: Helpers) => {
       get: {
         summary: 'Status of an export', operationId: 'getExport', 'x-rate-limit-group': 'other', 'x-scope': 'analytics:read',
         parameters: [h.idParam('export_id', 'export_')],
-        responses: { 200: h.json('The status record (also for failed and expired exports).', h.ref('ExportStatus')), 404: exportNotFound, ...h.common },
+        responses: { 200: h.json('The status record (also for failed and expired exports).', h.ref('ExportStatus')), 400: noQuery, 404: exportNotFound, ...h.common },
       },
     },
     '/analytics/export/{export_id}/download': {
@@ -67,7 +71,7 @@ export const analyticsPaths = (h: Helpers) => {
             description: 'The file, Content-Disposition: attachment.',
             content: { 'text/csv': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'object' } }, 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': { schema: { type: 'string', format: 'binary' } } },
           },
-          404: exportNotFound, 409: h.error('Not completed yet (or failed): details {export_id, status}.', ['EXPORT_NOT_READY']),
+          400: noQuery, 404: exportNotFound, 409: h.error('Not completed yet (or failed): details {export_id, status}.', ['EXPORT_NOT_READY']),
           410: h.error('Expired 24 h after completion; the file is removed: details {export_id, status}.', ['EXPORT_EXPIRED']), ...h.common,
         },
       },
