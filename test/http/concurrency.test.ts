@@ -20,20 +20,25 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
   const appliedEvents = async (voucherId: string) =>
     (await service.sandbox.events.readStream(`voucher-${voucherId}`)).filter((e) => e.type === 'VoucherApplied');
 
-  it('200 concurrent applies of a voucher with max_uses 50: exactly 50 succeed, 150 USAGE_LIMIT_EXCEEDED', async () => {
-    const v = await service.createVoucher({ code: 'RUSH50', type: 'fixed', value: 200, conditions: { max_uses: 50 } });
+  /**
+   * 200 concurrent applies of a fixed 200-cent voucher limited to 50 uses (`max_uses`, or
+   * `customer_limit` with every apply by one customer): exactly 50 succeed, each with its own
+   * application and order, and the read models and the event log agree on 50.
+   */
+  const raceForFifty = async (code: string, conditions: Record<string, number>, limitType: string, customer?: { id: string }) => {
+    const v = await service.createVoucher({ code, type: 'fixed', value: 200, conditions });
     const responses = await Promise.all(Array.from({ length: 200 }, (_, i) =>
-      service.post('/v1/vouchers/apply', { code: 'RUSH50', order_id: `rush-${i}`, order: { value: 1000 + i, currency: 'USD' } })));
+      service.post('/v1/vouchers/apply', { code, order_id: `${code}-${i}`, order: { value: 1000 + i, currency: 'USD' }, ...(customer ? { customer } : {}) })));
     expect(countBy(responses)).to.deep.equal({ 201: 50, '400 USAGE_LIMIT_EXCEEDED': 150 });
     for (const r of responses.filter((x) => x.status === 400)) {
-      expect(r.body.error.details).to.deep.equal({ max_uses: 50, current_uses: 50, limit_type: 'total_uses' });
+      expect(r.body.error.details).to.deep.equal({ max_uses: 50, current_uses: 50, limit_type: limitType });
     }
     const winners = responses.filter((r) => r.status === 201);
     expect(new Set(winners.map((r) => r.body.id)).size).to.equal(50);
     expect(new Set(winners.map((r) => r.body.order_id)).size).to.equal(50);
     for (const r of winners) {
-      const i = Number(String(r.body.order_id).slice('rush-'.length));
-      expect(r.body).to.include({ discount_amount: 200, final_amount: 800 + i });
+      const i = Number(String(r.body.order_id).slice(`${code}-`.length));
+      expect(r.body).to.include({ customer_id: customer?.id ?? null, discount_amount: 200, final_amount: 800 + i });
     }
 
     const fetched = await service.get(`/v1/vouchers/${v.id}`);
@@ -44,32 +49,15 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
     expect(new Set(events.map((e) => (e.data as any).orderId))).to.deep.equal(new Set(winners.map((r) => r.body.order_id)));
     const apps = await service.get(`/v1/vouchers/${v.id}/applications?limit=100`);
     expect(apps.body.total).to.equal(50);
+    return v;
+  };
+
+  it('200 concurrent applies of a voucher with max_uses 50: exactly 50 succeed, 150 USAGE_LIMIT_EXCEEDED', async () => {
+    await raceForFifty('RUSH50', { max_uses: 50 }, 'total_uses');
   });
 
   it('200 concurrent applies by one customer of a voucher with customer_limit 50: exactly 50 succeed, 150 USAGE_LIMIT_EXCEEDED', async () => {
-    const v = await service.createVoucher({ code: 'CUST50', type: 'fixed', value: 200, conditions: { customer_limit: 50 } });
-    const responses = await Promise.all(Array.from({ length: 200 }, (_, i) =>
-      service.post('/v1/vouchers/apply', { code: 'CUST50', order_id: `cust-${i}`, order: { value: 1000 + i, currency: 'USD' }, customer: { id: 'dave' } })));
-    expect(countBy(responses)).to.deep.equal({ 201: 50, '400 USAGE_LIMIT_EXCEEDED': 150 });
-    for (const r of responses.filter((x) => x.status === 400)) {
-      expect(r.body.error.details).to.deep.equal({ max_uses: 50, current_uses: 50, limit_type: 'customer_uses' });
-    }
-    const winners = responses.filter((r) => r.status === 201);
-    expect(new Set(winners.map((r) => r.body.id)).size).to.equal(50);
-    expect(new Set(winners.map((r) => r.body.order_id)).size).to.equal(50);
-    for (const r of winners) {
-      const i = Number(String(r.body.order_id).slice('cust-'.length));
-      expect(r.body).to.include({ customer_id: 'dave', discount_amount: 200, final_amount: 800 + i });
-    }
-
-    const fetched = await service.get(`/v1/vouchers/${v.id}`);
-    expect(fetched.body.usage_count).to.equal(50);
-    expect(fetched.body.status).to.equal('active');
-    const events = await appliedEvents(v.id);
-    expect(events).to.have.length(50);
-    expect(new Set(events.map((e) => (e.data as any).orderId))).to.deep.equal(new Set(winners.map((r) => r.body.order_id)));
-    const apps = await service.get(`/v1/vouchers/${v.id}/applications?limit=100`);
-    expect(apps.body.total).to.equal(50);
+    const v = await raceForFifty('CUST50', { customer_limit: 50 }, 'customer_uses', { id: 'dave' });
     // The limit is per customer: another customer still can.
     const erin = await service.post('/v1/vouchers/apply', { code: 'CUST50', order_id: 'cust-erin', order: { value: 2000 }, customer: { id: 'erin' } });
     expect(erin.status).to.equal(201);
