@@ -8,8 +8,8 @@ import { expect } from 'chai';
 import sinon from 'sinon';
 import * as schemas from '../../src/http/schemas.ts';
 import { exportSchema } from '../../src/http/routes/analytics.ts';
-import { WrongExpectedRevisionError } from '../../src/infrastructure/eventStore/eventStore.ts';
 import { TestService } from '../support/harness.ts';
+import { loseEveryRace } from '../support/races.ts';
 
 type Json = Record<string, any>;
 
@@ -166,12 +166,7 @@ describe('OpenAPI document: request schemas and error responses agree with the s
       const applied = await service.post('/v1/vouchers/apply', { code: 'OAS_RACE', order_id: 'oas-race-1', order: { value: 1000 } });
       expect(applied.status, JSON.stringify(applied.body)).to.equal(201);
 
-      // every append fails as if another process had written the stream first
-      const events = service.sandbox.events;
-      sinon.stub(events, 'appendToStream').callsFake((streamId, _appended, options) =>
-        Promise.reject(new WrongExpectedRevisionError(streamId, options?.expectedRevision ?? 'any', 1_000)));
-      sinon.stub(events, 'appendToStreams').callsFake((appends) =>
-        Promise.reject(new WrongExpectedRevisionError(appends[0]!.streamId, appends[0]!.expectedRevision ?? 'any', 1_000)));
+      loseEveryRace(service.sandbox.events);
       expectAnswer(await service.put(`/v1/vouchers/${voucher.id}`, { value: 200 }), 409, 'CONCURRENT_MODIFICATION', 'PUT');
       expectAnswer(await service.delete(`/v1/vouchers/${voucher.id}`), 409, 'CONCURRENT_MODIFICATION', 'DELETE');
       expectAnswer(await service.post(`/v1/vouchers/applications/${applied.body.id}/rollback`, {}), 409, 'CONCURRENT_MODIFICATION', 'rollback');

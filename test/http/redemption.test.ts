@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { WrongExpectedRevisionError, type StreamAppend } from '../../src/infrastructure/eventStore/eventStore.ts';
 import { TestService } from '../support/harness.ts';
+import { loseEveryRace } from '../support/races.ts';
 
 const MINUTE = 60 * 1000;
 const iso = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -499,25 +499,15 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
   describe('a write that keeps losing the race: 409 CONCURRENT_MODIFICATION', () => {
     afterEach(() => { sinon.restore(); });
 
-    /** Every append fails as if another process had written the stream first. */
-    const loseEveryRace = () => {
-      const events = service.sandbox.events;
-      const conflict = (appends: StreamAppend[]) => Promise.reject(new WrongExpectedRevisionError(appends[0]!.streamId, appends[0]!.expectedRevision ?? 'any', 1_000));
-      return [
-        sinon.stub(events, 'appendToStream').callsFake((streamId, appended, options) => conflict([{ streamId, events: appended, expectedRevision: options?.expectedRevision }])),
-        sinon.stub(events, 'appendToStreams').callsFake(conflict),
-      ];
-    };
-
     it('on PUT, DELETE, apply and rollback, with details {}, after a bounded number of attempts; nothing is written', async () => {
       const v = await service.createVoucher({ code: 'RACELOST', type: 'fixed', value: 100 });
       const applied = await service.post('/v1/vouchers/apply', { code: 'RACELOST', order_id: 'race-0', order: { value: 1000, currency: 'USD' } });
       expect(applied.status).to.equal(201);
       const before = await voucherEvents(v.id);
 
-      const [single, multi] = loseEveryRace();
+      const { single, multi } = loseEveryRace(service.sandbox.events);
       expectError(await service.put(`/v1/vouchers/${v.id}`, { value: 200 }), 409, 'CONCURRENT_MODIFICATION', {});
-      const putAttempts = single!.callCount + multi!.callCount;
+      const putAttempts = single.callCount + multi.callCount;
       expect(putAttempts).to.be.within(2, 10); // retried, but not forever
       expectError(await service.delete(`/v1/vouchers/${v.id}`), 409, 'CONCURRENT_MODIFICATION', {});
       expectError(await service.post('/v1/vouchers/apply', { code: 'RACELOST', order_id: 'race-1', order: { value: 1000, currency: 'USD' } }), 409, 'CONCURRENT_MODIFICATION', {});
@@ -533,7 +523,7 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
       await service.createVoucher({ code: 'RACEKEY', type: 'fixed', value: 100 });
       const headers = { 'Idempotency-Key': 'race-key-1' };
       const body = { code: 'RACEKEY', order_id: 'race-key-order', order: { value: 1000, currency: 'USD' } };
-      loseEveryRace();
+      loseEveryRace(service.sandbox.events);
       expectError(await service.post('/v1/vouchers/apply', body, { headers }), 409, 'CONCURRENT_MODIFICATION', {});
       sinon.restore();
       const retry = await service.post('/v1/vouchers/apply', body, { headers });
