@@ -61,7 +61,9 @@ const parseJson = (text: string, source: string, what: string): unknown => {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new Error(`${source} is ${what}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new Error(`${source} is ${what}: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
   }
 };
 
@@ -103,7 +105,9 @@ export const rateLimitsFrom = (env: NodeJS.ProcessEnv): RateLimitConfig => {
     try {
       text = fs.readFileSync(file, 'utf8');
     } catch (error) {
-      throw new Error(`RATE_LIMITS_FILE ${file} cannot be read: ${error instanceof Error ? error.message : String(error)}`);
+      throw new Error(`RATE_LIMITS_FILE ${file} cannot be read: ${error instanceof Error ? error.message : String(error)}`, {
+        cause: error,
+      });
     }
     const source = `RATE_LIMITS_FILE ${file}`;
     overrideRateLimits(config, parseJson(text, source, 'not valid JSON'), source);

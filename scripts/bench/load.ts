@@ -54,7 +54,7 @@ const used = new WeakMap<(n: number) => string, number>();
 /** One autocannon run (a warm-up run, then the measured one) with a distinct body per request. */
 const load = async (url: string, body: (n: number) => string, serverPid: number | undefined, warmupS = WARMUP_S, durationS = DURATION_S) => {
   // Requests are built per call so each one can differ (distinct order ids).
-  const setupRequest = (req: any) => {
+  const setupRequest = (req: { body?: string | Buffer }) => {
     const n = used.get(body) ?? 0;
     used.set(body, n + 1);
     req.body = body(n);

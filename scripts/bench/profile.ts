@@ -95,7 +95,7 @@ const sourceMappers = (nodes: ProfileNode[]): Map<string, LineMapper> => {
     frames.get(file)!.push({ name: f.functionName, line: f.lineNumber, column: f.columnNumber });
   }
   const best = new Map<string, { score: number; mtime: number; code: string; mappings: string }>();
-  let entries: string[] = [];
+  let entries: string[];
   try { entries = fs.readdirSync(dir); } catch { return new Map(); }
   for (const name of entries) {
     try {

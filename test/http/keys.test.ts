@@ -20,7 +20,6 @@ const PROPAGATION_MS = 1_000;
 const POLL_MS = 50;
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
-const isoSeconds = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 interface CliResult {
   code: number | null;

@@ -123,7 +123,7 @@ describe('pricing properties: the advanced types', () => {
   it('conditional: CONDITION_NOT_MET exactly when too few conditions hold, else discount in [0, base]', () => {
     fc.assert(fc.property(fc.array(condition, { minLength: 1, maxLength: 4 }), discount, fc.boolean(), order, customer, (conditions, d, all, o, c) => {
       const v = voucher('conditional', { conditions, ...d, all_conditions_required: all });
-      let result: Evaluation | null = null;
+      let result: Evaluation;
       try { result = evaluate(v, o, c, NOW); } catch (error) {
         expect((error as DomainError).code).to.equal('CONDITION_NOT_MET');
         const details = (error as DomainError).details as { required_conditions: number; met_conditions: number };
