@@ -1,12 +1,30 @@
 import type { OrderAttemptsRecorded } from '../src/domain/analytics/events.ts';
 import type { VoucherApplicationRolledBack, VoucherApplied } from '../src/domain/voucher/events.ts';
 import type { RecordedEvent } from '../src/infrastructure/eventStore/eventStore.ts';
-import { docKey, type DocRef, type DocSet, type DocumentSetProjection } from '../src/infrastructure/projector/projection.ts';
+import {
+  docKey,
+  type DocRef,
+  type DocSet,
+  type DocumentSetProjection,
+} from '../src/infrastructure/projector/projection.ts';
 import type { Document } from '../src/infrastructure/readStore/readStore.ts';
 import { applyGapChanges, followingDays, gapChanges, neighbours, type GapChanges } from './customerGaps.ts';
 import {
-  COLLECTIONS as C, dailyId, dayOf, emptyDaily, orderAttemptId, UNKNOWN, voucherCustomerId, zeroTotals,
-  type AnalyticsApplicationDoc, type CustomerDoc, type DailyDoc, type DayEntry, type OrderAttemptDoc, type Totals, type VoucherCustomerDoc,
+  COLLECTIONS as C,
+  dailyId,
+  dayOf,
+  emptyDaily,
+  orderAttemptId,
+  UNKNOWN,
+  voucherCustomerId,
+  zeroTotals,
+  type AnalyticsApplicationDoc,
+  type CustomerDoc,
+  type DailyDoc,
+  type DayEntry,
+  type OrderAttemptDoc,
+  type Totals,
+  type VoucherCustomerDoc,
 } from './analyticsDocs.ts';
 
 type Event = RecordedEvent & (VoucherApplied | VoucherApplicationRolledBack | OrderAttemptsRecorded);
@@ -17,18 +35,29 @@ class Docs {
   constructor(private readonly docs: ReadonlyMap<string, Document | null>) {}
   get<T>(collection: string, id: string): T | null {
     const key = docKey(collection, id);
-    return (this.changes.has(key) ? this.changes.get(key) : this.docs.get(key)) as T | null ?? null;
+    return ((this.changes.has(key) ? this.changes.get(key) : this.docs.get(key)) as T | null) ?? null;
   }
-  set(collection: string, doc: Document): void { this.changes.set(docKey(collection, doc.id), doc); }
+  set(collection: string, doc: Document): void {
+    this.changes.set(docKey(collection, doc.id), doc);
+  }
 }
 
-const addTotals = (t: Totals, sign: 1 | -1, d: { discountAmount: number; orderValue: number; finalAmount: number }): Totals => ({
-  ...t, uses: t.uses + sign, discount: t.discount + sign * d.discountAmount,
-  order_value: t.order_value + sign * d.orderValue, final_amount: t.final_amount + sign * d.finalAmount,
+const addTotals = (
+  t: Totals,
+  sign: 1 | -1,
+  d: { discountAmount: number; orderValue: number; finalAmount: number },
+): Totals => ({
+  ...t,
+  uses: t.uses + sign,
+  discount: t.discount + sign * d.discountAmount,
+  order_value: t.order_value + sign * d.orderValue,
+  final_amount: t.final_amount + sign * d.finalAmount,
 });
 
-const withSegment = (daily: DailyDoc, segment: string, update: (t: Totals) => Totals): DailyDoc =>
-  ({ ...daily, segments: { ...daily.segments, [segment]: update(daily.segments[segment] ?? zeroTotals()) } });
+const withSegment = (daily: DailyDoc, segment: string, update: (t: Totals) => Totals): DailyDoc => ({
+  ...daily,
+  segments: { ...daily.segments, [segment]: update(daily.segments[segment] ?? zeroTotals()) },
+});
 
 const countAttempt = (daily: DailyDoc, segment: string): DailyDoc =>
   withSegment({ ...daily, orders: daily.orders + 1 }, segment, (t) => ({ ...t, orders: t.orders + 1 }));
@@ -42,9 +71,21 @@ const minIso = (a: string | undefined, b: string): string => (a !== undefined &&
 const maxIso = (a: string | undefined, b: string): string => (a !== undefined && a > b ? a : b);
 
 /** A validation's order id counts as one attempt, however often it is validated. */
-const countOrderOnce = (docs: Docs, daily: DailyDoc, voucherId: string, orderId: string, segment: string, at: string): DailyDoc => {
+const countOrderOnce = (
+  docs: Docs,
+  daily: DailyDoc,
+  voucherId: string,
+  orderId: string,
+  segment: string,
+  at: string,
+): DailyDoc => {
   if (docs.get(C.orderAttempts, orderAttemptId(voucherId, orderId))) return daily;
-  docs.set(C.orderAttempts, { id: orderAttemptId(voucherId, orderId), voucher_id: voucherId, order_id: orderId, first_seen_at: at } satisfies OrderAttemptDoc);
+  docs.set(C.orderAttempts, {
+    id: orderAttemptId(voucherId, orderId),
+    voucher_id: voucherId,
+    order_id: orderId,
+    first_seen_at: at,
+  } satisfies OrderAttemptDoc);
   return countAttempt(daily, segment);
 };
 
@@ -69,16 +110,28 @@ const applied = (docs: Docs, d: VoucherApplied['data']): void => {
   // decisions.md: `orders` are validation attempts only; an application is a use, not an attempt
   // (conversion_rate is capped at 1 for orders applied without a validation).
   let daily = docs.get<DailyDoc>(C.daily, dailyId(d.voucherId, day)) ?? emptyDaily(d.voucherId, day);
-  daily = withSegment({ ...addTotals(daily, 1, d) as DailyDoc, currency: d.currency ?? daily.currency }, segment, (t) => addTotals(t, 1, d));
+  daily = withSegment(
+    { ...(addTotals(daily, 1, d) as DailyDoc), currency: d.currency ?? daily.currency },
+    segment,
+    (t) => addTotals(t, 1, d),
+  );
   docs.set(C.applications, {
-    id: d.applicationId, voucher_id: d.voucherId, customer_id: d.customerId ?? null, day, segment, rolled_back: false,
+    id: d.applicationId,
+    voucher_id: d.voucherId,
+    customer_id: d.customerId ?? null,
+    day,
+    segment,
+    rolled_back: false,
   } satisfies AnalyticsApplicationDoc);
   if (d.customerId !== undefined) {
     const customer = docs.get<CustomerDoc>(C.customers, d.customerId);
     const firstEver = minIso(customer?.first_applied_at, d.appliedAt);
     docs.set(C.customers, {
-      id: d.customerId, first_applied_at: firstEver, uses: (customer?.uses ?? 0) + 1,
-      spend: (customer?.spend ?? 0) + d.finalAmount, order_value: (customer?.order_value ?? 0) + d.orderValue,
+      id: d.customerId,
+      first_applied_at: firstEver,
+      uses: (customer?.uses ?? 0) + 1,
+      spend: (customer?.spend ?? 0) + d.finalAmount,
+      order_value: (customer?.order_value ?? 0) + d.orderValue,
     } satisfies CustomerDoc);
     const vc = docs.get<VoucherCustomerDoc>(C.voucherCustomers, voucherCustomerId(d.voucherId, d.customerId));
     const entry = vc?.days[day] ?? [0, 0, 0];
@@ -86,10 +139,19 @@ const applied = (docs: Docs, d: VoucherApplied['data']): void => {
     daily = withGaps(docs, daily, gapChanges(day, neighbours(vc?.days ?? {}, day), 1));
     const days = { ...vc?.days, [day]: [entry[0] + 1, entry[1] + d.finalAmount, entry[2] + d.orderValue] as DayEntry };
     docs.set(C.voucherCustomers, {
-      id: voucherCustomerId(d.voucherId, d.customerId), voucher_id: d.voucherId, customer_id: d.customerId, segment, region,
-      uses: (vc?.uses ?? 0) + 1, spend: (vc?.spend ?? 0) + d.finalAmount, order_value: (vc?.order_value ?? 0) + d.orderValue,
-      first_used_at: minIso(vc?.first_used_at, d.appliedAt), last_used_at: maxIso(vc?.last_used_at, d.appliedAt),
-      customer_first_applied_at: minIso(vc?.customer_first_applied_at, firstEver), days, ...dayRange(days),
+      id: voucherCustomerId(d.voucherId, d.customerId),
+      voucher_id: d.voucherId,
+      customer_id: d.customerId,
+      segment,
+      region,
+      uses: (vc?.uses ?? 0) + 1,
+      spend: (vc?.spend ?? 0) + d.finalAmount,
+      order_value: (vc?.order_value ?? 0) + d.orderValue,
+      first_used_at: minIso(vc?.first_used_at, d.appliedAt),
+      last_used_at: maxIso(vc?.last_used_at, d.appliedAt),
+      customer_first_applied_at: minIso(vc?.customer_first_applied_at, firstEver),
+      days,
+      ...dayRange(days),
     } satisfies VoucherCustomerDoc);
   }
   docs.set(C.daily, daily);
@@ -106,7 +168,12 @@ const rolledBack = (docs: Docs, d: VoucherApplicationRolledBack['data']): void =
   if (customerId !== null) {
     const customer = docs.get<CustomerDoc>(C.customers, customerId);
     if (customer) {
-      docs.set(C.customers, { ...customer, uses: customer.uses - 1, spend: customer.spend - d.finalAmount, order_value: customer.order_value - d.orderValue });
+      docs.set(C.customers, {
+        ...customer,
+        uses: customer.uses - 1,
+        spend: customer.spend - d.finalAmount,
+        order_value: customer.order_value - d.orderValue,
+      });
     }
     const vc = docs.get<VoucherCustomerDoc>(C.voucherCustomers, voucherCustomerId(d.voucherId, customerId));
     if (vc) {
@@ -118,7 +185,12 @@ const rolledBack = (docs: Docs, d: VoucherApplicationRolledBack['data']): void =
         if (uses === 1) daily = { ...daily, unique_customers: daily.unique_customers - 1 };
       } else days[day] = [uses - 1, spend - d.finalAmount, orderValue - d.orderValue];
       docs.set(C.voucherCustomers, {
-        ...vc, uses: vc.uses - 1, spend: vc.spend - d.finalAmount, order_value: vc.order_value - d.orderValue, days, ...dayRange(days),
+        ...vc,
+        uses: vc.uses - 1,
+        spend: vc.spend - d.finalAmount,
+        order_value: vc.order_value - d.orderValue,
+        days,
+        ...dayRange(days),
       });
     }
   }
@@ -130,7 +202,12 @@ const attempts = (docs: Docs, d: OrderAttemptsRecorded['data']): void => {
     const id = dailyId(a.voucherId, dayOf(a.at));
     const daily = docs.get<DailyDoc>(C.daily, id) ?? emptyDaily(a.voucherId, dayOf(a.at));
     const segment = a.segment ?? UNKNOWN;
-    docs.set(C.daily, a.orderId === undefined ? countAttempt(daily, segment) : countOrderOnce(docs, daily, a.voucherId, a.orderId, segment, a.at));
+    docs.set(
+      C.daily,
+      a.orderId === undefined
+        ? countAttempt(daily, segment)
+        : countOrderOnce(docs, daily, a.voucherId, a.orderId, segment, a.at),
+    );
   }
 };
 
@@ -154,26 +231,36 @@ export const analytics: DocumentSetProjection = {
     const refs: DocRef[] = [];
     const customer = (voucherId: string, customerId: string | undefined) => {
       if (customerId === undefined) return;
-      refs.push({ collection: C.voucherCustomers, id: voucherCustomerId(voucherId, customerId) }, { collection: C.customers, id: customerId });
+      refs.push(
+        { collection: C.voucherCustomers, id: voucherCustomerId(voucherId, customerId) },
+        { collection: C.customers, id: customerId },
+      );
     };
     switch (event.type) {
       case 'VoucherApplied': {
         const d = event.data;
-        refs.push({ collection: C.daily, id: dailyId(d.voucherId, dayOf(d.appliedAt)) }, { collection: C.applications, id: d.applicationId },
-          { collection: C.orderAttempts, id: orderAttemptId(d.voucherId, d.orderId) });
+        refs.push(
+          { collection: C.daily, id: dailyId(d.voucherId, dayOf(d.appliedAt)) },
+          { collection: C.applications, id: d.applicationId },
+          { collection: C.orderAttempts, id: orderAttemptId(d.voucherId, d.orderId) },
+        );
         customer(d.voucherId, d.customerId);
         break;
       }
       case 'VoucherApplicationRolledBack': {
         const d = event.data;
-        refs.push({ collection: C.daily, id: dailyId(d.voucherId, dayOf(d.appliedAt)) }, { collection: C.applications, id: d.applicationId });
+        refs.push(
+          { collection: C.daily, id: dailyId(d.voucherId, dayOf(d.appliedAt)) },
+          { collection: C.applications, id: d.applicationId },
+        );
         customer(d.voucherId, d.customerId);
         break;
       }
       case 'OrderAttemptsRecorded':
         for (const a of event.data.attempts) {
           refs.push({ collection: C.daily, id: dailyId(a.voucherId, dayOf(a.at)) });
-          if (a.orderId !== undefined) refs.push({ collection: C.orderAttempts, id: orderAttemptId(a.voucherId, a.orderId) });
+          if (a.orderId !== undefined)
+            refs.push({ collection: C.orderAttempts, id: orderAttemptId(a.voucherId, a.orderId) });
         }
         break;
       default:
@@ -185,8 +272,14 @@ export const analytics: DocumentSetProjection = {
     if (event.type !== 'VoucherApplied' && event.type !== 'VoucherApplicationRolledBack') return [];
     const d = event.data;
     if (d.customerId === undefined) return [];
-    const vc = docs.get(docKey(C.voucherCustomers, voucherCustomerId(d.voucherId, d.customerId))) as VoucherCustomerDoc | null | undefined;
-    return vc ? followingDays(vc.days, dayOf(d.appliedAt)).map((day) => ({ collection: C.daily, id: dailyId(d.voucherId, day) })) : [];
+    const vc = docs.get(docKey(C.voucherCustomers, voucherCustomerId(d.voucherId, d.customerId))) as
+      VoucherCustomerDoc | null | undefined;
+    return vc
+      ? followingDays(vc.days, dayOf(d.appliedAt)).map((day) => ({
+          collection: C.daily,
+          id: dailyId(d.voucherId, day),
+        }))
+      : [];
   },
   evolve: (current, raw) => {
     const event = raw as Event;

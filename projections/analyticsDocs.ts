@@ -78,7 +78,13 @@ export interface CustomerDoc {
 }
 
 /** `analytics_order_attempts/<voucher>|<order id>`: an order id already counted as an attempt. */
-export interface OrderAttemptDoc { id: string; voucher_id: string; order_id: string; first_seen_at: string; [key: string]: unknown }
+export interface OrderAttemptDoc {
+  id: string;
+  voucher_id: string;
+  order_id: string;
+  first_seen_at: string;
+  [key: string]: unknown;
+}
 
 /** `analytics_applications/<application id>`: what a rollback needs to undo the application. */
 export interface AnalyticsApplicationDoc {
@@ -111,5 +117,12 @@ export const UNKNOWN = 'unknown';
 export const zeroTotals = (): Totals => ({ uses: 0, discount: 0, order_value: 0, final_amount: 0, orders: 0 });
 
 export const emptyDaily = (voucherId: string, day: string): DailyDoc => ({
-  id: dailyId(voucherId, day), voucher_id: voucherId, date: day, ...zeroTotals(), unique_customers: 0, currency: null, segments: {}, gaps: {},
+  id: dailyId(voucherId, day),
+  voucher_id: voucherId,
+  date: day,
+  ...zeroTotals(),
+  unique_customers: 0,
+  currency: null,
+  segments: {},
+  gaps: {},
 });

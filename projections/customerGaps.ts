@@ -32,7 +32,7 @@ const DAY_MS = 86_400_000;
 export const dayNumber = (day: string): number => Date.parse(`${day}T00:00:00Z`) / DAY_MS;
 
 const gap = (later: string, earlier: string | undefined): number =>
-  (earlier === undefined ? FAR : Math.min(FAR, dayNumber(later) - dayNumber(earlier)));
+  earlier === undefined ? FAR : Math.min(FAR, dayNumber(later) - dayNumber(earlier));
 
 const gapKey = (day: string, previous: string | undefined, beforePrevious: string | undefined): string =>
   `${gap(day, previous)}.${gap(day, beforePrevious)}`;
@@ -50,14 +50,26 @@ export interface Neighbours {
  * itself (1 for a rollback: the neighbours once the use is removed). One pass over the days.
  */
 export const neighbours = (days: Readonly<Record<string, DayEntry>>, day: string, minus = 0): Neighbours => {
-  let b1: string | undefined; let b1n = 0; let b2: string | undefined; // latest two days ≤ day
-  let a1: string | undefined; let a1n = 0; let a2: string | undefined; // earliest two days > day
+  let b1: string | undefined;
+  let b1n = 0;
+  let b2: string | undefined; // latest two days ≤ day
+  let a1: string | undefined;
+  let a1n = 0;
+  let a2: string | undefined; // earliest two days > day
   for (const [d, entry] of Object.entries(days)) {
     const uses = entry[0] - (d === day ? minus : 0);
     if (uses <= 0) continue;
     if (d <= day) {
-      if (b1 === undefined || d > b1) { b2 = b1; b1 = d; b1n = uses; } else if (b2 === undefined || d > b2) b2 = d;
-    } else if (a1 === undefined || d < a1) { a2 = a1; a1 = d; a1n = uses; } else if (a2 === undefined || d < a2) a2 = d;
+      if (b1 === undefined || d > b1) {
+        b2 = b1;
+        b1 = d;
+        b1n = uses;
+      } else if (b2 === undefined || d > b2) b2 = d;
+    } else if (a1 === undefined || d < a1) {
+      a2 = a1;
+      a1 = d;
+      a1n = uses;
+    } else if (a2 === undefined || d < a2) a2 = d;
   }
   return { before: [b1, b1n >= 2 ? b1 : b2], after: [a1, a1n >= 2 ? a1 : a2] };
 };
@@ -69,12 +81,17 @@ export type GapChanges = Map<string, Map<string, number>>;
  * What adding a use on `day` (sign 1) or removing it (sign −1) changes, given the neighbours
  * without that use: the use's own gaps and those of the next two uses.
  */
-export const gapChanges = (day: string, { before: [p1, p2], after: [n1, n2] }: Neighbours, sign: 1 | -1): GapChanges => {
+export const gapChanges = (
+  day: string,
+  { before: [p1, p2], after: [n1, n2] }: Neighbours,
+  sign: 1 | -1,
+): GapChanges => {
   const changes: GapChanges = new Map();
   const add = (d: string, key: string, delta: number) => {
     const forDay = changes.get(d) ?? changes.set(d, new Map()).get(d)!;
     const next = (forDay.get(key) ?? 0) + sign * delta;
-    if (next === 0) forDay.delete(key); else forDay.set(key, next);
+    if (next === 0) forDay.delete(key);
+    else forDay.set(key, next);
     if (forDay.size === 0) changes.delete(d);
   };
   add(day, gapKey(day, p1, p2), 1);
@@ -90,11 +107,15 @@ export const gapChanges = (day: string, { before: [p1, p2], after: [n1, n2] }: N
 };
 
 /** A histogram with changes applied (keys reaching 0 removed). */
-export const applyGapChanges = (histogram: Readonly<GapHistogram>, changes: ReadonlyMap<string, number>): GapHistogram => {
+export const applyGapChanges = (
+  histogram: Readonly<GapHistogram>,
+  changes: ReadonlyMap<string, number>,
+): GapHistogram => {
   const out = { ...histogram };
   for (const [key, delta] of changes) {
     const next = (out[key] ?? 0) + delta;
-    if (next === 0) delete out[key]; else out[key] = next;
+    if (next === 0) delete out[key];
+    else out[key] = next;
   }
   return out;
 };
@@ -106,7 +127,10 @@ export const followingDays = (days: Readonly<Record<string, DayEntry>>, day: str
 };
 
 /** Unique customers and repeat usage of a window starting on `from`, from its days' histograms. */
-export const countCustomers = (days: Iterable<{ date: string; gaps?: GapHistogram }>, from: string): { unique: number; repeat: number } => {
+export const countCustomers = (
+  days: Iterable<{ date: string; gaps?: GapHistogram }>,
+  from: string,
+): { unique: number; repeat: number } => {
   const start = dayNumber(from);
   let unique = 0;
   let repeat = 0;

@@ -31,17 +31,37 @@ export const evolveExport = (view: ExportView | null, event: ExportEvent): Expor
     case 'ExportRequested': {
       const d = event.data;
       return {
-        id: d.exportId, status: 'processing', format: d.format, voucher_ids: d.voucherIds, metrics: d.metrics, start_day: d.startDay,
-        end_day: d.endDay, record_count: d.recordCount, requested_at: d.requestedAt, estimated_completion: d.estimatedCompletion,
-        file_name: null, file_size: null, completed_at: null, expires_at: null, expired_at: null, error: null,
+        id: d.exportId,
+        status: 'processing',
+        format: d.format,
+        voucher_ids: d.voucherIds,
+        metrics: d.metrics,
+        start_day: d.startDay,
+        end_day: d.endDay,
+        record_count: d.recordCount,
+        requested_at: d.requestedAt,
+        estimated_completion: d.estimatedCompletion,
+        file_name: null,
+        file_size: null,
+        completed_at: null,
+        expires_at: null,
+        expired_at: null,
+        error: null,
       };
     }
     case 'ExportCompleted': {
       const d = event.data;
-      return view && {
-        ...view, status: 'completed', file_name: d.fileName, file_size: d.fileSize, record_count: d.recordCount,
-        completed_at: d.completedAt, expires_at: d.expiresAt,
-      };
+      return (
+        view && {
+          ...view,
+          status: 'completed',
+          file_name: d.fileName,
+          file_size: d.fileSize,
+          record_count: d.recordCount,
+          completed_at: d.completedAt,
+          expires_at: d.expiresAt,
+        }
+      );
     }
     case 'ExportFailed':
       return view && { ...view, status: 'failed', error: event.data.error };

@@ -7,7 +7,11 @@ import { voucherDetails } from './voucherDetails.ts';
 import { voucherUsage } from './voucherUsage.ts';
 
 /** The read models the service keeps current in-process, rebuilt together by `npm run replay`. */
-export const coreProjections: Projection[] = [voucherDetails as Projection, voucherUsage as Projection, usageHistory as Projection];
+export const coreProjections: Projection[] = [
+  voucherDetails as Projection,
+  voucherUsage as Projection,
+  usageHistory as Projection,
+];
 /** v2: usage counts in their own collection (voucherUsage.ts) instead of the voucher documents. */
 export const CORE_CHECKPOINT = 'core.v2';
 export const CORE_PREVIOUS_CHECKPOINTS = ['core'];
@@ -29,9 +33,17 @@ export const ANALYTICS_PREVIOUS_CHECKPOINTS = ['analytics'];
 /** A projection group: its runner's checkpoint, and the names its checkpoint had before. */
 export type ProjectionGroup = GroupDefinition;
 
-export const CORE_GROUP: ProjectionGroup = { name: 'core', projections: coreProjections, checkpoint: CORE_CHECKPOINT, previous: CORE_PREVIOUS_CHECKPOINTS };
+export const CORE_GROUP: ProjectionGroup = {
+  name: 'core',
+  projections: coreProjections,
+  checkpoint: CORE_CHECKPOINT,
+  previous: CORE_PREVIOUS_CHECKPOINTS,
+};
 export const ANALYTICS_GROUP: ProjectionGroup = {
-  name: 'analytics', projections: analyticsProjections, checkpoint: ANALYTICS_CHECKPOINT, previous: ANALYTICS_PREVIOUS_CHECKPOINTS,
+  name: 'analytics',
+  projections: analyticsProjections,
+  checkpoint: ANALYTICS_CHECKPOINT,
+  previous: ANALYTICS_PREVIOUS_CHECKPOINTS,
 };
 
 /** Every group the service runs and `npm run replay` rebuilds. */

@@ -34,13 +34,29 @@ export const usageHistory: Projection<ApplicationView> = {
     if (event.type === 'VoucherApplied') {
       const d = event.data;
       return {
-        id: d.applicationId, voucher_id: d.voucherId, code: d.code, order_id: d.orderId, customer_id: d.customerId ?? null,
-        order_value: d.orderValue, discount_amount: d.discountAmount, final_amount: d.finalAmount, currency: d.currency,
-        status: 'applied', applied_at: d.appliedAt, applied_seq: event.position, rolled_back_at: null, rollback_reason: null,
+        id: d.applicationId,
+        voucher_id: d.voucherId,
+        code: d.code,
+        order_id: d.orderId,
+        customer_id: d.customerId ?? null,
+        order_value: d.orderValue,
+        discount_amount: d.discountAmount,
+        final_amount: d.finalAmount,
+        currency: d.currency,
+        status: 'applied',
+        applied_at: d.appliedAt,
+        applied_seq: event.position,
+        rolled_back_at: null,
+        rollback_reason: null,
       };
     }
     if (event.type === 'VoucherApplicationRolledBack' && view) {
-      return { ...view, status: 'rolled_back', rolled_back_at: event.data.rolledBackAt, rollback_reason: event.data.reason ?? null };
+      return {
+        ...view,
+        status: 'rolled_back',
+        rolled_back_at: event.data.rolledBackAt,
+        rollback_reason: event.data.reason ?? null,
+      };
     }
     return view;
   },

@@ -37,10 +37,21 @@ const evolveView = (view: VoucherDoc | null, event: Recorded): VoucherDoc | null
     case 'VoucherCreated': {
       const d = event.data;
       return {
-        id: d.voucherId, code: d.code, code_lower: d.code.toLowerCase(), type: d.voucherType, value: d.value ?? null,
-        currency: d.currency ?? null, config: d.config ?? null, conditions: d.conditions, ...(d.validationRules ? { validation_rules: d.validationRules } : {}), status: 'active',
-        valid_until: d.conditions.valid_until ?? null, created_at: d.createdAt, updated_at: d.createdAt,
-        deleted_at: null, created_seq: event.position,
+        id: d.voucherId,
+        code: d.code,
+        code_lower: d.code.toLowerCase(),
+        type: d.voucherType,
+        value: d.value ?? null,
+        currency: d.currency ?? null,
+        config: d.config ?? null,
+        conditions: d.conditions,
+        ...(d.validationRules ? { validation_rules: d.validationRules } : {}),
+        status: 'active',
+        valid_until: d.conditions.valid_until ?? null,
+        created_at: d.createdAt,
+        updated_at: d.createdAt,
+        deleted_at: null,
+        created_seq: event.position,
       };
     }
     case 'VoucherUpdated': {
@@ -48,16 +59,26 @@ const evolveView = (view: VoucherDoc | null, event: Recorded): VoucherDoc | null
       const d = event.data;
       const conditions = d.conditions ?? view.conditions;
       return {
-        ...view, value: d.value ?? view.value, currency: d.currency === undefined ? view.currency : d.currency,
+        ...view,
+        value: d.value ?? view.value,
+        currency: d.currency === undefined ? view.currency : d.currency,
         config: d.config ?? view.config,
         ...(d.validationRules !== undefined ? { validation_rules: d.validationRules } : {}),
-        conditions, valid_until: conditions.valid_until ?? null, status: d.status, updated_at: d.updatedAt,
+        conditions,
+        valid_until: conditions.valid_until ?? null,
+        status: d.status,
+        updated_at: d.updatedAt,
         deleted_at: d.status === 'inactive' ? view.deleted_at : null,
       };
     }
     case 'VoucherDeactivated':
       if (!view) return view;
-      return { ...view, status: 'inactive', deleted_at: event.data.deactivatedAt, updated_at: event.data.deactivatedAt };
+      return {
+        ...view,
+        status: 'inactive',
+        deleted_at: event.data.deactivatedAt,
+        updated_at: event.data.deactivatedAt,
+      };
     case 'VoucherExpired':
       return view && { ...view, status: 'expired' };
     default:
@@ -71,5 +92,11 @@ export const voucherDetails: Projection<VoucherDoc> = {
   handles: ['VoucherCreated', 'VoucherUpdated', 'VoucherDeactivated', 'VoucherExpired'],
   documentId: (event) => (event.data as { voucherId?: string }).voucherId,
   evolve: (view, event) => evolveView(view, event as Recorded),
-  indexes: [['created_seq'], ['status', 'created_seq'], ['type', 'created_seq'], ['status', 'code_lower'], ['status', 'valid_until']],
+  indexes: [
+    ['created_seq'],
+    ['status', 'created_seq'],
+    ['type', 'created_seq'],
+    ['status', 'code_lower'],
+    ['status', 'valid_until'],
+  ],
 };

@@ -23,11 +23,21 @@ const haveSameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: o
 const hasFastProperties = new Function('a', 'return %HasFastProperties(a)') as (a: object) => boolean;
 
 const app = express();
-app.use((req, _res, next) => { (req as unknown as Record<string, unknown>).requestId = `req_${Math.random()}`; next(); });
+app.use((req, _res, next) => {
+  (req as unknown as Record<string, unknown>).requestId = `req_${Math.random()}`;
+  next();
+});
 app.use(express.json());
 const router = express.Router();
 let held: [Request, Response] | undefined;
-const result = { server: process.argv[2] === 'listen' ? 'listen' : 'createHttpServer', pairs: 0, sameRequest: 0, sameResponse: 0, fastRequest: false, fastResponse: false };
+const result = {
+  server: process.argv[2] === 'listen' ? 'listen' : 'createHttpServer',
+  pairs: 0,
+  sameRequest: 0,
+  sameResponse: 0,
+  fastRequest: false,
+  fastResponse: false,
+};
 router.post('/probe', (req, res) => {
   if (held) {
     result.pairs += 1;
@@ -46,14 +56,25 @@ await new Promise((resolve) => server.once('listening', resolve));
 const { port } = server.address() as AddressInfo;
 // Two keep-alive connections, used in turn: a request is sent while the one before is still held.
 const agents = [new http.Agent({ keepAlive: true, maxSockets: 1 }), new http.Agent({ keepAlive: true, maxSockets: 1 })];
-const post = (agent: http.Agent) => new Promise<void>((resolve, reject) => {
-  const request = http.request({ host: '127.0.0.1', port, path: '/v1/probe', method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (response) => {
-    response.resume();
-    response.on('end', resolve);
+const post = (agent: http.Agent) =>
+  new Promise<void>((resolve, reject) => {
+    const request = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/v1/probe',
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json' },
+      },
+      (response) => {
+        response.resume();
+        response.on('end', resolve);
+      },
+    );
+    request.on('error', reject);
+    request.end('{"order":{"value":100}}');
   });
-  request.on('error', reject);
-  request.end('{"order":{"value":100}}');
-});
 let previous = post(agents[0]!);
 for (let i = 1; i < REQUESTS; i += 1) {
   const next = post(agents[i % 2]!);

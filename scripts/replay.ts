@@ -21,7 +21,13 @@ import { loadConfig } from '../src/config.ts';
 import { SqliteEventStore } from '../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { rebuildReadModels } from '../src/infrastructure/projector/rebuild.ts';
 
-interface Summary { environment: Environment; events: number; position: number; ms: number; skipped?: boolean }
+interface Summary {
+  environment: Environment;
+  events: number;
+  position: number;
+  ms: number;
+  skipped?: boolean;
+}
 
 const USAGE = 'usage: npm run replay [-- --env sandbox|production]';
 
@@ -30,7 +36,11 @@ class UsageError extends Error {}
 const selectedEnvironments = (argv: string[]): Environment[] => {
   let values: { env?: string; help?: boolean };
   try {
-    ({ values } = parseArgs({ args: argv, options: { env: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true }));
+    ({ values } = parseArgs({
+      args: argv,
+      options: { env: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }));
   } catch (error) {
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
@@ -39,7 +49,8 @@ const selectedEnvironments = (argv: string[]): Environment[] => {
     process.exit(0);
   }
   if (values.env === undefined) return ENVIRONMENTS;
-  if (!ENVIRONMENTS.includes(values.env as Environment)) throw new UsageError(`--env must be one of ${ENVIRONMENTS.join(', ')}, got "${values.env}"`);
+  if (!ENVIRONMENTS.includes(values.env as Environment))
+    throw new UsageError(`--env must be one of ${ENVIRONMENTS.join(', ')}, got "${values.env}"`);
   return [values.env as Environment];
 };
 
@@ -54,10 +65,13 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
   const { byGroup } = await openReadStores(files);
   const interactive = process.stdout.isTTY === true;
   const bar = interactive
-    ? new cliProgress.SingleBar({
-        format: `${environment.padEnd(10)} {group} [{bar}] {percentage}% | position {value}/{total} | {eta_formatted} left`,
-        hideCursor: true,
-      }, cliProgress.Presets.shades_classic)
+    ? new cliProgress.SingleBar(
+        {
+          format: `${environment.padEnd(10)} {group} [{bar}] {percentage}% | position {value}/{total} | {eta_formatted} left`,
+          hideCursor: true,
+        },
+        cliProgress.Presets.shades_classic,
+      )
     : undefined;
   const started = performance.now();
   try {
@@ -65,20 +79,34 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
     for (const group of PROJECTION_GROUPS) {
       let barStarted = false;
       const groupStarted = performance.now();
-      result = await rebuildReadModels(events, byGroup[group.name]!, group.projections, group.checkpoint, (done, total) => {
-        if (!bar) return;
-        if (!barStarted) { bar.start(total, done, { group: group.name }); barStarted = true; return; }
-        bar.setTotal(total);
-        bar.update(done, { group: group.name });
-      });
+      result = await rebuildReadModels(
+        events,
+        byGroup[group.name]!,
+        group.projections,
+        group.checkpoint,
+        (done, total) => {
+          if (!bar) return;
+          if (!barStarted) {
+            bar.start(total, done, { group: group.name });
+            barStarted = true;
+            return;
+          }
+          bar.setTotal(total);
+          bar.update(done, { group: group.name });
+        },
+      );
       bar?.stop();
       if (!interactive) {
-        process.stdout.write(`  ${environment} ${group.name} group: ${result.events} events folded in ${(performance.now() - groupStarted).toFixed(0)} ms\n`);
+        process.stdout.write(
+          `  ${environment} ${group.name} group: ${result.events} events folded in ${(performance.now() - groupStarted).toFixed(0)} ms\n`,
+        );
       }
     }
     const ms = performance.now() - started;
     if (!interactive) {
-      process.stdout.write(`${environment}: replayed ${result.events} events (up to position ${result.position}) in ${ms.toFixed(0)} ms\n`);
+      process.stdout.write(
+        `${environment}: replayed ${result.events} events (up to position ${result.position}) in ${ms.toFixed(0)} ms\n`,
+      );
     }
     return { environment, ...result, ms };
   } catch (error) {
@@ -93,18 +121,26 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
 const main = async (): Promise<void> => {
   const environments = selectedEnvironments(process.argv.slice(2));
   const { dataDir } = loadConfig();
-  process.stderr.write('warning: stop the voucher service before replaying; a running service keeps projecting into the same read models\n');
-  process.stdout.write(`Rebuilding read models (${PROJECTION_GROUPS.map((g) => `${g.name}: ${collectionsOf(g.projections).join(', ')}`).join('; ')}) in ${dataDir}\n`);
+  process.stderr.write(
+    'warning: stop the voucher service before replaying; a running service keeps projecting into the same read models\n',
+  );
+  process.stdout.write(
+    `Rebuilding read models (${PROJECTION_GROUPS.map((g) => `${g.name}: ${collectionsOf(g.projections).join(', ')}`).join('; ')}) in ${dataDir}\n`,
+  );
   const started = performance.now();
   const summaries: Summary[] = [];
   for (const environment of environments) summaries.push(await replayEnvironment(dataDir, environment));
   process.stdout.write('\nSummary\n');
   for (const s of summaries) {
-    process.stdout.write(s.skipped
-      ? `  ${s.environment.padEnd(10)} skipped (no event store)\n`
-      : `  ${s.environment.padEnd(10)} ${String(s.events).padStart(9)} events  ${(s.ms / 1000).toFixed(2)} s\n`);
+    process.stdout.write(
+      s.skipped
+        ? `  ${s.environment.padEnd(10)} skipped (no event store)\n`
+        : `  ${s.environment.padEnd(10)} ${String(s.events).padStart(9)} events  ${(s.ms / 1000).toFixed(2)} s\n`,
+    );
   }
-  process.stdout.write(`  total      ${String(summaries.reduce((n, s) => n + s.events, 0)).padStart(9)} events  ${((performance.now() - started) / 1000).toFixed(2)} s\n`);
+  process.stdout.write(
+    `  total      ${String(summaries.reduce((n, s) => n + s.events, 0)).padStart(9)} events  ${((performance.now() - started) / 1000).toFixed(2)} s\n`,
+  );
 };
 
 main().catch((error: unknown) => {

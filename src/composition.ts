@@ -71,7 +71,10 @@ export const openReadStores = async (files: ReturnType<typeof environmentFiles>)
 };
 
 /** One environment on the embedded SQLite stores, with its projector running. */
-export const openEmbeddedEnvironment = async (environment: Environment, options: EmbeddedOptions): Promise<EnvContext> => {
+export const openEmbeddedEnvironment = async (
+  environment: Environment,
+  options: EmbeddedOptions,
+): Promise<EnvContext> => {
   const files = environmentFiles(options.dataDir, environment);
   const logger = options.logger.child({ environment });
   let thread: ProjectorThread | undefined;
@@ -79,7 +82,10 @@ export const openEmbeddedEnvironment = async (environment: Environment, options:
   const events = SqliteEventStore.open(files.events, { onCommitted: (committed) => thread?.committed(committed) });
   const { core: reads, analytics: analyticsReads, moved } = await openReadStores(files);
   if (moved.length > 0) {
-    logger.info({ group: ANALYTICS_GROUP.name, checkpoints: moved, file: files.analytics }, 'analytics read models now have a file of their own: rebuilding them there from the event log');
+    logger.info(
+      { group: ANALYTICS_GROUP.name, checkpoints: moved, file: files.analytics },
+      'analytics read models now have a file of their own: rebuilding them there from the event log',
+    );
   }
   const kv = SqliteKvStore.open(files.kv, options.clock, { relaxedNamespaces: ['quotes'] }); // quotes can be recomputed
   // The core group (what a write's response waits for: read-your-writes) runs here, so that it
@@ -87,24 +93,52 @@ export const openEmbeddedEnvironment = async (environment: Environment, options:
   const projector = await startGroup(events, reads, CORE_GROUP, logger);
   let analytics: ProjectorHandle;
   if ((options.projectors ?? 'thread') === 'thread') {
-    thread = await ProjectorThread.start({
-      environment, groups: [ANALYTICS_GROUP.name], eventsFile: files.events, readsFile: files.analytics, logLevel: options.logger.level, pollIntervalMs: 200,
-    }, logger);
+    thread = await ProjectorThread.start(
+      {
+        environment,
+        groups: [ANALYTICS_GROUP.name],
+        eventsFile: files.events,
+        readsFile: files.analytics,
+        logLevel: options.logger.level,
+        pollIntervalMs: 200,
+      },
+      logger,
+    );
     analytics = thread.group(ANALYTICS_GROUP.name);
   } else {
     // The second group: analytics aggregates and export records, with their own checkpoint.
     analytics = await startGroup(events, analyticsReads, ANALYTICS_GROUP, logger);
   }
-  const telemetry = new AttemptRecorder(events, options.clock, { onError: (err) => logger.error({ err }, 'order attempts lost: telemetry append failed') });
-  const exports = new ExportJobs({ events, reads, analyticsReads, clock: options.clock, analytics, dir: files.exports, logger, startDelayMs: options.exportJobDelayMs });
+  const telemetry = new AttemptRecorder(events, options.clock, {
+    onError: (err) => logger.error({ err }, 'order attempts lost: telemetry append failed'),
+  });
+  const exports = new ExportJobs({
+    events,
+    reads,
+    analyticsReads,
+    clock: options.clock,
+    analytics,
+    dir: files.exports,
+    logger,
+    startDelayMs: options.exportJobDelayMs,
+  });
   await exports.start();
   return {
-    environment, events, reads, analyticsReads, kv, projector, clock: options.clock, ids: options.ids ?? randomIds,
+    environment,
+    events,
+    reads,
+    analyticsReads,
+    kv,
+    projector,
+    clock: options.clock,
+    ids: options.ids ?? randomIds,
     vouchers: new CommandHandler<VoucherEvent, VoucherState>(events, voucherDecider),
     orders: new CommandHandler<OrderEvent, OrderState>(events, orderDecider),
     codes: new CodeRegistry(events),
     readYourWritesMs: options.readYourWritesMs ?? 5_000,
-    analytics, telemetry, exports,
+    analytics,
+    telemetry,
+    exports,
   };
 };
 
@@ -140,9 +174,16 @@ export const accountFiles = (dataDir: string) => ({
 });
 
 /** The account stores and the key registry loaded from them (used by the service and the keys CLI). */
-export const openAccount = async (dataDir: string, clock: Clock, apiKeys: string[] = []): Promise<{ account: Account; keys: ApiKeyRegistry }> => {
+export const openAccount = async (
+  dataDir: string,
+  clock: Clock,
+  apiKeys: string[] = [],
+): Promise<{ account: Account; keys: ApiKeyRegistry }> => {
   const files = accountFiles(dataDir);
-  const account = { events: SqliteEventStore.open(files.events, { pollIntervalMs: 100 }), kv: SqliteKvStore.open(files.kv, clock) };
+  const account = {
+    events: SqliteEventStore.open(files.events, { pollIntervalMs: 100 }),
+    kv: SqliteKvStore.open(files.kv, clock),
+  };
   const keys = new ApiKeyRegistry(account.events, clock, account.kv);
   await keys.load(apiKeys);
   return { account, keys };
@@ -151,7 +192,9 @@ export const openAccount = async (dataDir: string, clock: Clock, apiKeys: string
 /** The whole service on embedded stores: both environments plus the account stores for keys. */
 export const openEmbedded = async (options: EmbeddedOptions & { apiKeys?: string[] }): Promise<Embedded> => {
   const { account, keys } = await openAccount(options.dataDir, options.clock, options.apiKeys ?? []);
-  const following = keys.follow((error) => options.logger.error({ err: error }, 'key registry stopped following the account store'));
+  const following = keys.follow((error) =>
+    options.logger.error({ err: error }, 'key registry stopped following the account store'),
+  );
   const sandbox = await openEmbeddedEnvironment('sandbox', options);
   const production = await openEmbeddedEnvironment('production', options);
   return {
@@ -185,7 +228,9 @@ export const startExpiryJob = (environments: EnvContext[], intervalMs: number, l
     running = true;
     void Promise.all(environments.map(housekeep))
       .catch((error: unknown) => logger.error({ err: error }, 'expiry job failed'))
-      .finally(() => { running = false; });
+      .finally(() => {
+        running = false;
+      });
   }, intervalMs);
   timer.unref();
   return () => clearInterval(timer);

@@ -1,7 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  defaultRateLimitConfig, isRateLimitGroup, RATE_LIMIT_GROUPS, type RateLimitConfig,
+  defaultRateLimitConfig,
+  isRateLimitGroup,
+  RATE_LIMIT_GROUPS,
+  type RateLimitConfig,
 } from './http/rateLimits.ts';
 
 /** Everything the service reads from its environment, read in one place. */
@@ -38,7 +41,10 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   host: env.HOST ?? '0.0.0.0',
   dataDir: path.resolve(env.DATA_DIR ?? './data'),
   logLevel: env.LOG_LEVEL ?? 'info',
-  apiKeys: (env.VOUCHER_API_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
+  apiKeys: (env.VOUCHER_API_KEYS ?? '')
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean),
   readYourWritesMs: integer(env.READ_YOUR_WRITES_MS, 5_000, 'READ_YOUR_WRITES_MS'),
   // decisions.md: expiry is recorded within a minute, so the interval is capped at 60 s
   expiryIntervalMs: Math.min(60_000, Math.max(1_000, integer(env.EXPIRY_INTERVAL_MS, 30_000, 'EXPIRY_INTERVAL_MS'))),
@@ -68,19 +74,28 @@ const parseJson = (text: string, source: string, what: string): unknown => {
 };
 
 /** Lays one JSON object of overrides over `config`, refusing anything it does not understand. */
-const overrideRateLimits = (config: Extract<RateLimitConfig, { enabled: true }>, overrides: unknown, source: string): void => {
+const overrideRateLimits = (
+  config: Extract<RateLimitConfig, { enabled: true }>,
+  overrides: unknown,
+  source: string,
+): void => {
   if (typeof overrides !== 'object' || overrides === null || Array.isArray(overrides)) {
-    throw new Error(`${source} must be a JSON object like {"validate": 1000, "window_ms": 60000}, got ${JSON.stringify(overrides)}`);
+    throw new Error(
+      `${source} must be a JSON object like {"validate": 1000, "window_ms": 60000}, got ${JSON.stringify(overrides)}`,
+    );
   }
   for (const [name, value] of Object.entries(overrides)) {
     if (name !== 'window_ms' && !isRateLimitGroup(name)) {
-      throw new Error(`${source}: unknown rate limit group "${name}" (known: ${RATE_LIMIT_GROUPS.join(', ')}, and window_ms)`);
+      throw new Error(
+        `${source}: unknown rate limit group "${name}" (known: ${RATE_LIMIT_GROUPS.join(', ')}, and window_ms)`,
+      );
     }
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
       throw new Error(`${source}: "${name}" must be a positive integer, got ${JSON.stringify(value)}`);
     }
     if (name === 'window_ms') {
-      if (value > MAX_WINDOW_MS) throw new Error(`${source}: "window_ms" must be at most ${MAX_WINDOW_MS}, got ${value}`);
+      if (value > MAX_WINDOW_MS)
+        throw new Error(`${source}: "window_ms" must be at most ${MAX_WINDOW_MS}, got ${value}`);
       config.windowMs = value;
     } else {
       config.limits[name as keyof typeof config.limits] = value;
@@ -105,13 +120,17 @@ export const rateLimitsFrom = (env: NodeJS.ProcessEnv): RateLimitConfig => {
     try {
       text = fs.readFileSync(file, 'utf8');
     } catch (error) {
-      throw new Error(`RATE_LIMITS_FILE ${file} cannot be read: ${error instanceof Error ? error.message : String(error)}`, {
-        cause: error,
-      });
+      throw new Error(
+        `RATE_LIMITS_FILE ${file} cannot be read: ${error instanceof Error ? error.message : String(error)}`,
+        {
+          cause: error,
+        },
+      );
     }
     const source = `RATE_LIMITS_FILE ${file}`;
     overrideRateLimits(config, parseJson(text, source, 'not valid JSON'), source);
   }
-  if (inline !== '') overrideRateLimits(config, parseJson(inline, 'RATE_LIMITS', 'neither "off" nor valid JSON'), 'RATE_LIMITS');
+  if (inline !== '')
+    overrideRateLimits(config, parseJson(inline, 'RATE_LIMITS', 'neither "off" nor valid JSON'), 'RATE_LIMITS');
   return config;
 };

@@ -13,14 +13,24 @@ const main = async (): Promise<void> => {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   const service = await openEmbedded({
-    dataDir: config.dataDir, clock: systemClock, logger, apiKeys: config.apiKeys, readYourWritesMs: config.readYourWritesMs,
+    dataDir: config.dataDir,
+    clock: systemClock,
+    logger,
+    apiKeys: config.apiKeys,
+    readYourWritesMs: config.readYourWritesMs,
     exportJobDelayMs: config.exportJobDelayMs,
     projectors: config.projectors,
   });
   const firstKeys = service.keys.size === 0 ? await createFirstKeys(service.keys) : undefined;
   // ADMIN_PASSWORD wins; else the stored hash; else a new password, printed once below (never logged)
   const admin = await AdminAuth.open(service.account.kv, config.adminPassword);
-  const app = createApp({ environments: service.environments, keys: service.keys, logger, rateLimits: config.rateLimits, admin: admin.auth });
+  const app = createApp({
+    environments: service.environments,
+    keys: service.keys,
+    logger,
+    rateLimits: config.rateLimits,
+    admin: admin.auth,
+  });
   const stopExpiry = startExpiryJob(Object.values(service.environments), config.expiryIntervalMs, logger);
   const server: Server = createHttpServer(app);
   server.keepAliveTimeout = 65_000;
@@ -41,10 +51,13 @@ const main = async (): Promise<void> => {
     logger.info({ signal }, 'shutting down');
     stopExpiry();
     server.close(() => {
-      void service.close().then(() => process.exit(0), (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      });
+      void service.close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
     });
     server.closeIdleConnections();
     setTimeout(() => process.exit(1), 10_000).unref();
@@ -54,13 +67,14 @@ const main = async (): Promise<void> => {
 };
 
 /** Resolves once the server listens; rejects with the server's error (a port in use, say). */
-const listen = (server: Server, port: number, host: string): Promise<void> => new Promise((resolve, reject) => {
-  server.once('error', reject);
-  server.listen(port, host, () => {
-    server.off('error', reject);
-    resolve();
+const listen = (server: Server, port: number, host: string): Promise<void> =>
+  new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
-});
 
 const createFirstKeys = async (keys: ApiKeyRegistry) => ({
   sandbox: (await keys.create('sandbox', 'First sandbox key', undefined, 'first start')).key,
@@ -68,7 +82,11 @@ const createFirstKeys = async (keys: ApiKeyRegistry) => ({
 });
 
 /** Keys and the generated dashboard password are printed once, to the terminal, never to the log. */
-const printWelcome = (port: number, firstKeys: { sandbox: string; production: string } | undefined, adminPassword?: string): void => {
+const printWelcome = (
+  port: number,
+  firstKeys: { sandbox: string; production: string } | undefined,
+  adminPassword?: string,
+): void => {
   const base = `http://localhost:${port}/v1`;
   const lines = firstKeys
     ? [
@@ -84,10 +102,16 @@ const printWelcome = (port: number, firstKeys: { sandbox: string; production: st
         'to accept a key of your own choosing, or use a fresh DATA_DIR to get new keys.',
       ];
   const dashboard = `http://localhost:${port}/dashboard`;
-  lines.push('', ...(adminPassword
-    ? [`Dashboard (API keys): ${dashboard}`, `  operator password  ${adminPassword}`,
-        'Shown only now and stored only as a hash. Set ADMIN_PASSWORD to choose your own instead.']
-    : [`Dashboard (API keys): ${dashboard} (password: printed on the first start, or ADMIN_PASSWORD)`]));
+  lines.push(
+    '',
+    ...(adminPassword
+      ? [
+          `Dashboard (API keys): ${dashboard}`,
+          `  operator password  ${adminPassword}`,
+          'Shown only now and stored only as a hash. Set ADMIN_PASSWORD to choose your own instead.',
+        ]
+      : [`Dashboard (API keys): ${dashboard} (password: printed on the first start, or ADMIN_PASSWORD)`]),
+  );
   process.stdout.write(`\n${'='.repeat(78)}\n${lines.join('\n')}\n${'='.repeat(78)}\n\n`);
 };
 

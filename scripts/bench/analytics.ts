@@ -53,15 +53,33 @@ export interface AnalyticsBenchDeps {
 const iso = (ms: number) => isoSeconds(new Date(ms));
 
 /** Appends the voucher, its applications and their attempts to the sandbox event store of `dataDir`. */
-const seed = async (dataDir: string, endDay: string, APPLICATIONS: number, CUSTOMERS: number): Promise<{ startDay: string }> => {
+const seed = async (
+  dataDir: string,
+  endDay: string,
+  APPLICATIONS: number,
+  CUSTOMERS: number,
+): Promise<{ startDay: string }> => {
   const events = SqliteEventStore.open(environmentFiles(dataDir, 'sandbox').events);
   const endMs = Date.parse(`${endDay}T00:00:00Z`);
   const startMs = endMs - (DAYS - 1) * 86_400_000;
   const created = iso(startMs - 86_400_000);
-  await events.appendToStream(`voucherCode-${CODE.toLowerCase()}`, [{ type: 'VoucherCodeClaimed', data: { code: CODE, voucherId: VOUCHER_ID, claimedAt: created } }]);
-  await events.appendToStream(`voucher-${VOUCHER_ID}`, [{
-    type: 'VoucherCreated', data: { voucherId: VOUCHER_ID, code: CODE, voucherType: 'percentage', value: 10, currency: 'USD', conditions: {}, createdAt: created },
-  }]);
+  await events.appendToStream(`voucherCode-${CODE.toLowerCase()}`, [
+    { type: 'VoucherCodeClaimed', data: { code: CODE, voucherId: VOUCHER_ID, claimedAt: created } },
+  ]);
+  await events.appendToStream(`voucher-${VOUCHER_ID}`, [
+    {
+      type: 'VoucherCreated',
+      data: {
+        voucherId: VOUCHER_ID,
+        code: CODE,
+        voucherType: 'percentage',
+        value: 10,
+        currency: 'USD',
+        conditions: {},
+        createdAt: created,
+      },
+    },
+  ]);
   for (let start = 0; start < APPLICATIONS; start += 1_000) {
     const batch = Array.from({ length: Math.min(1_000, APPLICATIONS - start) }, (_, k) => {
       const i = start + k;
@@ -71,18 +89,38 @@ const seed = async (dataDir: string, endDay: string, APPLICATIONS: number, CUSTO
       return {
         type: 'VoucherApplied',
         data: {
-          voucherId: VOUCHER_ID, applicationId: `va_bench${i}`, code: CODE, orderId: `ord_${i}`, customerId: `cus_${i % CUSTOMERS}`,
-          customerSegment: ['regular', 'vip', 'new'][i % 3], customerRegion: ['eu', 'us', 'apac', 'latam'][i % 4], orderValue,
-          discountAmount: discount, finalAmount: orderValue - discount, currency: 'USD', appliedTo: [], orderFingerprint: `of${i}`,
-          customerFingerprint: `cf${i % CUSTOMERS}`, appliedAt: at,
+          voucherId: VOUCHER_ID,
+          applicationId: `va_bench${i}`,
+          code: CODE,
+          orderId: `ord_${i}`,
+          customerId: `cus_${i % CUSTOMERS}`,
+          customerSegment: ['regular', 'vip', 'new'][i % 3],
+          customerRegion: ['eu', 'us', 'apac', 'latam'][i % 4],
+          orderValue,
+          discountAmount: discount,
+          finalAmount: orderValue - discount,
+          currency: 'USD',
+          appliedTo: [],
+          orderFingerprint: `of${i}`,
+          customerFingerprint: `cf${i % CUSTOMERS}`,
+          appliedAt: at,
         },
       };
     });
     await events.appendToStream(`voucher-${VOUCHER_ID}`, batch, { expectedRevision: 'any' });
-    const attempts = batch.flatMap((e) => Array.from({ length: ATTEMPTS_PER_USE }, (_, n) => ({
-      voucherId: VOUCHER_ID, orderId: n === 0 ? e.data.orderId : `${e.data.orderId}_abandoned${n}`, segment: e.data.customerSegment, at: e.data.appliedAt,
-    })));
-    await events.appendToStream(`telemetry-${batch[0]!.data.appliedAt.slice(0, 10)}`, [{ type: 'OrderAttemptsRecorded', data: { attempts, recordedAt: batch[0]!.data.appliedAt } }], { expectedRevision: 'any' });
+    const attempts = batch.flatMap((e) =>
+      Array.from({ length: ATTEMPTS_PER_USE }, (_, n) => ({
+        voucherId: VOUCHER_ID,
+        orderId: n === 0 ? e.data.orderId : `${e.data.orderId}_abandoned${n}`,
+        segment: e.data.customerSegment,
+        at: e.data.appliedAt,
+      })),
+    );
+    await events.appendToStream(
+      `telemetry-${batch[0]!.data.appliedAt.slice(0, 10)}`,
+      [{ type: 'OrderAttemptsRecorded', data: { attempts, recordedAt: batch[0]!.data.appliedAt } }],
+      { expectedRevision: 'any' },
+    );
   }
   await events.close();
   return { startDay: iso(startMs).slice(0, 10) };
@@ -94,13 +132,20 @@ export const benchAnalytics = async (deps: AnalyticsBenchDeps) => {
   if (deps.keepData) log(`analytics DATA_DIR ${dataDir} (kept)`);
   else deps.tempDirs.push(dataDir);
   const endDay = new Date().toISOString().slice(0, 10);
-  log(`seeding ${APPLICATIONS.toLocaleString('en-US')} applications of one voucher over ${DAYS} days straight into the event store (not timed) ...`);
+  log(
+    `seeding ${APPLICATIONS.toLocaleString('en-US')} applications of one voucher over ${DAYS} days straight into the event store (not timed) ...`,
+  );
   let started = Date.now();
   const { startDay } = await seed(dataDir, endDay, APPLICATIONS, CUSTOMERS);
   log(`  done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const port = await deps.freePort();
   const service = deps.startChild('analytics service', deps.serviceRoot, 'src/main.ts', {
-    PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, VOUCHER_API_KEYS: deps.apiKey, LOG_LEVEL: 'warn', RATE_LIMITS: deps.rateLimits,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    VOUCHER_API_KEYS: deps.apiKey,
+    LOG_LEVEL: 'warn',
+    RATE_LIMITS: deps.rateLimits,
   });
   const baseUrl = `http://127.0.0.1:${port}`;
   const headers = { authorization: `Bearer ${deps.apiKey}` };
@@ -111,11 +156,15 @@ export const benchAnalytics = async (deps: AnalyticsBenchDeps) => {
     started = Date.now();
     for (;;) {
       const res = await fetch(url, { headers });
-      const body = await res.json() as { performance?: { total_uses: number } };
+      const body = (await res.json()) as { performance?: { total_uses: number } };
       // both groups: the analytics one, and the core one (usage history) still folding would share the CPU
-      const voucher = await (await fetch(`${baseUrl}/v1/vouchers/${VOUCHER_ID}`, { headers })).json() as { usage_count?: number };
-      if (res.status === 200 && body.performance?.total_uses === APPLICATIONS && voucher.usage_count === APPLICATIONS) break;
-      if (Date.now() - started > 600_000) throw new Error(`analytics not caught up after 600 s: ${res.status} ${JSON.stringify(body)}`);
+      const voucher = (await (await fetch(`${baseUrl}/v1/vouchers/${VOUCHER_ID}`, { headers })).json()) as {
+        usage_count?: number;
+      };
+      if (res.status === 200 && body.performance?.total_uses === APPLICATIONS && voucher.usage_count === APPLICATIONS)
+        break;
+      if (Date.now() - started > 600_000)
+        throw new Error(`analytics not caught up after 600 s: ${res.status} ${JSON.stringify(body)}`);
       await new Promise((r) => setTimeout(r, 500));
     }
     log(`  done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -129,9 +178,13 @@ export const benchAnalytics = async (deps: AnalyticsBenchDeps) => {
       latencies.push(performance.now() - t);
       if (res.status !== 200) throw new Error(`performance query failed: ${res.status}`);
     }
-    log(`  single requests on 30 distinct windows of 61-90 days: median ${median(latencies).toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms`);
+    log(
+      `  single requests on 30 distinct windows of 61-90 days: median ${median(latencies).toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms`,
+    );
     const ceiling = await deps.ceilingReqPerSec();
-    log(`measuring analytics performance (90 days, ${APPLICATIONS.toLocaleString('en-US')} applications, ${CUSTOMERS.toLocaleString('en-US')} customers) ...`);
+    log(
+      `measuring analytics performance (90 days, ${APPLICATIONS.toLocaleString('en-US')} applications, ${CUSTOMERS.toLocaleString('en-US')} customers) ...`,
+    );
     const common = { url, connections: deps.connections, pipelining: 1, timeout: 10, headers };
     await autocannon({ ...common, duration: deps.warmupS });
     const cpuBefore = process.cpuUsage();
@@ -141,10 +194,25 @@ export const benchAnalytics = async (deps: AnalyticsBenchDeps) => {
     const cpu = process.cpuUsage(cpuBefore);
     const reqPerSec = result.requests.mean;
     return {
-      id: ANALYTICS_SCENARIO_ID, title: `analytics performance (90 d, ${APPLICATIONS >= 1_000_000 ? `${APPLICATIONS / 1_000_000}M` : `${APPLICATIONS / 1_000}k`} applications)`, reqPerSec, p50: result.latency.p50, p99: result.latency.p99,
-      total: result.requests.total, ok2xx: result['2xx'], non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts,
-      ceilingReqPerSec: ceiling, ratio: reqPerSec / ceiling, target: null, verdict: 'INFO' as const, serverCpu: null,
-      loadGenCpu: (cpu.user + cpu.system) / 1e6 / wall, otherCpu: null, serverCpuMsPerReq: null, cpuRatio: null,
+      id: ANALYTICS_SCENARIO_ID,
+      title: `analytics performance (90 d, ${APPLICATIONS >= 1_000_000 ? `${APPLICATIONS / 1_000_000}M` : `${APPLICATIONS / 1_000}k`} applications)`,
+      reqPerSec,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      total: result.requests.total,
+      ok2xx: result['2xx'],
+      non2xx: result.non2xx,
+      errors: result.errors,
+      timeouts: result.timeouts,
+      ceilingReqPerSec: ceiling,
+      ratio: reqPerSec / ceiling,
+      target: null,
+      verdict: 'INFO' as const,
+      serverCpu: null,
+      loadGenCpu: (cpu.user + cpu.system) / 1e6 / wall,
+      otherCpu: null,
+      serverCpuMsPerReq: null,
+      cpuRatio: null,
     };
   } finally {
     await deps.stopChild(service);

@@ -17,15 +17,21 @@ const app = express();
 app.disable('x-powered-by');
 app.set('etag', false);
 app.use(express.json({ limit: 1_048_576, strict: true, type: 'application/json' }));
-app.get('/health', (_req, res) => { res.json({ status: 'ok' }); });
+app.get('/health', (_req, res) => {
+  res.json({ status: 'ok' });
+});
 app.post('/ceiling', (req, res) => {
   const body = req.body as { order?: { value?: number } } | undefined;
   res.json({ ok: true, value: body?.order?.value ?? null });
 });
 
-const server = (process.env.CEILING_SERVER === 'createHttpServer' ? createHttpServer(app) : app).listen(Number(process.env.PORT ?? 0), process.env.HOST ?? '127.0.0.1', () => {
-  process.stdout.write(`ceiling listening ${(server.address() as AddressInfo).port}\n`);
-});
+const server = (process.env.CEILING_SERVER === 'createHttpServer' ? createHttpServer(app) : app).listen(
+  Number(process.env.PORT ?? 0),
+  process.env.HOST ?? '127.0.0.1',
+  () => {
+    process.stdout.write(`ceiling listening ${(server.address() as AddressInfo).port}\n`);
+  },
+);
 server.keepAliveTimeout = 65_000;
 // Nothing to flush: stop at once, even with keep-alive connections open.
 process.on('SIGTERM', () => process.exit(0));

@@ -5,10 +5,12 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const HOST = '127.0.0.1';
 
-const args = new Map(process.argv.slice(2).map((a) => {
-  const [k, v] = a.replace(/^--/, '').split('=');
-  return [k!, v ?? 'true'] as const;
-}));
+const args = new Map(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, '').split('=');
+    return [k!, v ?? 'true'] as const;
+  }),
+);
 export const DURATION_S = Number(args.get('duration') ?? 5);
 /**
  * Unmeasured seconds of load before a scenario's first round (and before the ceiling's first run).
@@ -41,5 +43,13 @@ export const ANALYTICS_CUSTOMERS = Number(args.get('analytics-customers') ?? 1_0
  * RATE_LIMITS in src/config.ts). The bench lifts the limits of the groups it uses instead of
  * turning the limiter off, so that the limiter's own cost is measured as in production.
  */
-export const RATE_LIMITS = args.get('rate-limits') === 'off' ? 'off'
-  : JSON.stringify({ create: 1_000_000_000, validate: 1_000_000_000, apply: 1_000_000_000, read: 1_000_000_000, performance: 1_000_000_000 });
+export const RATE_LIMITS =
+  args.get('rate-limits') === 'off'
+    ? 'off'
+    : JSON.stringify({
+        create: 1_000_000_000,
+        validate: 1_000_000_000,
+        apply: 1_000_000_000,
+        read: 1_000_000_000,
+        performance: 1_000_000_000,
+      });

@@ -39,7 +39,10 @@ export const waitForQuiet = async (): Promise<{ waitedMs: number; quiet: boolean
     const busyCores = ((machineCpuSeconds() ?? before) - before) / 0.5;
     const waitedMs = Date.now() - started;
     if (busyCores < 0.25) return { waitedMs, quiet: true };
-    if (waitedMs >= quietBudgetMs) { quietBudgetMs = 0; return { waitedMs, quiet: false }; }
+    if (waitedMs >= quietBudgetMs) {
+      quietBudgetMs = 0;
+      return { waitedMs, quiet: false };
+    }
     quietBudgetMs -= 500;
   }
 };

@@ -52,7 +52,13 @@ export const median = (xs: number[]): number => {
 const used = new WeakMap<(n: number) => string, number>();
 
 /** One autocannon run (a warm-up run, then the measured one) with a distinct body per request. */
-const load = async (url: string, body: (n: number) => string, serverPid: number | undefined, warmupS = WARMUP_S, durationS = DURATION_S) => {
+const load = async (
+  url: string,
+  body: (n: number) => string,
+  serverPid: number | undefined,
+  warmupS = WARMUP_S,
+  durationS = DURATION_S,
+) => {
   // Requests are built per call so each one can differ (distinct order ids).
   const setupRequest = (req: { body?: string | Buffer }) => {
     const n = used.get(body) ?? 0;
@@ -75,7 +81,12 @@ const load = async (url: string, body: (n: number) => string, serverPid: number 
   return { result, warmup2xx: warm['2xx'], warmupNon2xx: warm.non2xx + warm.errors, ...stopCpuMeter() };
 };
 
-const verdictOf = (scenario: Pick<Scenario, 'target'>, ceiling: Measured | null, ratio: number | null, failures: number): Measured['verdict'] => {
+const verdictOf = (
+  scenario: Pick<Scenario, 'target'>,
+  ceiling: Measured | null,
+  ratio: number | null,
+  failures: number,
+): Measured['verdict'] => {
   if (ceiling === null) return 'BASE';
   if (scenario.target === undefined) return 'INFO';
   return ratio! >= scenario.target.ratio && failures === 0 ? 'PASS' : 'MISS';
@@ -83,20 +94,47 @@ const verdictOf = (scenario: Pick<Scenario, 'target'>, ceiling: Measured | null,
 
 /** Loads one scenario; its ratios are taken against `ceiling` (null: this is the ceiling). */
 export const measure = async (
-  scenario: Pick<Scenario, 'id' | 'title' | 'path' | 'target' | 'body'>, baseUrl: string, pid: number | undefined,
-  ceiling: Measured | null, warmupS = WARMUP_S, durationS = DURATION_S,
+  scenario: Pick<Scenario, 'id' | 'title' | 'path' | 'target' | 'body'>,
+  baseUrl: string,
+  pid: number | undefined,
+  ceiling: Measured | null,
+  warmupS = WARMUP_S,
+  durationS = DURATION_S,
 ) => {
-  const { result, window, loadGenCpu, serverCpu, serverCpuSeconds, otherCpu, warmup2xx, warmupNon2xx } = await load(`${baseUrl}${scenario.path}`, scenario.body, pid, warmupS, durationS);
+  const { result, window, loadGenCpu, serverCpu, serverCpuSeconds, otherCpu, warmup2xx, warmupNon2xx } = await load(
+    `${baseUrl}${scenario.path}`,
+    scenario.body,
+    pid,
+    warmupS,
+    durationS,
+  );
   const reqPerSec = result.requests.mean;
   const ratio = ceiling ? reqPerSec / ceiling.reqPerSec : null;
   const completed = result['2xx'] + result.non2xx;
   const serverCpuMsPerReq = serverCpuSeconds !== null && completed > 0 ? (serverCpuSeconds * 1000) / completed : null;
-  const cpuRatio = ceiling?.serverCpuMsPerReq && serverCpuMsPerReq ? ceiling.serverCpuMsPerReq / serverCpuMsPerReq : null;
+  const cpuRatio =
+    ceiling?.serverCpuMsPerReq && serverCpuMsPerReq ? ceiling.serverCpuMsPerReq / serverCpuMsPerReq : null;
   const verdict = verdictOf(scenario, ceiling, ratio, result.non2xx + result.errors + result.timeouts);
   const measured: Measured = {
-    id: scenario.id, title: scenario.title, reqPerSec, p50: result.latency.p50, p99: result.latency.p99,
-    total: result.requests.total, ok2xx: result['2xx'], non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts,
-    ceilingReqPerSec: ceiling?.reqPerSec ?? null, ratio, target: scenario.target?.ratio ?? null, verdict, serverCpu, loadGenCpu, otherCpu, serverCpuMsPerReq, cpuRatio,
+    id: scenario.id,
+    title: scenario.title,
+    reqPerSec,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    total: result.requests.total,
+    ok2xx: result['2xx'],
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    ceilingReqPerSec: ceiling?.reqPerSec ?? null,
+    ratio,
+    target: scenario.target?.ratio ?? null,
+    verdict,
+    serverCpu,
+    loadGenCpu,
+    otherCpu,
+    serverCpuMsPerReq,
+    cpuRatio,
   };
   return { measured, window, warmup2xx, warmupNon2xx };
 };

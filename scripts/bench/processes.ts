@@ -3,7 +3,14 @@
  * (success, a failure, a signal) stops every child and removes the temp data dirs first.
  */
 import fs from 'node:fs';
-import { freePort as freePortOn, spawnNode, stopAll, stopProcess, waitForHealth as waitForHealthOf, type Proc } from '../lib/processes.ts';
+import {
+  freePort as freePortOn,
+  spawnNode,
+  stopAll,
+  stopProcess,
+  waitForHealth as waitForHealthOf,
+  type Proc,
+} from '../lib/processes.ts';
 import { HOST } from './cli.ts';
 
 export type Child = Proc;
@@ -14,9 +21,19 @@ export const tempDirs: string[] = [];
 export const freePort = (): Promise<number> => freePortOn(HOST);
 
 /** `node [nodeFlags] --import tsx <script>` in `cwd`; a failed spawn ends the bench through its cleanup. */
-export const startChild = (name: string, cwd: string, script: string, env: Record<string, string>, nodeFlags: string[] = []): Child =>
+export const startChild = (
+  name: string,
+  cwd: string,
+  script: string,
+  env: Record<string, string>,
+  nodeFlags: string[] = [],
+): Child =>
   spawnNode([script], {
-    name, cwd, env, nodeFlags, keepChunks: 200,
+    name,
+    cwd,
+    env,
+    nodeFlags,
+    keepChunks: 200,
     onError: (error) => void abort(new Error(`${name} could not be started: ${error.message}`)),
   });
 
@@ -34,7 +51,7 @@ let exiting = false;
 const abort = async (error: unknown) => {
   if (exiting) return;
   exiting = true;
-  process.stderr.write(`bench failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   await cleanUp().catch(() => undefined);
   process.exit(1);
 };

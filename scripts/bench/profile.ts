@@ -12,13 +12,22 @@ interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   children?: number[];
 }
-interface CpuProfile { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] }
+interface CpuProfile {
+  nodes: ProfileNode[];
+  startTime: number;
+  endTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
 
 /**
  * A part of the profile, in µs of the monotonic clock: V8 profile timestamps and
  * process.hrtime() both read CLOCK_MONOTONIC on Linux, so the bench's own clock delimits it.
  */
-export interface ProfileWindow { fromUs: number; toUs: number }
+export interface ProfileWindow {
+  fromUs: number;
+  toUs: number;
+}
 
 export interface ProfileSummary {
   /** Main-thread time not idle in the window (CPU work and blocking calls such as fsync). */
@@ -51,30 +60,40 @@ const VLQ = new Map([...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 /** Generated (line, column) → original line (0-based), from a source map's `mappings`. */
 const decodeMappings = (mappings: string): Array<Array<[number, number]>> => {
   const lines: Array<Array<[number, number]>> = [];
-  let source = 0; let origLine = 0; let origCol = 0;
+  let source = 0;
+  let origLine = 0;
+  let origCol = 0;
   for (const lineText of mappings.split(';')) {
     const segments: Array<[number, number]> = [];
     let genCol = 0;
     for (const segment of lineText.split(',')) {
       if (segment === '') continue;
       const values: number[] = [];
-      let value = 0; let shift = 0;
+      let value = 0;
+      let shift = 0;
       for (const ch of segment) {
         const digit = VLQ.get(ch) ?? 0;
         value += (digit & 31) << shift;
-        if (digit & 32) { shift += 5; continue; }
+        if (digit & 32) {
+          shift += 5;
+          continue;
+        }
         values.push(value & 1 ? -(value >> 1) : value >> 1);
-        value = 0; shift = 0;
+        value = 0;
+        shift = 0;
       }
       genCol += values[0] ?? 0;
       if (values.length >= 4) {
-        source += values[1]!; origLine += values[2]!; origCol += values[3]!;
+        source += values[1]!;
+        origLine += values[2]!;
+        origCol += values[3]!;
         segments.push([genCol, origLine]);
       }
     }
     lines.push(segments);
   }
-  void source; void origCol;
+  void source;
+  void origCol;
   return lines;
 };
 
@@ -96,7 +115,11 @@ const sourceMappers = (nodes: ProfileNode[]): Map<string, LineMapper> => {
   }
   const best = new Map<string, { score: number; mtime: number; code: string; mappings: string }>();
   let entries: string[];
-  try { entries = fs.readdirSync(dir); } catch { return new Map(); }
+  try {
+    entries = fs.readdirSync(dir);
+  } catch {
+    return new Map();
+  }
   for (const name of entries) {
     try {
       const file = path.join(dir, name);
@@ -109,14 +132,20 @@ const sourceMappers = (nodes: ProfileNode[]): Map<string, LineMapper> => {
       const score = frames.get(source)!.reduce((sum, f) => {
         const line = lines[f.line] ?? '';
         if (f.column >= line.length) return sum;
-        return sum + 1 + (f.name && line.slice(Math.max(0, f.column - f.name.length - 12), f.column + 1).includes(f.name) ? 10 : 0);
+        return (
+          sum +
+          1 +
+          (f.name && line.slice(Math.max(0, f.column - f.name.length - 12), f.column + 1).includes(f.name) ? 10 : 0)
+        );
       }, 0);
       const mtime = fs.statSync(file).mtimeMs;
       const seen = best.get(source);
       if (!seen || score > seen.score || (score === seen.score && mtime > seen.mtime)) {
         best.set(source, { score, mtime, code: entry.code, mappings: entry.map.mappings });
       }
-    } catch { /* unreadable entry: skip */ }
+    } catch {
+      /* unreadable entry: skip */
+    }
   }
   const mappers = new Map<string, LineMapper>();
   for (const [source, { mappings }] of best) {
@@ -124,7 +153,10 @@ const sourceMappers = (nodes: ProfileNode[]): Map<string, LineMapper> => {
     mappers.set(source, (line, column) => {
       decoded ??= decodeMappings(mappings);
       let found: number | undefined;
-      for (const [col, orig] of decoded[line] ?? []) { if (col > column) break; found = orig; }
+      for (const [col, orig] of decoded[line] ?? []) {
+        if (col > column) break;
+        found = orig;
+      }
       return found;
     });
   }
@@ -135,7 +167,12 @@ export const loadProfile = (file: string): CpuProfile => JSON.parse(fs.readFileS
 
 /** Summarises the samples taken in `window` (all of them without one). */
 /** Summarises the samples taken in `window` (all of them without one), per completed request. */
-export const summariseProfile = (profile: CpuProfile, root: string, window: ProfileWindow | undefined, requests: number): ProfileSummary => {
+export const summariseProfile = (
+  profile: CpuProfile,
+  root: string,
+  window: ProfileWindow | undefined,
+  requests: number,
+): ProfileSummary => {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -187,8 +224,11 @@ export const summariseProfile = (profile: CpuProfile, root: string, window: Prof
   }
   const perReq = (us: number) => Math.round((us / Math.max(1, requests)) * 10) / 10;
   const pct = (us: number) => Math.round((us / Math.max(1, busy)) * 1000) / 10;
-  const top = (m: Map<string, number>, count: number) => [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, count)
-    .map(([fn, us]) => ({ fn, usPerReq: perReq(us), pct: pct(us) }));
+  const top = (m: Map<string, number>, count: number) =>
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, count)
+      .map(([fn, us]) => ({ fn, usPerReq: perReq(us), pct: pct(us) }));
   return {
     busyMs: Math.round(busy / 1000),
     requests,
@@ -203,22 +243,34 @@ const us = (n: number) => `${n.toFixed(1).padStart(7)} µs`;
 
 /** Text lines for a summary; with a baseline (the ceiling), modules are compared per request. */
 export const formatSummary = (summary: ProfileSummary, baseline?: ProfileSummary): string[] => {
-  const lines = [`  busy ${summary.busyMs} ms for ${summary.requests} requests: ${summary.busyUsPerReq} µs of main thread per request`
-    + (baseline ? ` (ceiling ${baseline.busyUsPerReq} µs)` : '')];
+  const lines = [
+    `  busy ${summary.busyMs} ms for ${summary.requests} requests: ${summary.busyUsPerReq} µs of main thread per request` +
+      (baseline ? ` (ceiling ${baseline.busyUsPerReq} µs)` : ''),
+  ];
   const names = [...new Set([...Object.keys(summary.modules), ...Object.keys(baseline?.modules ?? {})])];
-  const rows = names.map((m) => ({ m, here: summary.modules[m] ?? 0, base: baseline?.modules[m] ?? 0 }))
-    .sort((a, b) => (b.here - b.base) - (a.here - a.base)).slice(0, 14);
-  lines.push(baseline ? '  self time by module, per request (here / ceiling / difference), largest differences first:' : '  self time by module, per request:');
+  const rows = names
+    .map((m) => ({ m, here: summary.modules[m] ?? 0, base: baseline?.modules[m] ?? 0 }))
+    .sort((a, b) => b.here - b.base - (a.here - a.base))
+    .slice(0, 14);
+  lines.push(
+    baseline
+      ? '  self time by module, per request (here / ceiling / difference), largest differences first:'
+      : '  self time by module, per request:',
+  );
   for (const r of rows) {
-    lines.push(baseline
-      ? `  ${us(r.here)} ${us(r.base)} ${(r.here - r.base >= 0 ? '+' : '') + (r.here - r.base).toFixed(1).padStart(6)} µs  ${r.m}`
-      : `  ${us(r.here)}  ${r.m}`);
+    lines.push(
+      baseline
+        ? `  ${us(r.here)} ${us(r.base)} ${(r.here - r.base >= 0 ? '+' : '') + (r.here - r.base).toFixed(1).padStart(6)} µs  ${r.m}`
+        : `  ${us(r.here)}  ${r.m}`,
+    );
   }
   lines.push('  top functions, self time per request:');
-  for (const f of summary.selfTop.slice(0, 20)) lines.push(`  ${us(f.usPerReq)} ${f.pct.toFixed(1).padStart(5)}%  ${f.fn}`);
+  for (const f of summary.selfTop.slice(0, 20))
+    lines.push(`  ${us(f.usPerReq)} ${f.pct.toFixed(1).padStart(5)}%  ${f.fn}`);
   if (summary.inclusiveProject.length > 0) {
     lines.push('  project functions, inclusive time per request (includes what they call, e.g. next()):');
-    for (const f of summary.inclusiveProject.slice(0, 20)) lines.push(`  ${us(f.usPerReq)} ${f.pct.toFixed(1).padStart(5)}%  ${f.fn}`);
+    for (const f of summary.inclusiveProject.slice(0, 20))
+      lines.push(`  ${us(f.usPerReq)} ${f.pct.toFixed(1).padStart(5)}%  ${f.fn}`);
   }
   return lines;
 };

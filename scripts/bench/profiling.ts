@@ -18,7 +18,8 @@ export const prepareProfDir = (): void => {
 };
 
 /** Node flags of the child `name` ('ceiling' or 'service'). */
-export const cpuProf = (name: string): string[] => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.join(PROF_DIR, name)}`] : []);
+export const cpuProf = (name: string): string[] =>
+  PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.join(PROF_DIR, name)}`] : [];
 
 const profileOf = (name: string) => {
   const file = fs.readdirSync(path.join(PROF_DIR, name)).find((f) => f.endsWith('.cpuprofile'));
@@ -33,7 +34,12 @@ export const reportProfiles = (windows: Windows, log: (msg: string) => void): Re
   const serviceProfile = profileOf('service');
   log(`\nCPU profiles (measured seconds only; profiling slows the servers down): ${path.relative(ROOT, PROF_DIR)}/`);
   for (const [id, { requests, ...window }] of Object.entries(windows)) {
-    profiles[id] = summariseProfile(id === 'ceiling' ? ceilingProfile : serviceProfile, id === 'ceiling' ? ROOT : SERVICE_ROOT, window, requests);
+    profiles[id] = summariseProfile(
+      id === 'ceiling' ? ceilingProfile : serviceProfile,
+      id === 'ceiling' ? ROOT : SERVICE_ROOT,
+      window,
+      requests,
+    );
   }
   for (const id of Object.keys(windows)) {
     log(`\n${id}:`);

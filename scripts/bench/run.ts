@@ -4,14 +4,36 @@ import os from 'node:os';
 import path from 'node:path';
 import { ANALYTICS_SCENARIO_ID, benchAnalytics } from './analytics.ts';
 import {
-  CEILING_ONCE, CONNECTIONS, DURATION_S, HOST, KEEP_DATA, ONLY, PROFILE, RATE_LIMITS, RECHECK_S, ROOT, ROUNDS, ANALYTICS_APPLICATIONS, ANALYTICS_CUSTOMERS, SERVICE_ROOT, WARMUP_S,
+  CEILING_ONCE,
+  CONNECTIONS,
+  DURATION_S,
+  HOST,
+  KEEP_DATA,
+  ONLY,
+  PROFILE,
+  RATE_LIMITS,
+  RECHECK_S,
+  ROOT,
+  ROUNDS,
+  ANALYTICS_APPLICATIONS,
+  ANALYTICS_CUSTOMERS,
+  SERVICE_ROOT,
+  WARMUP_S,
 } from './cli.ts';
 import { waitForQuiet } from './cpu.ts';
 import { measure, median, type Measured } from './load.ts';
 import { freePort, startChild, stopChild, tempDirs, waitForHealth, type Child } from './processes.ts';
 import { cpuProf, prepareProfDir, reportProfiles, type Windows } from './profiling.ts';
 import { printNotes, printTable, writeResults, type HotCheck } from './report.ts';
-import { API_KEY, CEILING_SCENARIO, SCENARIOS, TUNED_CEILING_SCENARIO, SPREAD_POOL, VALIDATE_POOL, type Scenario } from './scenarios.ts';
+import {
+  API_KEY,
+  CEILING_SCENARIO,
+  SCENARIOS,
+  TUNED_CEILING_SCENARIO,
+  SPREAD_POOL,
+  VALIDATE_POOL,
+  type Scenario,
+} from './scenarios.ts';
 import { api, createVouchers } from './vouchers.ts';
 
 const log = (msg: string) => process.stdout.write(`${msg}\n`);
@@ -30,9 +52,17 @@ const quiet = async () => {
 const startCeiling = async (kind: 'bare' | 'tuned') => {
   const port = await freePort();
   const scenario = kind === 'bare' ? CEILING_SCENARIO : TUNED_CEILING_SCENARIO;
-  const proc = startChild(scenario.id, ROOT, 'scripts/bench/ceiling.ts', {
-    PORT: String(port), HOST, ...(kind === 'tuned' ? { CEILING_SERVER: 'createHttpServer' } : {}),
-  }, kind === 'bare' ? cpuProf('ceiling') : []);
+  const proc = startChild(
+    scenario.id,
+    ROOT,
+    'scripts/bench/ceiling.ts',
+    {
+      PORT: String(port),
+      HOST,
+      ...(kind === 'tuned' ? { CEILING_SERVER: 'createHttpServer' } : {}),
+    },
+    kind === 'bare' ? cpuProf('ceiling') : [],
+  );
   const url = `http://${HOST}:${port}`;
   await waitForHealth(proc, url);
   /**
@@ -41,10 +71,19 @@ const startCeiling = async (kind: 'bare' | 'tuned') => {
    */
   const measureCeiling = async (again = false, seconds = RECHECK_S, against: Measured | null = null) => {
     await quiet();
-    const run = await measure(scenario, url, proc.child.pid, against, again ? 0 : WARMUP_S, again ? seconds : DURATION_S);
+    const run = await measure(
+      scenario,
+      url,
+      proc.child.pid,
+      against,
+      again ? 0 : WARMUP_S,
+      again ? seconds : DURATION_S,
+    );
     const { measured } = run;
     if (measured.non2xx + measured.errors + measured.timeouts > 0) {
-      throw new Error(`the ${scenario.title} app answered ${measured.non2xx} non-2xx, ${measured.errors} errors, ${measured.timeouts} timeouts`);
+      throw new Error(
+        `the ${scenario.title} app answered ${measured.non2xx} non-2xx, ${measured.errors} errors, ${measured.timeouts} timeouts`,
+      );
     }
     if (against === null) measured.cpuRatio = 1;
     return run;
@@ -58,13 +97,23 @@ const startService = async () => {
   if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);
   else tempDirs.push(dataDir);
   const port = await freePort();
-  const proc = startChild('service', SERVICE_ROOT, 'src/main.ts', {
-    PORT: String(port), HOST, DATA_DIR: dataDir, VOUCHER_API_KEYS: API_KEY, LOG_LEVEL: 'warn',
-    // One key makes thousands of requests a second here: with the spec's limits the scenarios
-    // would measure the limiter's 429s instead of the service. The limits are lifted (the limiter
-    // and its headers still run, as in production), or the limiter is off with --rate-limits=off.
-    RATE_LIMITS,
-  }, cpuProf('service'));
+  const proc = startChild(
+    'service',
+    SERVICE_ROOT,
+    'src/main.ts',
+    {
+      PORT: String(port),
+      HOST,
+      DATA_DIR: dataDir,
+      VOUCHER_API_KEYS: API_KEY,
+      LOG_LEVEL: 'warn',
+      // One key makes thousands of requests a second here: with the spec's limits the scenarios
+      // would measure the limiter's 429s instead of the service. The limits are lifted (the limiter
+      // and its headers still run, as in production), or the limiter is off with --rate-limits=off.
+      RATE_LIMITS,
+    },
+    cpuProf('service'),
+  );
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(proc, baseUrl);
   return { proc, baseUrl };
@@ -73,9 +122,13 @@ const startService = async () => {
 /** The scenarios --only picks, and the vouchers they need (created through the API, not timed). */
 const prepareScenarios = async (baseUrl: string) => {
   const scenarios = SCENARIOS.filter((s) => !ONLY || ONLY.includes(s.id));
-  if (scenarios.length === 0 && !ONLY?.includes(ANALYTICS_SCENARIO_ID)) throw new Error(`--only matches no scenario (ids: ${[...SCENARIOS.map((s) => s.id), ANALYTICS_SCENARIO_ID].join(', ')})`);
+  if (scenarios.length === 0 && !ONLY?.includes(ANALYTICS_SCENARIO_ID))
+    throw new Error(
+      `--only matches no scenario (ids: ${[...SCENARIOS.map((s) => s.id), ANALYTICS_SCENARIO_ID].join(', ')})`,
+    );
   const pools = new Set(scenarios.map((s) => s.pool));
-  const count = (pools.has('validate') ? VALIDATE_POOL : 0) + (pools.has('spread') ? SPREAD_POOL : 0) + (pools.has('hot') ? 1 : 0);
+  const count =
+    (pools.has('validate') ? VALIDATE_POOL : 0) + (pools.has('spread') ? SPREAD_POOL : 0) + (pools.has('hot') ? 1 : 0);
   log(`creating ${count} vouchers through the API (not timed) ...`);
   const setupStarted = Date.now();
   const { hotId } = await createVouchers(baseUrl, pools);
@@ -85,7 +138,11 @@ const prepareScenarios = async (baseUrl: string) => {
 
 type MeasureCeiling = Awaited<ReturnType<typeof startCeiling>>['measureCeiling'];
 interface Runs {
-  rows: Measured[]; ceilings: Measured[]; tunedCeilings: Measured[]; windows: Windows; warmups: Record<string, { ok2xx: number; failures: number }>;
+  rows: Measured[];
+  ceilings: Measured[];
+  tunedCeilings: Measured[];
+  windows: Windows;
+  warmups: Record<string, { ok2xx: number; failures: number }>;
   /** autocannon runs per scenario (warm-up included): each may leave `connections` requests uncounted. */
   runsPerScenario: Record<string, number>;
 }
@@ -103,14 +160,25 @@ const combineRounds = (rounds: Measured[], target: number | null): Measured => {
   const cpu = known((m) => m.cpuRatio);
   return {
     ...rounds[0]!,
-    reqPerSec: median(rounds.map((m) => m.reqPerSec)), p50: median(rounds.map((m) => m.p50)), p99: Math.max(...rounds.map((m) => m.p99)),
-    total: sum((m) => m.total), ok2xx: sum((m) => m.ok2xx), non2xx: sum((m) => m.non2xx), errors: sum((m) => m.errors), timeouts: sum((m) => m.timeouts),
-    ceilingReqPerSec: median(known((m) => m.ceilingReqPerSec)), ratio,
+    reqPerSec: median(rounds.map((m) => m.reqPerSec)),
+    p50: median(rounds.map((m) => m.p50)),
+    p99: Math.max(...rounds.map((m) => m.p99)),
+    total: sum((m) => m.total),
+    ok2xx: sum((m) => m.ok2xx),
+    non2xx: sum((m) => m.non2xx),
+    errors: sum((m) => m.errors),
+    timeouts: sum((m) => m.timeouts),
+    ceilingReqPerSec: median(known((m) => m.ceilingReqPerSec)),
+    ratio,
     verdict: target === null ? 'INFO' : ratio >= target && failures === 0 ? 'PASS' : 'MISS',
-    serverCpu: median(known((m) => m.serverCpu)), loadGenCpu: Math.max(...rounds.map((m) => m.loadGenCpu)), otherCpu: Math.max(...known((m) => m.otherCpu), 0),
-    serverCpuMsPerReq: median(known((m) => m.serverCpuMsPerReq)), cpuRatio: cpu.length > 0 ? median(cpu) : null,
+    serverCpu: median(known((m) => m.serverCpu)),
+    loadGenCpu: Math.max(...rounds.map((m) => m.loadGenCpu)),
+    otherCpu: Math.max(...known((m) => m.otherCpu), 0),
+    serverCpuMsPerReq: median(known((m) => m.serverCpuMsPerReq)),
+    cpuRatio: cpu.length > 0 ? median(cpu) : null,
     rounds: rounds.map((m) => m.ratio!),
-    tunedReqPerSec: median(known((m) => m.tunedReqPerSec ?? null)), tunedRatio: median(known((m) => m.tunedRatio ?? null)),
+    tunedReqPerSec: median(known((m) => m.tunedReqPerSec ?? null)),
+    tunedRatio: median(known((m) => m.tunedRatio ?? null)),
     tunedRounds: known((m) => m.tunedRatio ?? null),
   };
 };
@@ -120,14 +188,23 @@ const combineRounds = (rounds: Measured[], target: number | null): Measured => {
  * scenario) runs of DURATION_S / ROUNDS seconds each (with --ceiling=once: one run against the
  * first run of each ceiling).
  */
-const runScenarios = async (scenarios: Scenario[], service: { proc: Child; baseUrl: string }, measureCeiling: MeasureCeiling, measureTuned: MeasureCeiling, runs: Runs) => {
+const runScenarios = async (
+  scenarios: Scenario[],
+  service: { proc: Child; baseUrl: string },
+  measureCeiling: MeasureCeiling,
+  measureTuned: MeasureCeiling,
+  runs: Runs,
+) => {
   const ceiling = runs.ceilings[0]!;
   const roundS = CEILING_ONCE ? DURATION_S : Math.max(1, Math.round(DURATION_S / ROUNDS));
   for (const scenario of scenarios) {
     // One request first: a scenario that cannot succeed is a broken bench, not a slow service.
     const probe = await api(service.baseUrl, 'POST', scenario.path, JSON.parse(scenario.body(1_000_000_000)));
-    if (probe.status >= 300) throw new Error(`${scenario.id}: probe request got ${probe.status} ${JSON.stringify(probe.body)}`);
-    log(`measuring ${scenario.title}${CEILING_ONCE ? '' : ` (${ROUNDS} rounds of ${roundS} s, each after ${roundS} s of each ceiling)`} ...`);
+    if (probe.status >= 300)
+      throw new Error(`${scenario.id}: probe request got ${probe.status} ${JSON.stringify(probe.body)}`);
+    log(
+      `measuring ${scenario.title}${CEILING_ONCE ? '' : ` (${ROUNDS} rounds of ${roundS} s, each after ${roundS} s of each ceiling)`} ...`,
+    );
     const rounds: Measured[] = [];
     let from: number | undefined;
     let warm = { ok2xx: 0, failures: 0 };
@@ -140,12 +217,23 @@ const runScenarios = async (scenarios: Scenario[], service: { proc: Child; baseU
         tuned = (await measureTuned(true, roundS)).measured;
         runs.tunedCeilings.push(tuned);
       } else await quiet();
-      const { measured, window, warmup2xx, warmupNon2xx } = await measure(scenario, service.baseUrl, service.proc.child.pid, adjacent, r === 0 ? WARMUP_S : 0, roundS);
+      const { measured, window, warmup2xx, warmupNon2xx } = await measure(
+        scenario,
+        service.baseUrl,
+        service.proc.child.pid,
+        adjacent,
+        r === 0 ? WARMUP_S : 0,
+        roundS,
+      );
       measured.tunedReqPerSec = tuned.reqPerSec;
       measured.tunedRatio = measured.reqPerSec / tuned.reqPerSec;
       if (r === 0) warm = { ok2xx: warmup2xx, failures: warmupNon2xx };
       from ??= window.fromUs;
-      runs.windows[scenario.id] = { fromUs: from, toUs: window.toUs, requests: rounds.reduce((n, m) => n + m.total, measured.total) };
+      runs.windows[scenario.id] = {
+        fromUs: from,
+        toUs: window.toUs,
+        requests: rounds.reduce((n, m) => n + m.total, measured.total),
+      };
       rounds.push(measured);
     }
     runs.rows.push(rounds.length === 1 ? rounds[0]! : combineRounds(rounds, scenario.target?.ratio ?? null));
@@ -155,33 +243,57 @@ const runScenarios = async (scenarios: Scenario[], service: { proc: Child; baseU
 };
 
 /** The analytics read on its own seeded DATA_DIR (scripts/bench/analytics.ts). */
-const runAnalytics = async (ceiling: Measured, measureCeiling: MeasureCeiling): Promise<Measured> => benchAnalytics({
-  rateLimits: RATE_LIMITS,
-  serviceRoot: SERVICE_ROOT, apiKey: API_KEY, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S, keepData: KEEP_DATA, tempDirs,
-  applications: ANALYTICS_APPLICATIONS, customers: ANALYTICS_CUSTOMERS,
-  log, freePort, startChild, waitForHealth, stopChild, ceilingReqPerSec: async () => (CEILING_ONCE ? ceiling : (await measureCeiling()).measured).reqPerSec,
-});
+const runAnalytics = async (ceiling: Measured, measureCeiling: MeasureCeiling): Promise<Measured> =>
+  benchAnalytics({
+    rateLimits: RATE_LIMITS,
+    serviceRoot: SERVICE_ROOT,
+    apiKey: API_KEY,
+    connections: CONNECTIONS,
+    durationS: DURATION_S,
+    warmupS: WARMUP_S,
+    keepData: KEEP_DATA,
+    tempDirs,
+    applications: ANALYTICS_APPLICATIONS,
+    customers: ANALYTICS_CUSTOMERS,
+    log,
+    freePort,
+    startChild,
+    waitForHealth,
+    stopChild,
+    ceilingReqPerSec: async () => (CEILING_ONCE ? ceiling : (await measureCeiling()).measured).reqPerSec,
+  });
 
 /**
  * Sanity: every 2xx apply on the hot voucher is counted on it (probe + warm-up + measured).
  * autocannon stops with up to `connections` requests in flight per run (warm-up and measured):
  * the server completes them but they are not counted, so the count may exceed by that much.
  */
-const checkHotVoucher = async (baseUrl: string, hotId: string | undefined, runs: Runs): Promise<HotCheck | undefined> => {
+const checkHotVoucher = async (
+  baseUrl: string,
+  hotId: string | undefined,
+  runs: Runs,
+): Promise<HotCheck | undefined> => {
   const hotRow = runs.rows.find((r) => r.id === 'apply-hot');
   if (!hotRow || !hotId) return undefined;
   const hot = await api(baseUrl, 'GET', `/v1/vouchers/${hotId}`);
   const counted = 1 + runs.warmups['apply-hot']!.ok2xx + hotRow.ok2xx;
   const usage = Number(hot.body?.usage_count);
   const uncounted = (runs.runsPerScenario['apply-hot'] ?? 2) * CONNECTIONS;
-  return { counted_2xx: counted, max_uncounted: uncounted, usage_count: usage, ok: usage >= counted && usage <= counted + uncounted };
+  return {
+    counted_2xx: counted,
+    max_uncounted: uncounted,
+    usage_count: usage,
+    ok: usage >= counted && usage <= counted + uncounted,
+  };
 };
 
 export const main = async (): Promise<void> => {
   if (SERVICE_ROOT !== ROOT) log(`service from ${SERVICE_ROOT}`);
-  log(`bench: ${os.cpus().length} CPUs, node ${process.version}, ${CONNECTIONS} connections, pipelining 1, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario`
-    + `${CEILING_ONCE ? '' : ` in ${ROUNDS} round(s), each after as long a run of each ceiling`},`
-    + ` rate limiter ${RATE_LIMITS === 'off' ? 'off' : 'on with lifted limits'}`);
+  log(
+    `bench: ${os.cpus().length} CPUs, node ${process.version}, ${CONNECTIONS} connections, pipelining 1, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario` +
+      `${CEILING_ONCE ? '' : ` in ${ROUNDS} round(s), each after as long a run of each ceiling`},` +
+      ` rate limiter ${RATE_LIMITS === 'off' ? 'off' : 'on with lifted limits'}`,
+  );
   prepareProfDir();
 
   const { proc: ceilingProc, measureCeiling } = await startCeiling('bare');
@@ -189,12 +301,17 @@ export const main = async (): Promise<void> => {
   const ceilingRun = await measureCeiling();
   const ceiling = ceilingRun.measured;
   const { proc: tunedProc, measureCeiling: measureTuned } = await startCeiling('tuned');
-  log('measuring the tuned ceiling (the same route on the service\'s HTTP server) ...');
+  log("measuring the tuned ceiling (the same route on the service's HTTP server) ...");
   // Its row compares it with the ceiling (an INFO row); it is the base of the "ratio to tuned" column.
   const tuned = (await measureTuned(false, RECHECK_S, ceiling)).measured;
   Object.assign(tuned, { tunedReqPerSec: tuned.reqPerSec, tunedRatio: 1 } satisfies Partial<Measured>);
   const runs: Runs = {
-    rows: [ceiling, tuned], ceilings: [ceiling], tunedCeilings: [tuned], windows: { ceiling: { ...ceilingRun.window, requests: ceiling.total } }, warmups: {}, runsPerScenario: {},
+    rows: [ceiling, tuned],
+    ceilings: [ceiling],
+    tunedCeilings: [tuned],
+    windows: { ceiling: { ...ceilingRun.window, requests: ceiling.total } },
+    warmups: {},
+    runsPerScenario: {},
   };
 
   const service = await startService();
@@ -207,6 +324,14 @@ export const main = async (): Promise<void> => {
   printTable(runs.rows);
   printNotes(runs.rows, runs.ceilings, runs.tunedCeilings, hotCheck, log);
   const profiles = PROFILE ? reportProfiles(runs.windows, log) : undefined;
-  const out = writeResults({ ceiling, rows: runs.rows, ceilings: runs.ceilings, tunedCeilings: runs.tunedCeilings, warmups: runs.warmups, hotCheck, profiles });
+  const out = writeResults({
+    ceiling,
+    rows: runs.rows,
+    ceilings: runs.ceilings,
+    tunedCeilings: runs.tunedCeilings,
+    warmups: runs.warmups,
+    hotCheck,
+    profiles,
+  });
   log(`results written to ${out}`);
 };

@@ -8,7 +8,9 @@ import { isoSeconds } from '../../src/domain/clock.ts';
 export const VALIDATE_POOL = 100;
 export const SPREAD_POOL = 1_000;
 
-export interface Target { ratio: number }
+export interface Target {
+  ratio: number;
+}
 export interface Scenario {
   id: string;
   /** Which voucher pool the scenario needs. */
@@ -21,7 +23,11 @@ export interface Scenario {
 }
 
 export const RUN = randomBytes(4).toString('hex');
-export const API_KEY = `sk_test_${randomBytes(24).toString('base64url').replace(/[^A-Za-z0-9]/g, '').padEnd(32, '0').slice(0, 32)}`;
+export const API_KEY = `sk_test_${randomBytes(24)
+  .toString('base64url')
+  .replace(/[^A-Za-z0-9]/g, '')
+  .padEnd(32, '0')
+  .slice(0, 32)}`;
 export const HEADERS = { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` };
 
 const ITEMS = [
@@ -38,7 +44,10 @@ const iso = (msFromNow: number) => isoSeconds(new Date(Date.now() + msFromNow));
 export const voucherBody = (code: string, i: number, withMaxUses: boolean): Record<string, unknown> => {
   const conditions: Record<string, unknown> = {};
   if (i % 2 === 0) conditions.min_order_value = 5_000;
-  if (i % 3 === 0) { conditions.valid_from = iso(-86_400_000); conditions.valid_until = iso(30 * 86_400_000); }
+  if (i % 3 === 0) {
+    conditions.valid_from = iso(-86_400_000);
+    conditions.valid_until = iso(30 * 86_400_000);
+  }
   if (i % 5 === 1) conditions.product_ids = ['sku_shoes', 'sku_cap'];
   if (i % 5 === 2) conditions.excluded_product_ids = ['sku_socks'];
   if (withMaxUses && i % 7 === 0) conditions.max_uses = 1_000_000;
@@ -59,36 +68,60 @@ export const HOT_CODE = `BHOT${RUN}`;
 // Pre-serialised pieces, so the load generator spends little CPU per request.
 const ORDER_JSON = JSON.stringify(ORDER);
 const validateBodies = Array.from({ length: VALIDATE_POOL }, (_, i) =>
-  JSON.stringify({ code: validateCode(i), order: ORDER, customer: { id: `cus_${i}`, segment: 'regular' } }));
-const spreadPrefixes = Array.from({ length: SPREAD_POOL }, (_, i) => `{"code":"${spreadCode(i)}","order_id":"ord_${RUN}_`);
+  JSON.stringify({ code: validateCode(i), order: ORDER, customer: { id: `cus_${i}`, segment: 'regular' } }),
+);
+const spreadPrefixes = Array.from(
+  { length: SPREAD_POOL },
+  (_, i) => `{"code":"${spreadCode(i)}","order_id":"ord_${RUN}_`,
+);
 const hotPrefix = `{"code":"${HOT_CODE}","order_id":"ord_${RUN}_hot_`;
 const orderSuffix = `","order":${ORDER_JSON}}`;
 
 export const SCENARIOS: Scenario[] = [
   {
-    id: 'validate', pool: 'validate', title: `validate (${VALIDATE_POOL} vouchers)`, path: '/v1/vouchers/validate', target: { ratio: 0.6 },
+    id: 'validate',
+    pool: 'validate',
+    title: `validate (${VALIDATE_POOL} vouchers)`,
+    path: '/v1/vouchers/validate',
+    target: { ratio: 0.6 },
     body: (n) => validateBodies[n % VALIDATE_POOL]!,
   },
   {
-    id: 'apply-spread', pool: 'spread', title: `apply spread (${SPREAD_POOL} vouchers)`, path: '/v1/vouchers/apply', target: { ratio: 0.4 },
+    id: 'apply-spread',
+    pool: 'spread',
+    title: `apply spread (${SPREAD_POOL} vouchers)`,
+    path: '/v1/vouchers/apply',
+    target: { ratio: 0.4 },
     body: (n) => `${spreadPrefixes[n % SPREAD_POOL]}${n}${orderSuffix}`,
   },
   {
-    id: 'apply-hot', pool: 'hot', title: 'apply hot (1 voucher)', path: '/v1/vouchers/apply', target: { ratio: 0.3 },
+    id: 'apply-hot',
+    pool: 'hot',
+    title: 'apply hot (1 voucher)',
+    path: '/v1/vouchers/apply',
+    target: { ratio: 0.3 },
     body: (n) => `${hotPrefix}${n}${orderSuffix}`,
   },
   {
     // No target: shows what keeping a quote (order.id on validate) costs over plain validate.
-    id: 'validate-quote', pool: 'validate', title: 'validate + quote (order.id)', path: '/v1/vouchers/validate',
+    id: 'validate-quote',
+    pool: 'validate',
+    title: 'validate + quote (order.id)',
+    path: '/v1/vouchers/validate',
     body: (n) => `{"code":"${validateCode(n % VALIDATE_POOL)}","order":{"id":"q_${RUN}_${n}",${ORDER_JSON.slice(1)}}`,
   },
 ];
 
 /** The bare express app's one route, with the same bodies as `validate`: every ratio's base. */
 export const CEILING_SCENARIO: Pick<Scenario, 'id' | 'title' | 'path' | 'body'> = {
-  id: 'ceiling', title: 'ceiling (bare express)', path: '/ceiling', body: (n) => validateBodies[n % VALIDATE_POOL]!,
+  id: 'ceiling',
+  title: 'ceiling (bare express)',
+  path: '/ceiling',
+  body: (n) => validateBodies[n % VALIDATE_POOL]!,
 };
 /** The same route on the service's HTTP server (src/http/server.ts): see scripts/bench/ceiling.ts. */
 export const TUNED_CEILING_SCENARIO: Pick<Scenario, 'id' | 'title' | 'path' | 'body'> = {
-  ...CEILING_SCENARIO, id: 'tuned-ceiling', title: 'tuned ceiling (bare express, createHttpServer)',
+  ...CEILING_SCENARIO,
+  id: 'tuned-ceiling',
+  title: 'tuned ceiling (bare express, createHttpServer)',
 };

@@ -8,15 +8,16 @@ import net from 'node:net';
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A port that was free a moment ago (the OS picked it for a listener we closed). */
-export const freePort = (host = '127.0.0.1'): Promise<number> => new Promise((resolve, reject) => {
-  const probe = net.createServer();
-  probe.unref();
-  probe.once('error', reject);
-  probe.listen(0, host, () => {
-    const { port } = probe.address() as net.AddressInfo;
-    probe.close(() => resolve(port));
+export const freePort = (host = '127.0.0.1'): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.unref();
+    probe.once('error', reject);
+    probe.listen(0, host, () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
   });
-});
 
 export interface Proc {
   /** For error messages. */
@@ -47,7 +48,10 @@ const isGone = (child: ChildProcess) => child.exitCode !== null || child.signalC
 const chunkBuffer = (limit: number) => {
   const chunks: string[] = [];
   return {
-    push: (chunk: Buffer) => { chunks.push(chunk.toString()); if (chunks.length > limit) chunks.shift(); },
+    push: (chunk: Buffer) => {
+      chunks.push(chunk.toString());
+      if (chunks.length > limit) chunks.shift();
+    },
     text: () => chunks.join(''),
   };
 };
@@ -55,16 +59,26 @@ const chunkBuffer = (limit: number) => {
 /** Runs `node [nodeFlags] --import tsx <args>` in `cwd` with extra environment variables. */
 export const spawnNode = (args: string[], options: SpawnOptions): Proc => {
   const child = spawn(process.execPath, [...(options.nodeFlags ?? []), '--import', 'tsx', ...args], {
-    cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: options.cwd,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
   if (options.onError) child.on('error', options.onError);
   const output = chunkBuffer(options.keepChunks ?? Infinity);
   const stdout = chunkBuffer(options.keepChunks ?? Infinity);
-  child.stdout!.on('data', (chunk: Buffer) => { output.push(chunk); stdout.push(chunk); });
-  child.stderr!.on('data', (chunk: Buffer) => { output.push(chunk); });
+  child.stdout!.on('data', (chunk: Buffer) => {
+    output.push(chunk);
+    stdout.push(chunk);
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    output.push(chunk);
+  });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => { running.delete(child); resolve({ code, signal }); });
+    child.once('exit', (code, signal) => {
+      running.delete(child);
+      resolve({ code, signal });
+    });
   });
   return { name: options.name ?? args[0] ?? 'node', child, output: output.text, stdout: stdout.text, exited };
 };
@@ -81,13 +95,17 @@ export const waitForHealth = async (proc: Proc, baseUrl: string, options: Health
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (isGone(proc.child)) {
-      throw new Error(`${proc.name} exited (${proc.child.exitCode ?? proc.child.signalCode}) before it was healthy:\n${proc.output()}`);
+      throw new Error(
+        `${proc.name} exited (${proc.child.exitCode ?? proc.child.signalCode}) before it was healthy:\n${proc.output()}`,
+      );
     }
     try {
       const signal = requestTimeoutMs === undefined ? undefined : AbortSignal.timeout(requestTimeoutMs);
       const res = await fetch(`${baseUrl}/health`, { signal });
       if (res.ok) return;
-    } catch { /* not listening yet */ }
+    } catch {
+      /* not listening yet */
+    }
     await sleep(100);
   }
   throw new Error(`${proc.name} not healthy after ${timeoutMs} ms:\n${proc.output()}`);
@@ -98,7 +116,10 @@ const stopChild = async (child: ChildProcess, graceMs: number): Promise<void> =>
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');
   const graceful = await Promise.race([exited.then(() => true), sleep(graceMs).then(() => false)]);
-  if (!graceful) { child.kill('SIGKILL'); await exited; }
+  if (!graceful) {
+    child.kill('SIGKILL');
+    await exited;
+  }
 };
 
 /** SIGTERM, then SIGKILL if the process has not exited after `graceMs`. */
@@ -114,7 +135,15 @@ export const killAll = async (): Promise<void> => {
   const children = [...running];
   for (const child of children) child.kill('SIGKILL');
   await Promise.race([
-    Promise.all(children.map((child) => new Promise((resolve) => { if (isGone(child)) resolve(null); else child.once('exit', resolve); }))),
+    Promise.all(
+      children.map(
+        (child) =>
+          new Promise((resolve) => {
+            if (isGone(child)) resolve(null);
+            else child.once('exit', resolve);
+          }),
+      ),
+    ),
     sleep(5_000),
   ]);
 };
@@ -125,5 +154,9 @@ export const exitWithin = async (proc: Proc, ms: number) => {
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`process did not exit within ${ms} ms; output:\n${proc.output()}`)), ms);
   });
-  try { return await Promise.race([proc.exited, timeout]); } finally { clearTimeout(timer); }
+  try {
+    return await Promise.race([proc.exited, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 };

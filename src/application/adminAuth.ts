@@ -44,12 +44,21 @@ const READABLE = 'abcdefghjkmnpqrstuvwxyz23456789';
 
 /** 20 random characters in four groups of five, e.g. `k7fqa-mx3pe-…` (about 99 bits). */
 export const generatePassword = (): string =>
-  Array.from({ length: 4 }, () => Array.from({ length: 5 }, () => READABLE[randomInt(READABLE.length)]).join('')).join('-');
+  Array.from({ length: 4 }, () => Array.from({ length: 5 }, () => READABLE[randomInt(READABLE.length)]).join('')).join(
+    '-',
+  );
 
 const isPasswordHash = (value: unknown): value is PasswordHash => {
   const v = value as Partial<PasswordHash> | null;
-  return !!v && v.algorithm === 'scrypt' && typeof v.salt === 'string' && typeof v.hash === 'string'
-    && Number.isInteger(v.N) && Number.isInteger(v.r) && Number.isInteger(v.p);
+  return (
+    !!v &&
+    v.algorithm === 'scrypt' &&
+    typeof v.salt === 'string' &&
+    typeof v.hash === 'string' &&
+    Number.isInteger(v.N) &&
+    Number.isInteger(v.r) &&
+    Number.isInteger(v.p)
+  );
 };
 
 /**
@@ -58,7 +67,10 @@ const isPasswordHash = (value: unknown): value is PasswordHash => {
  * hash in the account store (no expiry) and hands the password back once, for the terminal.
  */
 export class AdminAuth {
-  private constructor(private readonly verifier: PasswordHash, readonly source: 'ADMIN_PASSWORD' | 'stored') {}
+  private constructor(
+    private readonly verifier: PasswordHash,
+    readonly source: 'ADMIN_PASSWORD' | 'stored',
+  ) {}
 
   /** A password given by the operator (ADMIN_PASSWORD, or a test). */
   static async fromPassword(password: string): Promise<AdminAuth> {

@@ -7,7 +7,12 @@ import type { Environment } from './context.ts';
 import { randomBase62 } from './ids.ts';
 
 export const ALL_SCOPES = [
-  'vouchers:read', 'vouchers:write', 'vouchers:delete', 'vouchers:redeem', 'analytics:read', 'webhooks:manage',
+  'vouchers:read',
+  'vouchers:write',
+  'vouchers:delete',
+  'vouchers:redeem',
+  'analytics:read',
+  'webhooks:manage',
 ] as const;
 export type Scope = (typeof ALL_SCOPES)[number];
 
@@ -30,7 +35,11 @@ export interface ApiKeyRecord {
 }
 
 type ApiKeyCreatedData = Omit<ApiKeyRecord, 'revokedAt' | 'revokedBy' | 'lastUsedAt'>;
-interface ApiKeyRevokedData { id: string; revokedAt: string; revokedBy: string }
+interface ApiKeyRevokedData {
+  id: string;
+  revokedAt: string;
+  revokedBy: string;
+}
 
 export const API_KEYS_STREAM = 'apiKeys';
 const LAST_USED = 'key_last_used';
@@ -61,17 +70,29 @@ export class ApiKeyRegistry {
   /** The second (Unix) each key's `lastUsedAt` was last rendered for. */
   private readonly renderedSecond = new Map<string, number>();
 
-  constructor(private readonly store: EventStore | undefined, private readonly clock: Clock, private readonly kv?: KvStore) {}
+  constructor(
+    private readonly store: EventStore | undefined,
+    private readonly clock: Clock,
+    private readonly kv?: KvStore,
+  ) {}
 
   /** Loads the stored keys; `configured` are full keys given by the operator (all scopes). */
   async load(configured: string[] = []): Promise<void> {
     for (const key of configured) {
       const environment = environmentOfKey(key);
-      if (!environment || !KEY_SHAPE.test(key)) throw new Error('VOUCHER_API_KEYS holds a value that is not an sk_test_/sk_live_ key');
+      if (!environment || !KEY_SHAPE.test(key))
+        throw new Error('VOUCHER_API_KEYS holds a value that is not an sk_test_/sk_live_ key');
       const hash = hashKey(key);
       this.remember({
-        id: `key_cfg_${hash.slice(0, 12)}`, name: 'from VOUCHER_API_KEYS', environment, scopes: [...ALL_SCOPES],
-        prefix: key.slice(0, 8), last4: key.slice(-4), hash, createdAt: isoSeconds(this.clock.now()), createdBy: 'VOUCHER_API_KEYS',
+        id: `key_cfg_${hash.slice(0, 12)}`,
+        name: 'from VOUCHER_API_KEYS',
+        environment,
+        scopes: [...ALL_SCOPES],
+        prefix: key.slice(0, 8),
+        last4: key.slice(-4),
+        hash,
+        createdAt: isoSeconds(this.clock.now()),
+        createdBy: 'VOUCHER_API_KEYS',
       });
     }
     for (const event of this.store ? await this.store.readStream(API_KEYS_STREAM) : []) this.applyEvent(event);
@@ -83,17 +104,23 @@ export class ApiKeyRegistry {
 
   /** Keeps following the account store: keys created or revoked elsewhere apply here too. */
   follow(onError?: (error: unknown) => void): Subscription | undefined {
-    return this.store?.subscribeToAll({ after: this.position, onError }, (events) => { events.forEach((e) => this.applyEvent(e)); });
+    return this.store?.subscribeToAll({ after: this.position, onError }, (events) => {
+      events.forEach((e) => this.applyEvent(e));
+    });
   }
 
-  get size(): number { return this.byHash.size; }
+  get size(): number {
+    return this.byHash.size;
+  }
 
   /** Every key, newest first (revoked ones included, marked). */
   list(): ApiKeyRecord[] {
     return [...this.byId.values()].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
   }
 
-  get(id: string): ApiKeyRecord | undefined { return this.byId.get(id); }
+  get(id: string): ApiKeyRecord | undefined {
+    return this.byId.get(id);
+  }
 
   /** The live key record for a presented key, or undefined. Records the use. */
   authenticate(presented: string): ApiKeyRecord | undefined {
@@ -107,14 +134,29 @@ export class ApiKeyRegistry {
   }
 
   /** Creates a key, records it as an event, and returns the full key (the only time it exists). */
-  async create(environment: Environment, name: string, scopes: Scope[] = [...ALL_SCOPES], createdBy = 'system'): Promise<{ key: string; record: ApiKeyRecord }> {
+  async create(
+    environment: Environment,
+    name: string,
+    scopes: Scope[] = [...ALL_SCOPES],
+    createdBy = 'system',
+  ): Promise<{ key: string; record: ApiKeyRecord }> {
     if (!this.store) throw new Error('no account store to record keys in');
     const granted = ALL_SCOPES.filter((s) => scopes.includes(s));
-    if (granted.length === 0) throw new DomainError('INVALID_REQUEST', 'A key needs at least one scope', [{ field: 'scopes', message: 'must name at least one scope' }]);
+    if (granted.length === 0)
+      throw new DomainError('INVALID_REQUEST', 'A key needs at least one scope', [
+        { field: 'scopes', message: 'must name at least one scope' },
+      ]);
     const key = `${environment === 'sandbox' ? 'sk_test_' : 'sk_live_'}${randomBase62(32)}`;
     const data: ApiKeyCreatedData = {
-      id: `key_${randomBase62(16)}`, name: name.trim() || 'Unnamed key', environment, scopes: granted,
-      prefix: key.slice(0, 8), last4: key.slice(-4), hash: hashKey(key), createdAt: isoSeconds(this.clock.now()), createdBy,
+      id: `key_${randomBase62(16)}`,
+      name: name.trim() || 'Unnamed key',
+      environment,
+      scopes: granted,
+      prefix: key.slice(0, 8),
+      last4: key.slice(-4),
+      hash: hashKey(key),
+      createdAt: isoSeconds(this.clock.now()),
+      createdBy,
     };
     await this.store.appendToStream(API_KEYS_STREAM, [{ type: 'ApiKeyCreated', data: { ...data } }]);
     this.remember({ ...data });
@@ -125,7 +167,9 @@ export class ApiKeyRegistry {
   async revoke(id: string, revokedBy = 'system'): Promise<ApiKeyRecord> {
     const record = this.byId.get(id);
     if (!record || !this.store || record.id.startsWith('key_cfg_')) {
-      throw new DomainError('INVALID_REQUEST', `No revocable key has the id ${id}`, [{ field: 'id', message: 'is not a stored key' }]);
+      throw new DomainError('INVALID_REQUEST', `No revocable key has the id ${id}`, [
+        { field: 'id', message: 'is not a stored key' },
+      ]);
     }
     if (record.revokedAt !== undefined) return record;
     const data: ApiKeyRevokedData = { id, revokedAt: isoSeconds(this.clock.now()), revokedBy };
@@ -137,7 +181,8 @@ export class ApiKeyRegistry {
   private touch(record: ApiKeyRecord): void {
     const now = this.clock.now();
     const second = Math.floor(now.getTime() / 1000);
-    if (this.renderedSecond.get(record.id) !== second) { // rendered once per second, not per request
+    if (this.renderedSecond.get(record.id) !== second) {
+      // rendered once per second, not per request
       this.renderedSecond.set(record.id, second);
       record.lastUsedAt = isoSeconds(now);
     }

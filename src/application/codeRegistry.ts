@@ -1,6 +1,10 @@
 import { DomainError } from '../domain/errors.ts';
 import { codeStream, voucherStream, type VoucherCodeClaimed } from '../domain/voucher/events.ts';
-import { WrongExpectedRevisionError, type EventStore, type RecordedEvent } from '../infrastructure/eventStore/eventStore.ts';
+import {
+  WrongExpectedRevisionError,
+  type EventStore,
+  type RecordedEvent,
+} from '../infrastructure/eventStore/eventStore.ts';
 
 /** A claim whose voucher was never created (the process died in between) is free after this. */
 export const ABANDONED_CLAIM_MS = 60_000;
@@ -40,19 +44,21 @@ export class CodeRegistry {
     }
     const claim = await this.lastClaim(code);
     const owner = claim?.data.voucherId;
-    const abandoned = claim !== undefined
-      && now.getTime() - Date.parse(claim.data.claimedAt) > ABANDONED_CLAIM_MS
-      && !(await this.voucherExists(claim.data.voucherId));
+    const abandoned =
+      claim !== undefined &&
+      now.getTime() - Date.parse(claim.data.claimedAt) > ABANDONED_CLAIM_MS &&
+      !(await this.voucherExists(claim.data.voucherId));
     if (!abandoned) throw duplicate(claim?.data.code ?? code, owner);
     try {
       await this.store.appendToStream(codeStream(code), [event], { expectedRevision: claim.revision });
     } catch (error) {
-      if (error instanceof WrongExpectedRevisionError) throw duplicate(code, (await this.lastClaim(code))?.data.voucherId);
+      if (error instanceof WrongExpectedRevisionError)
+        throw duplicate(code, (await this.lastClaim(code))?.data.voucherId);
       throw error;
     }
   }
 
-  private async lastClaim(code: string): Promise<(RecordedEvent<VoucherCodeClaimed['data']>) | undefined> {
+  private async lastClaim(code: string): Promise<RecordedEvent<VoucherCodeClaimed['data']> | undefined> {
     const events = await this.store.readStream(codeStream(code));
     return events.at(-1) as RecordedEvent<VoucherCodeClaimed['data']> | undefined;
   }
@@ -63,4 +69,7 @@ export class CodeRegistry {
 }
 
 const duplicate = (code: string, voucherId: string | undefined): DomainError =>
-  new DomainError('DUPLICATE_VOUCHER_CODE', `A voucher with code ${code} already exists`, { code, voucher_id: voucherId ?? null });
+  new DomainError('DUPLICATE_VOUCHER_CODE', `A voucher with code ${code} already exists`, {
+    code,
+    voucher_id: voucherId ?? null,
+  });

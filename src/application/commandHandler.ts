@@ -1,6 +1,12 @@
 import { DomainError } from '../domain/errors.ts';
 import {
-  WrongExpectedRevisionError, type AppendResult, type EventStore, type ExpectedRevision, type NewEvent, type RecordedEvent, type StreamAppend,
+  WrongExpectedRevisionError,
+  type AppendResult,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type RecordedEvent,
+  type StreamAppend,
 } from '../infrastructure/eventStore/eventStore.ts';
 
 export interface DomainEvent {
@@ -56,15 +62,24 @@ type Settled<E, S> =
 /** Answers each work of a written batch: `position` of the append, `alsoResults` of its `also` appends. */
 function settle<E, S>(settled: Settled<E, S>[], position: number, alsoResults: AppendResult[]): void {
   for (const s of settled) {
-    if (!s.ok) { s.pending.reject(s.error); continue; }
+    if (!s.ok) {
+      s.pending.reject(s.error);
+      continue;
+    }
     s.pending.resolve({
-      result: s.result, position: s.wrote ? position : 0, ...(s.count > 0 ? { also: alsoResults.slice(s.first, s.first + s.count) } : {}),
+      result: s.result,
+      position: s.wrote ? position : 0,
+      ...(s.count > 0 ? { also: alsoResults.slice(s.first, s.first + s.count) } : {}),
     });
   }
 }
 
 /** `token`: the store's external change token when the entry was known complete. */
-interface CacheEntry<S> { state: S; revision: number; token?: number }
+interface CacheEntry<S> {
+  state: S;
+  revision: number;
+  token?: number;
+}
 
 export interface CommandHandlerOptions {
   /** Aggregates kept in memory (least recently used dropped first). */
@@ -98,7 +113,11 @@ export class CommandHandler<E extends DomainEvent, S> {
   private readonly maxAttempts: number;
   private readonly maxBatch: number;
 
-  constructor(private readonly store: EventStore, private readonly decider: Decider<E, S>, options: CommandHandlerOptions = {}) {
+  constructor(
+    private readonly store: EventStore,
+    private readonly decider: Decider<E, S>,
+    options: CommandHandlerOptions = {},
+  ) {
     this.cacheSize = options.cacheSize ?? 10_000;
     this.maxAttempts = options.maxAttempts ?? 5;
     this.maxBatch = options.maxBatch ?? 256;
@@ -108,7 +127,10 @@ export class CommandHandler<E extends DomainEvent, S> {
     return new Promise<Outcome<R>>((resolve, reject) => {
       const pending = { work, resolve, reject } as Pending<E, S>;
       const queue = this.queues.get(streamId);
-      if (queue) { queue.push(pending); return; }
+      if (queue) {
+        queue.push(pending);
+        return;
+      }
       this.queues.set(streamId, [pending]);
       void this.drain(streamId);
     });
@@ -141,7 +163,9 @@ export class CommandHandler<E extends DomainEvent, S> {
   }
 
   /** Forgets every cached aggregate (for tests and rebuilds). */
-  clearCache(): void { this.cache.clear(); }
+  clearCache(): void {
+    this.cache.clear();
+  }
 
   /**
    * The stream's state and revision as of now, without queueing behind the stream's works: for a
@@ -183,14 +207,19 @@ export class CommandHandler<E extends DomainEvent, S> {
       this.remember(streamId, { state, revision: nextRevision, token: this.store.externalChangeToken?.() });
       return;
     }
-    if (cached.revision !== expectedRevision) { this.cache.delete(streamId); return; }
+    if (cached.revision !== expectedRevision) {
+      this.cache.delete(streamId);
+      return;
+    }
     let state = cached.state;
     for (const event of events) state = this.decider.evolve(state, event);
     this.remember(streamId, { state, revision: nextRevision, token: cached.token });
   }
 
   /** Drops one cached aggregate (after a conflict seen elsewhere). */
-  forget(streamId: string): void { this.cache.delete(streamId); }
+  forget(streamId: string): void {
+    this.cache.delete(streamId);
+  }
 
   private async drain(streamId: string): Promise<void> {
     const queue = this.queues.get(streamId)!;
@@ -223,9 +252,10 @@ export class CommandHandler<E extends DomainEvent, S> {
         try {
           const expectedRevision: ExpectedRevision = entry.revision < 0 ? 'no_stream' : entry.revision;
           const own = { streamId, events, expectedRevision };
-          const [appended, ...others] = also.length === 0
-            ? [await this.store.appendToStream(streamId, events, { expectedRevision })]
-            : await this.store.appendToStreams([own, ...also.map((a) => a.append)]);
+          const [appended, ...others] =
+            also.length === 0
+              ? [await this.store.appendToStream(streamId, events, { expectedRevision })]
+              : await this.store.appendToStreams([own, ...also.map((a) => a.append)]);
           // A foreign write between the load and now changed the token: the next load then reads.
           this.remember(streamId, { state, revision: appended!.nextExpectedRevision, token: entry.token });
           settle(settled, appended!.position, others);
@@ -245,7 +275,11 @@ export class CommandHandler<E extends DomainEvent, S> {
             return;
           }
           if (attempt >= this.maxAttempts) {
-            const conflict = new DomainError('CONCURRENT_MODIFICATION', 'The voucher is being changed by another writer; retry the request', {});
+            const conflict = new DomainError(
+              'CONCURRENT_MODIFICATION',
+              'The voucher is being changed by another writer; retry the request',
+              {},
+            );
             batch.forEach((p) => p.reject(conflict));
             return;
           }
@@ -273,7 +307,14 @@ export class CommandHandler<E extends DomainEvent, S> {
         }
         const first = also.length;
         for (const append of mine) also.push({ pending, append });
-        settled.push({ pending, ok: true, result: pending.work.result(state, decided), wrote: decided.length > 0, first, count: mine.length });
+        settled.push({
+          pending,
+          ok: true,
+          result: pending.work.result(state, decided),
+          wrote: decided.length > 0,
+          first,
+          count: mine.length,
+        });
       } catch (error) {
         settled.push({ pending, ok: false, error });
       }

@@ -5,9 +5,20 @@ import type { ExportFormat } from '../domain/analytics/events.ts';
 import type { Metric } from './analytics/reads.ts';
 
 /** One export row: a voucher on a day, with the requested metrics. */
-export interface ExportRow { voucher_id: string; code: string; date: string; metrics: Partial<Record<Metric, number>> }
+export interface ExportRow {
+  voucher_id: string;
+  code: string;
+  date: string;
+  metrics: Partial<Record<Metric, number>>;
+}
 
-export interface ExportFileMeta { exportId: string; generatedAt: string; startDay: string; endDay: string; metrics: readonly Metric[] }
+export interface ExportFileMeta {
+  exportId: string;
+  generatedAt: string;
+  startDay: string;
+  endDay: string;
+  metrics: readonly Metric[];
+}
 
 export const CONTENT_TYPES: Record<ExportFormat, string> = {
   csv: 'text/csv; charset=utf-8',
@@ -23,12 +34,17 @@ const writeCsv = (file: string, rows: ExportRow[], meta: ExportFileMeta): void =
 };
 
 const writeJson = (file: string, rows: ExportRow[], meta: ExportFileMeta): void => {
-  fs.writeFileSync(file, JSON.stringify({
-    export_id: meta.exportId, generated_at: meta.generatedAt,
-    time_period: { start: `${meta.startDay}T00:00:00Z`, end: `${meta.endDay}T23:59:59Z` },
-    metrics: meta.metrics, record_count: rows.length,
-    rows: rows.map((r) => ({ voucher_id: r.voucher_id, code: r.code, date: r.date, ...r.metrics })),
-  }));
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      export_id: meta.exportId,
+      generated_at: meta.generatedAt,
+      time_period: { start: `${meta.startDay}T00:00:00Z`, end: `${meta.endDay}T23:59:59Z` },
+      metrics: meta.metrics,
+      record_count: rows.length,
+      rows: rows.map((r) => ({ voucher_id: r.voucher_id, code: r.code, date: r.date, ...r.metrics })),
+    }),
+  );
 };
 
 const NUMBER_FORMATS: Partial<Record<Metric, string>> = { conversion_rate: '0.00%' };
@@ -39,20 +55,34 @@ const writeXlsx = async (file: string, rows: ExportRow[], meta: ExportFileMeta):
   workbook.created = new Date(meta.generatedAt);
   const sheet = workbook.addWorksheet('Analytics', { views: [{ state: 'frozen', ySplit: 1 }] });
   sheet.columns = columns(meta).map((key) => ({
-    header: key, key, width: key === 'voucher_id' ? 26 : 16,
-    style: key === 'date' ? { numFmt: 'yyyy-mm-dd' } : NUMBER_FORMATS[key as Metric] ? { numFmt: NUMBER_FORMATS[key as Metric] } : {},
+    header: key,
+    key,
+    width: key === 'voucher_id' ? 26 : 16,
+    style:
+      key === 'date'
+        ? { numFmt: 'yyyy-mm-dd' }
+        : NUMBER_FORMATS[key as Metric]
+          ? { numFmt: NUMBER_FORMATS[key as Metric] }
+          : {},
   }));
   sheet.getRow(1).font = { bold: true };
   sheet.getRow(1).commit();
   for (const r of rows) {
-    sheet.addRow({ voucher_id: r.voucher_id, code: r.code, date: new Date(`${r.date}T00:00:00Z`), ...r.metrics }).commit();
+    sheet
+      .addRow({ voucher_id: r.voucher_id, code: r.code, date: new Date(`${r.date}T00:00:00Z`), ...r.metrics })
+      .commit();
   }
   sheet.commit();
   await workbook.commit();
 };
 
 /** Writes the file of the format at `file` (the caller writes to a temporary name and renames). */
-export const writeExportFile = async (format: ExportFormat, file: string, rows: ExportRow[], meta: ExportFileMeta): Promise<void> => {
+export const writeExportFile = async (
+  format: ExportFormat,
+  file: string,
+  rows: ExportRow[],
+  meta: ExportFileMeta,
+): Promise<void> => {
   if (format === 'csv') writeCsv(file, rows, meta);
   else if (format === 'json') writeJson(file, rows, meta);
   else await writeXlsx(file, rows, meta);
@@ -63,6 +93,9 @@ export const readableSize = (bytes: number): string => {
   const units = ['B', 'KB', 'MB', 'GB'];
   let value = bytes;
   let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit += 1; }
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
   return unit === 0 ? `${bytes} B` : `${Number(value.toFixed(1))} ${units[unit]}`;
 };

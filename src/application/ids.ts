@@ -8,7 +8,10 @@ let pool = randomBytes(POOL_SIZE);
 let offset = 0;
 
 const nextByte = (): number => {
-  if (offset === POOL_SIZE) { pool = randomBytes(POOL_SIZE); offset = 0; }
+  if (offset === POOL_SIZE) {
+    pool = randomBytes(POOL_SIZE);
+    offset = 0;
+  }
   return pool[offset++]!;
 };
 

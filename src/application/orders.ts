@@ -28,20 +28,26 @@ import type { CallMetadata, EnvContext } from './context.ts';
 
 const run = async (ctx: EnvContext, command: OrderCommand, meta: CallMetadata = {}): Promise<void> => {
   await ctx.orders.execute(orderStream(command.data.orderId), {
-    decide: (state) => decideOrder(command, state), result: () => undefined, metadata: { ...meta },
+    decide: (state) => decideOrder(command, state),
+    result: () => undefined,
+    metadata: { ...meta },
   });
 };
 
 /** The vouchers that count on the order now (read only). */
 export const vouchersOnOrder = async (ctx: EnvContext, orderId: string, now: Date): Promise<OrderEntry[]> => {
-  const { result } = await ctx.orders.execute(orderStream(orderId), { decide: () => [], result: (state) => liveVouchers(state, now) });
+  const { result } = await ctx.orders.execute(orderStream(orderId), {
+    decide: () => [],
+    result: (state) => liveVouchers(state, now),
+  });
   return result;
 };
 
 /** Settles pending attachments older than the TTL by what their voucher stream recorded. */
 export const settleStale = async (ctx: EnvContext, orderId: string, now: Date, meta: CallMetadata): Promise<void> => {
   const { result: stale } = await ctx.orders.execute(orderStream(orderId), {
-    decide: () => [], result: (state) => (state?.vouchers ?? []).filter((v) => isStale(v, now)),
+    decide: () => [],
+    result: (state) => (state?.vouchers ?? []).filter((v) => isStale(v, now)),
   });
   for (const entry of stale) {
     const { result: applied } = await ctx.vouchers.execute(voucherStream(entry.voucherId), {
@@ -49,13 +55,36 @@ export const settleStale = async (ctx: EnvContext, orderId: string, now: Date, m
       result: (state) => {
         const id = state?.liveByOrder.get(orderId);
         const application = id === undefined ? undefined : state!.applications.get(id);
-        return application && { id: application.id, discount: application.discountAmount, orderValue: application.orderValue };
+        return (
+          application && {
+            id: application.id,
+            discount: application.discountAmount,
+            orderValue: application.orderValue,
+          }
+        );
       },
     });
     const data = { orderId, voucher: entry as StackProfile };
-    await run(ctx, applied
-      ? { type: 'ConfirmVoucher', data: { ...data, applicationId: applied.id, orderValue: applied.orderValue, discountAmount: applied.discount }, metadata: { now } }
-      : { type: 'DetachVoucher', data: { orderId, voucherId: entry.voucherId, applicationId: entry.applicationId, reason: 'abandoned' }, metadata: { now } }, meta);
+    await run(
+      ctx,
+      applied
+        ? {
+            type: 'ConfirmVoucher',
+            data: {
+              ...data,
+              applicationId: applied.id,
+              orderValue: applied.orderValue,
+              discountAmount: applied.discount,
+            },
+            metadata: { now },
+          }
+        : {
+            type: 'DetachVoucher',
+            data: { orderId, voucherId: entry.voucherId, applicationId: entry.applicationId, reason: 'abandoned' },
+            metadata: { now },
+          },
+      meta,
+    );
   }
 };
 
@@ -79,9 +108,17 @@ export interface OrderForApply {
  * checkout's order usually is): if it exists after all, the append fails on the order stream and
  * the apply is decided again on the order as read (see CommandHandler.peekOrAssumeNew).
  */
-export const orderForApply = async (ctx: EnvContext, orderId: string, now: Date, meta: CallMetadata, guess = false): Promise<OrderForApply> => {
+export const orderForApply = async (
+  ctx: EnvContext,
+  orderId: string,
+  now: Date,
+  meta: CallMetadata,
+  guess = false,
+): Promise<OrderForApply> => {
   const stream = orderStream(orderId);
-  const { state, revision, assumed } = guess ? await ctx.orders.peekOrAssumeNew(stream) : { ...(await ctx.orders.peek(stream)), assumed: false };
+  const { state, revision, assumed } = guess
+    ? await ctx.orders.peekOrAssumeNew(stream)
+    : { ...(await ctx.orders.peek(stream)), assumed: false };
   return new OrderRead(ctx, orderId, stream, state, revision, assumed, now, meta);
 };
 
@@ -92,8 +129,14 @@ class OrderRead implements OrderForApply {
   private events: OrderEvent[] = [];
 
   constructor(
-    private readonly ctx: EnvContext, private readonly orderId: string, private readonly stream: string, private readonly state: OrderState,
-    private readonly revision: number, readonly assumed: boolean, private readonly now: Date, private readonly meta: CallMetadata,
+    private readonly ctx: EnvContext,
+    private readonly orderId: string,
+    private readonly stream: string,
+    private readonly state: OrderState,
+    private readonly revision: number,
+    readonly assumed: boolean,
+    private readonly now: Date,
+    private readonly meta: CallMetadata,
   ) {
     this.vouchers = liveVouchers(state, now);
     this.stale = (state?.vouchers ?? []).some((v) => isStale(v, now));
@@ -101,9 +144,17 @@ class OrderRead implements OrderForApply {
 
   append(voucher: StackProfile, applicationId: string, orderValue: number, discountAmount: number): StreamAppend {
     const { orderId, now } = this;
-    this.events = decideOrder({ type: 'RecordApplication', data: { orderId, applicationId, voucher, orderValue, discountAmount }, metadata: { now } }, this.state);
+    this.events = decideOrder(
+      {
+        type: 'RecordApplication',
+        data: { orderId, applicationId, voucher, orderValue, discountAmount },
+        metadata: { now },
+      },
+      this.state,
+    );
     return {
-      streamId: this.stream, expectedRevision: this.revision < 0 ? 'no_stream' : this.revision,
+      streamId: this.stream,
+      expectedRevision: this.revision < 0 ? 'no_stream' : this.revision,
       events: this.events.map((e) => ({ type: e.type, data: e.data, metadata: { ...this.meta } })),
     };
   }
@@ -114,9 +165,32 @@ class OrderRead implements OrderForApply {
 }
 
 export const confirmVoucher = (
-  ctx: EnvContext, orderId: string, applicationId: string, voucher: StackProfile, orderValue: number, discountAmount: number, now: Date, meta: CallMetadata,
-): Promise<void> => run(ctx, { type: 'ConfirmVoucher', data: { orderId, applicationId, voucher, orderValue, discountAmount }, metadata: { now } }, meta);
+  ctx: EnvContext,
+  orderId: string,
+  applicationId: string,
+  voucher: StackProfile,
+  orderValue: number,
+  discountAmount: number,
+  now: Date,
+  meta: CallMetadata,
+): Promise<void> =>
+  run(
+    ctx,
+    {
+      type: 'ConfirmVoucher',
+      data: { orderId, applicationId, voucher, orderValue, discountAmount },
+      metadata: { now },
+    },
+    meta,
+  );
 
 export const detachVoucher = (
-  ctx: EnvContext, orderId: string, voucherId: string, applicationId: string, reason: 'apply_failed' | 'rolled_back', now: Date, meta: CallMetadata,
-): Promise<void> => run(ctx, { type: 'DetachVoucher', data: { orderId, voucherId, applicationId, reason }, metadata: { now } }, meta);
+  ctx: EnvContext,
+  orderId: string,
+  voucherId: string,
+  applicationId: string,
+  reason: 'apply_failed' | 'rolled_back',
+  now: Date,
+  meta: CallMetadata,
+): Promise<void> =>
+  run(ctx, { type: 'DetachVoucher', data: { orderId, voucherId, applicationId, reason }, metadata: { now } }, meta);

@@ -9,7 +9,13 @@ import { renderUsage, renderVoucher } from './views.ts';
 
 export const USAGE_HISTORY_SIZE = 100;
 
-export interface Page<T> { data: T[]; total: number; limit: number; offset: number; has_more: boolean }
+export interface Page<T> {
+  data: T[];
+  total: number;
+  limit: number;
+  offset: number;
+  has_more: boolean;
+}
 
 const notFound = (voucherId: string): DomainError =>
   new DomainError('VOUCHER_NOT_FOUND', `Voucher ${voucherId} was not found`, { voucher_id: voucherId });
@@ -17,7 +23,10 @@ const notFound = (voucherId: string): DomainError =>
 /** Vouchers with their usage counts (kept apart, see projections/voucherUsage.ts). */
 const withUsage = async (ctx: EnvContext, docs: VoucherDoc[]): Promise<VoucherView[]> => {
   if (docs.length === 0) return [];
-  const usage = await ctx.reads.getMany<VoucherUsage>('voucher_usage', docs.map((d) => d.id));
+  const usage = await ctx.reads.getMany<VoucherUsage>(
+    'voucher_usage',
+    docs.map((d) => d.id),
+  );
   return docs.map((doc) => ({ ...doc, usage_count: usage.get(doc.id)?.usage_count ?? 0 }));
 };
 
@@ -25,9 +34,14 @@ export const getVoucher = async (ctx: EnvContext, voucherId: string): Promise<Re
   const doc = await ctx.reads.get<VoucherDoc>('vouchers', voucherId);
   if (!doc) throw notFound(voucherId);
   const [view] = await withUsage(ctx, [doc]);
-  const history = await ctx.reads.find<ApplicationView>('applications', { voucher_id: voucherId }, {
-    sort: [['applied_seq', -1]], limit: USAGE_HISTORY_SIZE,
-  });
+  const history = await ctx.reads.find<ApplicationView>(
+    'applications',
+    { voucher_id: voucherId },
+    {
+      sort: [['applied_seq', -1]],
+      limit: USAGE_HISTORY_SIZE,
+    },
+  );
   return { ...renderVoucher(view!, ctx.clock.now()), usage_history: history.map(renderUsage) };
 };
 
@@ -43,10 +57,14 @@ export interface ListVouchersQuery {
 /** `status` filters by the status a reader sees: expiry by the clock counts at once. */
 const statusFilter = (status: ListVouchersQuery['status'], now: string): Filter => {
   switch (status) {
-    case 'active': return { status: 'active', $or: [{ valid_until: null }, { valid_until: { $gt: now } }] };
-    case 'expired': return { $or: [{ status: 'expired' }, { status: 'active', valid_until: { $lte: now } }] };
-    case 'inactive': return { status: 'inactive' };
-    default: return {};
+    case 'active':
+      return { status: 'active', $or: [{ valid_until: null }, { valid_until: { $gt: now } }] };
+    case 'expired':
+      return { $or: [{ status: 'expired' }, { status: 'active', valid_until: { $lte: now } }] };
+    case 'inactive':
+      return { status: 'inactive' };
+    default:
+      return {};
   }
 };
 
@@ -65,10 +83,21 @@ export const listVouchers = async (ctx: EnvContext, q: ListVouchersQuery): Promi
     ctx.reads.count('vouchers', filter),
   ]);
   const views = await withUsage(ctx, docs);
-  return { data: views.map((v) => renderVoucher(v, now)), total, limit: q.limit, offset: q.offset, has_more: q.offset + views.length < total };
+  return {
+    data: views.map((v) => renderVoucher(v, now)),
+    total,
+    limit: q.limit,
+    offset: q.offset,
+    has_more: q.offset + views.length < total,
+  };
 };
 
-export const listApplications = async (ctx: EnvContext, voucherId: string, limit: number, offset: number): Promise<Page<Record<string, unknown>>> => {
+export const listApplications = async (
+  ctx: EnvContext,
+  voucherId: string,
+  limit: number,
+  offset: number,
+): Promise<Page<Record<string, unknown>>> => {
   if (!(await ctx.reads.get('vouchers', voucherId))) throw notFound(voucherId);
   const filter = { voucher_id: voucherId };
   const [views, total] = await Promise.all([
@@ -102,9 +131,14 @@ export const suggestCodes = async (ctx: EnvContext, code: string): Promise<strin
   // Active as a reader sees it: a voucher past its valid_until reads `expired` before its
   // VoucherExpired is recorded (statusFilter), and is not suggested either.
   const active = statusFilter('active', isoSeconds(ctx.clock.now()));
-  const candidates = await ctx.reads.find<VoucherDoc>('vouchers', { ...active, code_lower: { $gte: first, $lt: `${first}\uffff` } }, {
-    sort: [['code_lower', 1]], limit: 1_000,
-  });
+  const candidates = await ctx.reads.find<VoucherDoc>(
+    'vouchers',
+    { ...active, code_lower: { $gte: first, $lt: `${first}\uffff` } },
+    {
+      sort: [['code_lower', 1]],
+      limit: 1_000,
+    },
+  );
   const limit = Math.max(2, Math.floor(wanted.length / 3));
   return candidates
     .map((v) => ({ code: v.code, distance: editDistance(wanted, v.code_lower) }))

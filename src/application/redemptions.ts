@@ -9,11 +9,21 @@ import type { Work } from './commandHandler.ts';
 import type { Voucher, VoucherState } from '../domain/voucher/state.ts';
 import type { ApplicationView } from '../../projections/usageHistory.ts';
 import { QUOTE_TTL_MS, quoteKey, type CallMetadata, type EnvContext } from './context.ts';
-import { confirmVoucher, detachVoucher, orderForApply, settleStale, vouchersOnOrder, type OrderForApply } from './orders.ts';
+import {
+  confirmVoucher,
+  detachVoucher,
+  orderForApply,
+  settleStale,
+  vouchersOnOrder,
+  type OrderForApply,
+} from './orders.ts';
 import { suggestCodes } from './queries.ts';
 import { fingerprint, renderApplication, type ApplicationResponse } from './views.ts';
 
-interface Quote { order: Order; customer?: Customer }
+interface Quote {
+  order: Order;
+  customer?: Customer;
+}
 
 /** The voucher id behind a code, or VOUCHER_NOT_FOUND with similar existing codes. */
 export const resolveCode = async (ctx: EnvContext, code: string): Promise<string> => {
@@ -30,7 +40,12 @@ const orderFingerprint = (order: Order): string =>
  * Evaluates the voucher against the order without changing anything. When the order carries an
  * id, the quote is kept for 30 minutes so that apply may name only the order id.
  */
-export const validateVoucher = async (ctx: EnvContext, code: string, order: Order, customer: Customer | undefined): Promise<Evaluation> => {
+export const validateVoucher = async (
+  ctx: EnvContext,
+  code: string,
+  order: Order,
+  customer: Customer | undefined,
+): Promise<Evaluation> => {
   const voucherId = await resolveCode(ctx, code);
   ctx.telemetry.record(voucherId, order.id, customer?.segment); // an order attempt, for conversion (buffered, see telemetry.ts)
   const now = ctx.clock.now();
@@ -55,12 +70,18 @@ const refuseOtherOrderOnSameId = (voucher: Voucher, order: Order, customer: Cust
   const applicationId = voucher.liveByOrder.get(order.id!);
   if (applicationId === undefined) return;
   const application = voucher.applications.get(applicationId)!;
-  const same = application.orderFingerprint === orderFingerprint(order)
-    && (customer === undefined || application.customerFingerprint === fingerprint(customer));
+  const same =
+    application.orderFingerprint === orderFingerprint(order) &&
+    (customer === undefined || application.customerFingerprint === fingerprint(customer));
   if (!same) {
-    throw new DomainError('VOUCHER_ALREADY_APPLIED', `Voucher ${voucher.code} is already applied to order ${order.id}`, {
-      order_id: order.id, voucher_id: voucher.id,
-    });
+    throw new DomainError(
+      'VOUCHER_ALREADY_APPLIED',
+      `Voucher ${voucher.code} is already applied to order ${order.id}`,
+      {
+        order_id: order.id,
+        voucher_id: voucher.id,
+      },
+    );
   }
 };
 
@@ -71,7 +92,10 @@ export interface ApplyInput {
   customer?: Customer;
 }
 
-export interface ApplyOutcome { application: ApplicationResponse; replayed: boolean }
+export interface ApplyOutcome {
+  application: ApplicationResponse;
+  replayed: boolean;
+}
 
 type ApplyCommand = Extract<Parameters<typeof decide>[0], { type: 'ApplyVoucher' }>;
 
@@ -86,25 +110,46 @@ type ApplyResult = { outcome: ApplyOutcome; orderValue: number };
 class ApplyWork implements Work<VoucherEvent, VoucherState, ApplyResult> {
   readonly metadata: Record<string, unknown>;
 
-  constructor(private readonly command: ApplyCommand, meta: CallMetadata, private readonly order: OrderForApply) {
+  constructor(
+    private readonly command: ApplyCommand,
+    meta: CallMetadata,
+    private readonly order: OrderForApply,
+  ) {
     this.metadata = { ...meta };
   }
 
-  decide(state: VoucherState): VoucherEvent[] { return decide(this.command, state); }
+  decide(state: VoucherState): VoucherEvent[] {
+    return decide(this.command, state);
+  }
 
   result(state: VoucherState, events: VoucherEvent[]): ApplyResult {
     const application = state!.applications.get(state!.liveByOrder.get(this.command.data.orderId)!)!;
-    return { outcome: { application: renderApplication(state!, application), replayed: events.length === 0 }, orderValue: application.orderValue };
+    return {
+      outcome: { application: renderApplication(state!, application), replayed: events.length === 0 },
+      orderValue: application.orderValue,
+    };
   }
 
   also(events: VoucherEvent[], state: VoucherState): StreamAppend[] {
     const applied = events.find((e) => e.type === 'VoucherApplied');
-    return applied ? [this.order.append(stackProfile(state!), applied.data.applicationId, applied.data.orderValue, applied.data.discountAmount)] : [];
+    return applied
+      ? [
+          this.order.append(
+            stackProfile(state!),
+            applied.data.applicationId,
+            applied.data.orderValue,
+            applied.data.discountAmount,
+          ),
+        ]
+      : [];
   }
 }
 
 const runApply = async (ctx: EnvContext, command: ApplyCommand, meta: CallMetadata, order: OrderForApply) => {
-  const { result, position, also } = await ctx.vouchers.execute(voucherStream(command.data.voucherId), new ApplyWork(command, meta, order));
+  const { result, position, also } = await ctx.vouchers.execute(
+    voucherStream(command.data.voucherId),
+    new ApplyWork(command, meta, order),
+  );
   if (also?.[0]) order.written(also[0]);
   return { ...result, position };
 };
@@ -123,23 +168,36 @@ export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: Cal
   let { order, customer } = input;
   if (order === undefined) {
     const quote = await ctx.kv.get<Quote>('quotes', quoteKey(voucherId, input.order_id));
-    if (quote) { order = quote.order; customer = customer ?? quote.customer; }
+    if (quote) {
+      order = quote.order;
+      customer = customer ?? quote.customer;
+    }
   }
   const requestOrderFingerprint = input.order && orderFingerprint(input.order);
   const command = {
     type: 'ApplyVoucher' as const,
     data: {
-      voucherId, applicationId: ctx.ids.applicationId(), orderId: input.order_id, order, customer,
+      voucherId,
+      applicationId: ctx.ids.applicationId(),
+      orderId: input.order_id,
+      order,
+      customer,
       requestOrderFingerprint,
       requestCustomerFingerprint: input.customer && fingerprint(input.customer),
-      orderFingerprint: order === undefined ? '' : order === input.order ? requestOrderFingerprint! : orderFingerprint(order),
+      orderFingerprint:
+        order === undefined ? '' : order === input.order ? requestOrderFingerprint! : orderFingerprint(order),
       customerFingerprint: fingerprint(customer ?? null),
     },
     metadata: { now: ctx.clock.now() },
   };
   const now = command.metadata.now;
   for (let attempt = 1; ; attempt += 1) {
-    if (attempt > ORDER_ATTEMPTS) throw new DomainError('CONCURRENT_MODIFICATION', 'The order is being changed by another request; retry the request', {});
+    if (attempt > ORDER_ATTEMPTS)
+      throw new DomainError(
+        'CONCURRENT_MODIFICATION',
+        'The order is being changed by another request; retry the request',
+        {},
+      );
     const onOrder = await orderForApply(ctx, input.order_id, now, meta, attempt === 1);
     if (onOrder.stale) {
       await settleStale(ctx, input.order_id, now, meta);
@@ -147,7 +205,12 @@ export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: Cal
     }
     let applied: Awaited<ReturnType<typeof runApply>>;
     try {
-      applied = await runApply(ctx, { ...command, data: { ...command.data, orderVouchers: onOrder.vouchers } }, meta, onOrder);
+      applied = await runApply(
+        ctx,
+        { ...command, data: { ...command.data, orderVouchers: onOrder.vouchers } },
+        meta,
+        onOrder,
+      );
     } catch (error) {
       // A rejection decided on a guessed order is not trusted: decide again on the order as read.
       if (onOrder.assumed && error instanceof DomainError) continue;
@@ -157,11 +220,23 @@ export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: Cal
     }
     const { application, replayed } = applied.outcome;
     // A repeat writes nothing, so a guessed order was never checked: read it for the heal below.
-    const carried = replayed && onOrder.assumed ? (await orderForApply(ctx, input.order_id, now, meta)).vouchers : onOrder.vouchers;
-    const pending = replayed ? carried.find((v) => v.applicationId === application.id && v.status === 'pending') : undefined;
+    const carried =
+      replayed && onOrder.assumed ? (await orderForApply(ctx, input.order_id, now, meta)).vouchers : onOrder.vouchers;
+    const pending = replayed
+      ? carried.find((v) => v.applicationId === application.id && v.status === 'pending')
+      : undefined;
     if (pending) {
       // A repeat heals an older version's crash between its attach and confirm writes.
-      await confirmVoucher(ctx, input.order_id, application.id, pending, applied.orderValue, application.discount_amount, now, meta);
+      await confirmVoucher(
+        ctx,
+        input.order_id,
+        application.id,
+        pending,
+        applied.orderValue,
+        application.discount_amount,
+        now,
+        meta,
+      );
     }
     await ctx.projector.waitFor(applied.position, ctx.readYourWritesMs);
     return applied.outcome;
@@ -169,11 +244,23 @@ export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: Cal
 };
 
 /** Reverses an application: usage counts go down by one; repeating it changes nothing. */
-export const rollbackApplication = async (ctx: EnvContext, applicationId: string, reason: string | undefined, meta: CallMetadata): Promise<ApplicationResponse> => {
+export const rollbackApplication = async (
+  ctx: EnvContext,
+  applicationId: string,
+  reason: string | undefined,
+  meta: CallMetadata,
+): Promise<ApplicationResponse> => {
   // Routing only: the read model says which voucher holds the application; the aggregate decides.
   const view = await ctx.reads.get<ApplicationView>('applications', applicationId);
-  if (!view) throw new DomainError('APPLICATION_NOT_FOUND', `Application ${applicationId} was not found`, { application_id: applicationId });
-  const command = { type: 'RollbackApplication' as const, data: { voucherId: view.voucher_id, applicationId, reason }, metadata: { now: ctx.clock.now() } };
+  if (!view)
+    throw new DomainError('APPLICATION_NOT_FOUND', `Application ${applicationId} was not found`, {
+      application_id: applicationId,
+    });
+  const command = {
+    type: 'RollbackApplication' as const,
+    data: { voucherId: view.voucher_id, applicationId, reason },
+    metadata: { now: ctx.clock.now() },
+  };
   const { result, position } = await ctx.vouchers.execute(voucherStream(view.voucher_id), {
     decide: (state) => decide(command, state),
     result: (state) => renderApplication(state!, state!.applications.get(applicationId)!),

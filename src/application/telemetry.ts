@@ -25,17 +25,29 @@ export class AttemptRecorder {
   private readonly maxBatch: number;
   private readonly intervalMs: number;
 
-  constructor(private readonly events: EventStore, private readonly clock: Clock, private readonly options: TelemetryOptions = {}) {
+  constructor(
+    private readonly events: EventStore,
+    private readonly clock: Clock,
+    private readonly options: TelemetryOptions = {},
+  ) {
     this.maxBatch = options.maxBatch ?? 1_000;
     this.intervalMs = options.intervalMs ?? 1_000;
   }
 
   /** Records one attempt of the voucher (synchronous: validate never waits for telemetry). */
   record(voucherId: string, orderId: string | undefined, segment: string | undefined): void {
-    this.buffer.push({ voucherId, ...(orderId !== undefined ? { orderId } : {}), ...(segment !== undefined ? { segment } : {}), at: isoSeconds(this.clock.now()) });
+    this.buffer.push({
+      voucherId,
+      ...(orderId !== undefined ? { orderId } : {}),
+      ...(segment !== undefined ? { segment } : {}),
+      at: isoSeconds(this.clock.now()),
+    });
     if (this.buffer.length >= this.maxBatch) void this.flush();
     else if (!this.timer) {
-      this.timer = setTimeout(() => { this.timer = undefined; void this.flush(); }, this.intervalMs);
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        void this.flush();
+      }, this.intervalMs);
       this.timer.unref();
     }
   }
@@ -50,7 +62,11 @@ export class AttemptRecorder {
       this.buffer = [];
       const recordedAt = isoSeconds(this.clock.now());
       try {
-        await this.events.appendToStream(telemetryStream(recordedAt.slice(0, 10)), [{ type: 'OrderAttemptsRecorded', data: { attempts, recordedAt } }], { expectedRevision: 'any' });
+        await this.events.appendToStream(
+          telemetryStream(recordedAt.slice(0, 10)),
+          [{ type: 'OrderAttemptsRecorded', data: { attempts, recordedAt } }],
+          { expectedRevision: 'any' },
+        );
       } catch (error) {
         this.options.onError?.(error);
       }
@@ -58,5 +74,7 @@ export class AttemptRecorder {
     return this.flushing;
   }
 
-  async close(): Promise<void> { await this.flush(); }
+  async close(): Promise<void> {
+    await this.flush();
+  }
 }

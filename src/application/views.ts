@@ -6,7 +6,11 @@ import type { ApplicationView } from '../../projections/usageHistory.ts';
 /** The voucher as the API shows it (status includes expiry by the clock). */
 export const renderVoucher = (view: VoucherView, now: Date): Record<string, unknown> => {
   const out: Record<string, unknown> = {
-    id: view.id, code: view.code, type: view.type, value: view.value, currency: view.currency,
+    id: view.id,
+    code: view.code,
+    type: view.type,
+    value: view.value,
+    currency: view.currency,
   };
   if (view.config) out.config = view.config;
   if (view.validation_rules) out.validation_rules = view.validation_rules;
@@ -22,9 +26,21 @@ export const renderVoucher = (view: VoucherView, now: Date): Record<string, unkn
 
 /** The same view, built from the write model (used to answer writes without a read). */
 export const viewFromState = (v: Voucher, createdSeq = 0): VoucherView => ({
-  id: v.id, code: v.code, code_lower: v.code.toLowerCase(), type: v.type, value: v.value ?? null, currency: v.currency ?? null,
-  config: v.config ?? null, conditions: v.conditions, ...(v.validationRules ? { validation_rules: v.validationRules } : {}), status: v.status, valid_until: v.conditions.valid_until ?? null,
-  usage_count: v.usageCount, created_at: v.createdAt, updated_at: v.updatedAt, deleted_at: v.deactivatedAt ?? null,
+  id: v.id,
+  code: v.code,
+  code_lower: v.code.toLowerCase(),
+  type: v.type,
+  value: v.value ?? null,
+  currency: v.currency ?? null,
+  config: v.config ?? null,
+  conditions: v.conditions,
+  ...(v.validationRules ? { validation_rules: v.validationRules } : {}),
+  status: v.status,
+  valid_until: v.conditions.valid_until ?? null,
+  usage_count: v.usageCount,
+  created_at: v.createdAt,
+  updated_at: v.updatedAt,
+  deleted_at: v.deactivatedAt ?? null,
   created_seq: createdSeq,
 });
 
@@ -41,14 +57,27 @@ export interface ApplicationResponse {
 }
 
 export const renderApplication = (voucher: { id: string; code: string }, a: Application): ApplicationResponse => ({
-  id: a.id, voucher: { id: voucher.id, code: voucher.code }, order_id: a.orderId, customer_id: a.customerId ?? null,
-  discount_amount: a.discountAmount, final_amount: a.finalAmount, currency: a.currency, status: a.status, applied_at: a.appliedAt,
+  id: a.id,
+  voucher: { id: voucher.id, code: voucher.code },
+  order_id: a.orderId,
+  customer_id: a.customerId ?? null,
+  discount_amount: a.discountAmount,
+  final_amount: a.finalAmount,
+  currency: a.currency,
+  status: a.status,
+  applied_at: a.appliedAt,
 });
 
 /** An item of `usage_history` and of `GET /vouchers/{id}/applications`. */
 export const renderUsage = (a: ApplicationView): Record<string, unknown> => ({
-  id: a.id, order_id: a.order_id, customer_id: a.customer_id, discount_amount: a.discount_amount,
-  final_amount: a.final_amount, currency: a.currency, status: a.status, applied_at: a.applied_at,
+  id: a.id,
+  order_id: a.order_id,
+  customer_id: a.customer_id,
+  discount_amount: a.discount_amount,
+  final_amount: a.final_amount,
+  currency: a.currency,
+  status: a.status,
+  applied_at: a.applied_at,
 });
 
 /**
@@ -61,7 +90,8 @@ export const canonicalJson = (value: unknown): string => canonical(value) as str
 /** Like JSON.stringify for one value; undefined where JSON.stringify omits it. */
 const canonical = (value: unknown): string | undefined => {
   if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return canonical((value as { toJSON(): unknown }).toJSON());
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function')
+    return canonical((value as { toJSON(): unknown }).toJSON());
   if (Array.isArray(value)) {
     let out = '[';
     for (let i = 0; i < value.length; i += 1) out += `${i > 0 ? ',' : ''}${canonical(value[i]) ?? 'null'}`;
@@ -89,7 +119,8 @@ const ARRAY_INDEX = /^(?:0|[1-9]\d{0,9})$/;
 const sortedKeys = (value: object): string[] => {
   const keys = Object.keys(value);
   let indices = 0;
-  while (indices < keys.length && ARRAY_INDEX.test(keys[indices]!) && Number(keys[indices]) < 4_294_967_295) indices += 1;
+  while (indices < keys.length && ARRAY_INDEX.test(keys[indices]!) && Number(keys[indices]) < 4_294_967_295)
+    indices += 1;
   sortFrom(keys, indices);
   return keys;
 };
@@ -109,7 +140,10 @@ const sortFrom = (keys: string[], from: number): void => {
   for (let i = from + 1; i < keys.length; i += 1) {
     const key = keys[i]!;
     let j = i - 1;
-    while (j >= from && keys[j]! > key) { keys[j + 1] = keys[j]!; j -= 1; }
+    while (j >= from && keys[j]! > key) {
+      keys[j + 1] = keys[j]!;
+      j -= 1;
+    }
     keys[j + 1] = key;
   }
 };
@@ -119,4 +153,4 @@ const hashed = (json: string): string => hash('sha256', json, 'base64url').slice
 const NULL_FINGERPRINT = hashed('null');
 
 export const fingerprint = (value: unknown): string =>
-  (value === null || value === undefined ? NULL_FINGERPRINT : hashed(canonicalJson(value)));
+  value === null || value === undefined ? NULL_FINGERPRINT : hashed(canonicalJson(value));

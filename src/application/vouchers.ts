@@ -23,13 +23,23 @@ export interface CreateVoucherInput {
 const snapshot = (state: VoucherState): VoucherView => viewFromState(state!);
 
 /** Creates a voucher: checks the request, claims the code, then records `VoucherCreated`. */
-export const createVoucher = async (ctx: EnvContext, input: CreateVoucherInput, meta: CallMetadata): Promise<VoucherView> => {
+export const createVoucher = async (
+  ctx: EnvContext,
+  input: CreateVoucherInput,
+  meta: CallMetadata,
+): Promise<VoucherView> => {
   const now = ctx.clock.now();
   const voucherId = ctx.ids.voucherId();
   const command = {
     type: 'CreateVoucher' as const,
     data: {
-      voucherId, code: input.code, voucherType: input.type, value: input.value, currency: input.currency, config: input.config, conditions: input.conditions,
+      voucherId,
+      code: input.code,
+      voucherType: input.type,
+      value: input.value,
+      currency: input.currency,
+      config: input.config,
+      conditions: input.conditions,
       ...(input.validation_rules !== undefined ? { validationRules: input.validation_rules } : {}),
     },
     metadata: { now },
@@ -37,7 +47,9 @@ export const createVoucher = async (ctx: EnvContext, input: CreateVoucherInput, 
   decide(command, null); // every rejection happens before the code is claimed
   await ctx.codes.claim(input.code, voucherId, now);
   const { result, position } = await ctx.vouchers.execute(voucherStream(voucherId), {
-    decide: (state) => decide(command, state), result: snapshot, metadata: { ...meta },
+    decide: (state) => decide(command, state),
+    result: snapshot,
+    metadata: { ...meta },
   });
   await ctx.projector.waitFor(position, ctx.readYourWritesMs);
   return { ...result, created_seq: position };
@@ -54,22 +66,35 @@ export interface UpdateVoucherInput {
   validation_rules?: ValidationRule[] | null;
 }
 
-export const updateVoucher = async (ctx: EnvContext, voucherId: string, input: UpdateVoucherInput, meta: CallMetadata): Promise<VoucherView> => {
+export const updateVoucher = async (
+  ctx: EnvContext,
+  voucherId: string,
+  input: UpdateVoucherInput,
+  meta: CallMetadata,
+): Promise<VoucherView> => {
   const { validation_rules: validationRules, ...rest } = input;
   const data = { voucherId, ...rest, ...(validationRules !== undefined ? { validationRules } : {}) };
   const command = { type: 'UpdateVoucher' as const, data, metadata: { now: ctx.clock.now() } };
   const { result, position } = await ctx.vouchers.execute(voucherStream(voucherId), {
-    decide: (state) => decide(command, state), result: snapshot, metadata: { ...meta },
+    decide: (state) => decide(command, state),
+    result: snapshot,
+    metadata: { ...meta },
   });
   await ctx.projector.waitFor(position, ctx.readYourWritesMs);
   return result;
 };
 
 /** Soft delete: the voucher becomes inactive and stays readable; repeating it changes nothing. */
-export const deactivateVoucher = async (ctx: EnvContext, voucherId: string, meta: CallMetadata): Promise<VoucherView> => {
+export const deactivateVoucher = async (
+  ctx: EnvContext,
+  voucherId: string,
+  meta: CallMetadata,
+): Promise<VoucherView> => {
   const command = { type: 'DeactivateVoucher' as const, data: { voucherId }, metadata: { now: ctx.clock.now() } };
   const { result, position } = await ctx.vouchers.execute(voucherStream(voucherId), {
-    decide: (state) => decide(command, state), result: snapshot, metadata: { ...meta },
+    decide: (state) => decide(command, state),
+    result: snapshot,
+    metadata: { ...meta },
   });
   await ctx.projector.waitFor(position, ctx.readYourWritesMs);
   return result;
@@ -79,7 +104,9 @@ export const deactivateVoucher = async (ctx: EnvContext, voucherId: string, meta
 export const expireVoucher = async (ctx: EnvContext, voucherId: string): Promise<boolean> => {
   const command = { type: 'ExpireVoucher' as const, data: { voucherId }, metadata: { now: ctx.clock.now() } };
   const { position } = await ctx.vouchers.execute(voucherStream(voucherId), {
-    decide: (state) => decide(command, state), result: () => undefined, metadata: { correlationId: 'expiry-scheduler' },
+    decide: (state) => decide(command, state),
+    result: () => undefined,
+    metadata: { correlationId: 'expiry-scheduler' },
   });
   return position > 0;
 };

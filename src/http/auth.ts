@@ -12,17 +12,19 @@ export type Authenticator = (req: Request) => void;
  * `Authorization: Bearer sk_test_…` selects the sandbox, `sk_live_…` production. Missing or
  * malformed: 401 MISSING_API_KEY; unknown or revoked: 401 INVALID_API_KEY.
  */
-export const authenticate = (keys: ApiKeyRegistry, environments: Record<Environment, EnvContext>): Authenticator => (req) => {
-  const header = req.headers.authorization;
-  const match = header ? BEARER.exec(header) : null;
-  if (!match) {
-    throw new HttpError('MISSING_API_KEY', 'Send your API key as "Authorization: Bearer <key>"', {});
-  }
-  const record = keys.authenticate(match[1]!);
-  if (!record) throw new HttpError('INVALID_API_KEY', 'The API key is not valid', {});
-  req.apiKey = record;
-  req.ctx = environments[record.environment];
-};
+export const authenticate =
+  (keys: ApiKeyRegistry, environments: Record<Environment, EnvContext>): Authenticator =>
+  (req) => {
+    const header = req.headers.authorization;
+    const match = header ? BEARER.exec(header) : null;
+    if (!match) {
+      throw new HttpError('MISSING_API_KEY', 'Send your API key as "Authorization: Bearer <key>"', {});
+    }
+    const record = keys.authenticate(match[1]!);
+    if (!record) throw new HttpError('INVALID_API_KEY', 'The API key is not valid', {});
+    req.apiKey = record;
+    req.ctx = environments[record.environment];
+  };
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
@@ -55,20 +57,25 @@ export type Guard = (scope: Scope, group: RateLimitGroup) => RequestHandler;
  * One middleware rather than five: each router hop costs a few microseconds, and on the
  * redemption endpoints these steps ran on every request.
  */
-export const guardWith = (authenticate: Authenticator, limit: RateLimiter): Guard => (scope, group) => {
-  const limiter = limit(group);
-  return (req, res, next) => {
-    authenticate(req);
-    limiter(req, res, (error?: unknown) => {
-      if (error) { next(error); return; }
-      try {
-        requireScope(req, scope);
-        requireJson(req);
-      } catch (failure) {
-        next(failure);
-        return;
-      }
-      parseJsonBody(req, res, next);
-    });
+export const guardWith =
+  (authenticate: Authenticator, limit: RateLimiter): Guard =>
+  (scope, group) => {
+    const limiter = limit(group);
+    return (req, res, next) => {
+      authenticate(req);
+      limiter(req, res, (error?: unknown) => {
+        if (error) {
+          next(error);
+          return;
+        }
+        try {
+          requireScope(req, scope);
+          requireJson(req);
+        } catch (failure) {
+          next(failure);
+          return;
+        }
+        parseJsonBody(req, res, next);
+      });
+    };
   };
-};

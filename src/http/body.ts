@@ -22,16 +22,25 @@ export const hasBody = (req: Request): boolean =>
  * Runs after `requireJson`, so a body here is declared as application/json.
  */
 export const parseJsonBody = (req: Request, res: Response, next: NextFunction): void => {
-  if (!hasBody(req)) { next(); return; }
+  if (!hasBody(req)) {
+    next();
+    return;
+  }
   const { headers } = req;
   const length = headers['content-length'];
   const type = headers['content-type'] ?? '';
   const encoding = headers['content-encoding'];
-  if ((encoding !== undefined && encoding.toLowerCase() !== 'identity') || (type.includes(';') && /charset/i.test(type) && !UTF8.test(type))) {
+  if (
+    (encoding !== undefined && encoding.toLowerCase() !== 'identity') ||
+    (type.includes(';') && /charset/i.test(type) && !UTF8.test(type))
+  ) {
     bodyParserJson(req, res, next);
     return;
   }
-  if (length !== undefined && Number(length) > MAX_BODY_BYTES) { tooLarge(req, next); return; }
+  if (length !== undefined && Number(length) > MAX_BODY_BYTES) {
+    tooLarge(req, next);
+    return;
+  }
   // Listeners are inline and never removed (a request emits nothing after 'end' or 'error'): a
   // named closure per request costs a defineProperty under tsx (esbuild's keepNames).
   const chunks: Buffer[] = [];
@@ -40,7 +49,10 @@ export const parseJsonBody = (req: Request, res: Response, next: NextFunction): 
   req.on('data', (chunk: Buffer) => {
     if (settled) return; // over the limit: drained, not kept
     size += chunk.length;
-    if (size <= MAX_BODY_BYTES) { chunks.push(chunk); return; }
+    if (size <= MAX_BODY_BYTES) {
+      chunks.push(chunk);
+      return;
+    }
     settled = true;
     tooLarge(req, next);
   });
@@ -53,7 +65,13 @@ export const parseJsonBody = (req: Request, res: Response, next: NextFunction): 
   req.on('error', (error: NodeJS.ErrnoException) => {
     if (settled) return;
     settled = true;
-    next(error.code === 'ECONNRESET' ? new HttpError('INVALID_REQUEST', 'The request was aborted before its body arrived', [{ field: 'body', message: 'is incomplete' }]) : error);
+    next(
+      error.code === 'ECONNRESET'
+        ? new HttpError('INVALID_REQUEST', 'The request was aborted before its body arrived', [
+            { field: 'body', message: 'is incomplete' },
+          ])
+        : error,
+    );
   });
 };
 

@@ -8,7 +8,12 @@ import { authenticate, guardWith } from './auth.ts';
 import { dashboardRouter } from './dashboard/router.ts';
 import { errorHandler, HttpError } from './errors.ts';
 import { buildOpenApi } from './openapi.ts';
-import { createRateLimiter, defaultRateLimitConfig, type RateLimitConfig, type RateLimitStoreFactory } from './rateLimits.ts';
+import {
+  createRateLimiter,
+  defaultRateLimitConfig,
+  type RateLimitConfig,
+  type RateLimitStoreFactory,
+} from './rateLimits.ts';
 import { installRequestLogger, requestLog } from './requestLog.ts';
 import { analyticsRoutes } from './routes/analytics.ts';
 import { voucherRoutes } from './routes/vouchers.ts';
@@ -28,7 +33,9 @@ export interface AppDeps {
 }
 
 const notFound: RequestHandler = (req) => {
-  throw new HttpError('NOT_FOUND', `No endpoint ${req.method} ${req.originalUrl.split('?')[0]}`, { path: req.originalUrl.split('?')[0] });
+  throw new HttpError('NOT_FOUND', `No endpoint ${req.method} ${req.originalUrl.split('?')[0]}`, {
+    path: req.originalUrl.split('?')[0],
+  });
 };
 
 /** The HTTP API under /v1. Builds nothing itself: every adapter arrives in `deps`. */
@@ -39,9 +46,13 @@ export const createApp = (deps: AppDeps): Express => {
   app.set('trust proxy', false);
   installRequestLogger(app.request, deps.logger);
   app.use(requestLog(deps.logger));
-  app.get('/health', (_req, res) => { res.json({ status: 'ok' }); });
+  app.get('/health', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
   const openapi = buildOpenApi();
-  app.get('/v1/openapi.json', (_req, res) => { res.json(openapi); });
+  app.get('/v1/openapi.json', (_req, res) => {
+    res.json(openapi);
+  });
 
   const v1 = express.Router();
   const limit = createRateLimiter(deps.rateLimits ?? defaultRateLimitConfig(), deps.rateLimitStores, deps.logger);
@@ -49,7 +60,8 @@ export const createApp = (deps: AppDeps): Express => {
   v1.use(voucherRoutes(guard));
   v1.use(analyticsRoutes(guard));
   app.use('/v1', v1);
-  if (deps.admin) app.use('/dashboard', dashboardRouter({ keys: deps.keys, admin: deps.admin, clock: deps.clock ?? systemClock }));
+  if (deps.admin)
+    app.use('/dashboard', dashboardRouter({ keys: deps.keys, admin: deps.admin, clock: deps.clock ?? systemClock }));
   app.use(notFound);
   app.use(errorHandler);
   return app;

@@ -4,25 +4,52 @@ import { DomainError, type ErrorCode } from '../domain/errors.ts';
 /** HTTP-only error codes, beyond the domain's. */
 export type HttpErrorCode =
   | ErrorCode
-  | 'NOT_FOUND' | 'MISSING_API_KEY' | 'INVALID_API_KEY' | 'INSUFFICIENT_PERMISSIONS' | 'RATE_LIMIT_EXCEEDED'
-  | 'PAYLOAD_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE' | 'INTERNAL_ERROR';
+  | 'NOT_FOUND'
+  | 'MISSING_API_KEY'
+  | 'INVALID_API_KEY'
+  | 'INSUFFICIENT_PERMISSIONS'
+  | 'RATE_LIMIT_EXCEEDED'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'INTERNAL_ERROR';
 
 const STATUS: Record<HttpErrorCode, number> = {
-  INVALID_REQUEST: 400, VOUCHER_INVALID: 400, VOUCHER_EXPIRED: 400, USAGE_LIMIT_EXCEEDED: 400,
-  INVALID_CONFIGURATION: 400, CONDITION_NOT_MET: 400,
-  MISSING_API_KEY: 401, INVALID_API_KEY: 401, INSUFFICIENT_PERMISSIONS: 403,
-  VOUCHER_NOT_FOUND: 404, APPLICATION_NOT_FOUND: 404, NOT_FOUND: 404,
-  VOUCHER_ALREADY_APPLIED: 409, STACKING_CONFLICT: 409, DUPLICATE_VOUCHER_CODE: 409, IDEMPOTENCY_KEY_REUSED: 409,
+  INVALID_REQUEST: 400,
+  VOUCHER_INVALID: 400,
+  VOUCHER_EXPIRED: 400,
+  USAGE_LIMIT_EXCEEDED: 400,
+  INVALID_CONFIGURATION: 400,
+  CONDITION_NOT_MET: 400,
+  MISSING_API_KEY: 401,
+  INVALID_API_KEY: 401,
+  INSUFFICIENT_PERMISSIONS: 403,
+  VOUCHER_NOT_FOUND: 404,
+  APPLICATION_NOT_FOUND: 404,
+  NOT_FOUND: 404,
+  VOUCHER_ALREADY_APPLIED: 409,
+  STACKING_CONFLICT: 409,
+  DUPLICATE_VOUCHER_CODE: 409,
+  IDEMPOTENCY_KEY_REUSED: 409,
   CONCURRENT_MODIFICATION: 409,
-  PAYLOAD_TOO_LARGE: 413, UNSUPPORTED_MEDIA_TYPE: 415, RATE_LIMIT_EXCEEDED: 429,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMIT_EXCEEDED: 429,
   INTERNAL_ERROR: 500,
-  INVALID_TIME_PERIOD: 400, EXPORT_NOT_FOUND: 404, EXPORT_NOT_READY: 409, EXPORT_EXPIRED: 410, EXPORT_FAILED: 500,
+  INVALID_TIME_PERIOD: 400,
+  EXPORT_NOT_FOUND: 404,
+  EXPORT_NOT_READY: 409,
+  EXPORT_EXPIRED: 410,
+  EXPORT_FAILED: 500,
 };
 
 export const statusFor = (code: HttpErrorCode): number => STATUS[code] ?? 500;
 
 export class HttpError extends Error {
-  constructor(readonly code: HttpErrorCode, message: string, readonly details: unknown = {}) {
+  constructor(
+    readonly code: HttpErrorCode,
+    message: string,
+    readonly details: unknown = {},
+  ) {
     super(message);
   }
 }
@@ -31,11 +58,17 @@ export const sendError = (res: Response, code: HttpErrorCode, message: string, d
   res.status(statusFor(code)).json({ error: { code, message, details } });
 };
 
-interface BodyParserError { type?: string; status?: number; limit?: number }
+interface BodyParserError {
+  type?: string;
+  status?: number;
+  limit?: number;
+}
 
 /** A request body that is not JSON (or not an object or array at the top): 400, the field `body`. */
 export const invalidJsonBody = (): HttpError =>
-  new HttpError('INVALID_REQUEST', 'The request body is not valid JSON', [{ field: 'body', message: 'is not valid JSON' }]);
+  new HttpError('INVALID_REQUEST', 'The request body is not valid JSON', [
+    { field: 'body', message: 'is not valid JSON' },
+  ]);
 
 /** A request body over the limit: 413 with `max_bytes`. */
 export const bodyTooLarge = (maxBytes: number): HttpError =>
@@ -63,5 +96,10 @@ export const errorHandler: ErrorRequestHandler = (error: unknown, req, res, _nex
   const requestId = String(req.requestId ?? '');
   res.locals.internalError = error;
   req.log?.error({ err: error, request_id: requestId }, 'unhandled error');
-  return send(res, new HttpError('INTERNAL_ERROR', 'Something went wrong on our side; the request id identifies it in our logs', { request_id: requestId }));
+  return send(
+    res,
+    new HttpError('INTERNAL_ERROR', 'Something went wrong on our side; the request id identifies it in our logs', {
+      request_id: requestId,
+    }),
+  );
 };

@@ -4,7 +4,12 @@ import { HttpError } from './errors.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
-interface StoredResponse { bodyHash: string; status: number; body: unknown; location?: string }
+interface StoredResponse {
+  bodyHash: string;
+  status: number;
+  body: unknown;
+  location?: string;
+}
 
 const inFlight = new WeakMap<object, Map<string, Promise<void>>>();
 
@@ -21,48 +26,69 @@ const inFlight = new WeakMap<object, Map<string, Promise<void>>>();
  */
 const NOT_KEPT = new Set(['INVALID_REQUEST', 'CONCURRENT_MODIFICATION', 'RATE_LIMIT_EXCEEDED']);
 
-export const idempotency = (options: { replayAs200?: boolean } = {}): RequestHandler => async (req, res, next) => {
-  const key = req.get('Idempotency-Key');
-  if (key === undefined) return next();
-  if (key.length < 1 || key.length > 255) {
-    throw new HttpError('INVALID_REQUEST', 'Idempotency-Key must be 1 to 255 characters', [{ field: 'Idempotency-Key', message: 'must be 1 to 255 characters' }]);
-  }
-  const { kv, clock } = req.ctx;
-  const scope = `${req.apiKey.id}:${req.method}:${req.baseUrl}${req.path}:${key}`;
-  const bodyHash = fingerprint(req.body ?? null);
-  let running = inFlight.get(kv);
-  if (!running) { running = new Map(); inFlight.set(kv, running); }
-  // Look again after every wait: another request with this key may start while kv.get runs.
-  for (;;) {
-    while (running.has(scope)) await running.get(scope);
-    const stored = await kv.get<StoredResponse>('idempotency', scope);
-    if (stored) return replay(res, stored, bodyHash, key, options.replayAs200 === true);
-    if (!running.has(scope)) break;
-  }
-  // Waiters are released once the response is stored (not merely sent), else when it closes.
-  let release!: () => void;
-  const mine = new Promise<void>((resolve) => { release = () => { if (running!.get(scope) === mine) running!.delete(scope); resolve(); }; });
-  running.set(scope, mine);
-  let storing = false;
-  res.on('close', () => { if (!storing) release(); });
-  const json = res.json.bind(res);
-  res.json = (body: unknown) => {
-    const keep = res.statusCode < 500 && !NOT_KEPT.has(String(res.locals.errorCode));
-    if (keep && !storing) {
-      storing = true;
-      const record: StoredResponse = { bodyHash, status: res.statusCode, body, location: res.getHeader('Location') as string | undefined };
-      kv.put('idempotency', scope, record, clock.now().getTime() + IDEMPOTENCY_TTL_MS)
-        .catch((error: unknown) => req.log?.error({ err: error }, 'idempotency record not stored'))
-        .finally(release);
+export const idempotency =
+  (options: { replayAs200?: boolean } = {}): RequestHandler =>
+  async (req, res, next) => {
+    const key = req.get('Idempotency-Key');
+    if (key === undefined) return next();
+    if (key.length < 1 || key.length > 255) {
+      throw new HttpError('INVALID_REQUEST', 'Idempotency-Key must be 1 to 255 characters', [
+        { field: 'Idempotency-Key', message: 'must be 1 to 255 characters' },
+      ]);
     }
-    return json(body);
+    const { kv, clock } = req.ctx;
+    const scope = `${req.apiKey.id}:${req.method}:${req.baseUrl}${req.path}:${key}`;
+    const bodyHash = fingerprint(req.body ?? null);
+    let running = inFlight.get(kv);
+    if (!running) {
+      running = new Map();
+      inFlight.set(kv, running);
+    }
+    // Look again after every wait: another request with this key may start while kv.get runs.
+    for (;;) {
+      while (running.has(scope)) await running.get(scope);
+      const stored = await kv.get<StoredResponse>('idempotency', scope);
+      if (stored) return replay(res, stored, bodyHash, key, options.replayAs200 === true);
+      if (!running.has(scope)) break;
+    }
+    // Waiters are released once the response is stored (not merely sent), else when it closes.
+    let release!: () => void;
+    const mine = new Promise<void>((resolve) => {
+      release = () => {
+        if (running!.get(scope) === mine) running!.delete(scope);
+        resolve();
+      };
+    });
+    running.set(scope, mine);
+    let storing = false;
+    res.on('close', () => {
+      if (!storing) release();
+    });
+    const json = res.json.bind(res);
+    res.json = (body: unknown) => {
+      const keep = res.statusCode < 500 && !NOT_KEPT.has(String(res.locals.errorCode));
+      if (keep && !storing) {
+        storing = true;
+        const record: StoredResponse = {
+          bodyHash,
+          status: res.statusCode,
+          body,
+          location: res.getHeader('Location') as string | undefined,
+        };
+        kv.put('idempotency', scope, record, clock.now().getTime() + IDEMPOTENCY_TTL_MS)
+          .catch((error: unknown) => req.log?.error({ err: error }, 'idempotency record not stored'))
+          .finally(release);
+      }
+      return json(body);
+    };
+    next();
   };
-  next();
-};
 
 const replay = (res: Response, stored: StoredResponse, bodyHash: string, key: string, replayAs200: boolean): void => {
   if (stored.bodyHash !== bodyHash) {
-    throw new HttpError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body', { idempotency_key: key });
+    throw new HttpError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body', {
+      idempotency_key: key,
+    });
   }
   if (stored.location) res.setHeader('Location', stored.location);
   res.setHeader('Idempotent-Replayed', 'true');

@@ -10,13 +10,27 @@ const error = (description: string, codes: string[]) => ({
 });
 
 const json = (description: string, schema: object, headers?: object) => ({
-  description, ...(headers ? { headers } : {}), content: { 'application/json': { schema } },
+  description,
+  ...(headers ? { headers } : {}),
+  content: { 'application/json': { schema } },
 });
 
 const body = (schema: object) => ({ required: true, content: { 'application/json': { schema } } });
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const idParam = (name: string, prefix: string) => ({ name, in: 'path', required: true, schema: { type: 'string', pattern: `^${prefix}[A-Za-z0-9]+$` } });
-const idempotencyKey = { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 }, description: 'Same key and body within 24 h: the first response again (Idempotent-Replayed: true); other body: 409 IDEMPOTENCY_KEY_REUSED' };
+const idParam = (name: string, prefix: string) => ({
+  name,
+  in: 'path',
+  required: true,
+  schema: { type: 'string', pattern: `^${prefix}[A-Za-z0-9]+$` },
+});
+const idempotencyKey = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  schema: { type: 'string', maxLength: 255 },
+  description:
+    'Same key and body within 24 h: the first response again (Idempotent-Replayed: true); other body: 409 IDEMPOTENCY_KEY_REUSED',
+};
 const queryParams = (schema: { properties: Record<string, object> }) =>
   Object.entries(schema.properties).map(([name, s]) => ({ name, in: 'query', required: false, schema: s }));
 
@@ -27,45 +41,71 @@ const rateLimitHeaders = {
   'X-RateLimit-Reset': { $ref: '#/components/headers/X-RateLimit-Reset' },
 };
 const headerComponents = {
-  'X-RateLimit-Limit': { description: 'Requests this API key may make to the endpoint group per window (1 minute).', schema: { type: 'integer' } },
-  'X-RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer', minimum: 0 } },
-  'X-RateLimit-Reset': { description: 'When the current window ends, in Unix seconds (rounded up).', schema: { type: 'integer' } },
+  'X-RateLimit-Limit': {
+    description: 'Requests this API key may make to the endpoint group per window (1 minute).',
+    schema: { type: 'integer' },
+  },
+  'X-RateLimit-Remaining': {
+    description: 'Requests left in the current window.',
+    schema: { type: 'integer', minimum: 0 },
+  },
+  'X-RateLimit-Reset': {
+    description: 'When the current window ends, in Unix seconds (rounded up).',
+    schema: { type: 'integer' },
+  },
   'Retry-After': { description: 'Seconds until the window ends.', schema: { type: 'integer', minimum: 0 } },
 };
 const tooManyRequests = {
-  description: 'Rate limit of the endpoint group exceeded for this API key. Code: RATE_LIMIT_EXCEEDED; details {limit, reset_at}.',
+  description:
+    'Rate limit of the endpoint group exceeded for this API key. Code: RATE_LIMIT_EXCEEDED; details {limit, reset_at}.',
   headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
   content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
 };
 
 const common = {
-  401: error('Missing or invalid API key.', ['MISSING_API_KEY', 'INVALID_API_KEY']), 403: error('The key lacks the scope.', ['INSUFFICIENT_PERMISSIONS']),
+  401: error('Missing or invalid API key.', ['MISSING_API_KEY', 'INVALID_API_KEY']),
+  403: error('The key lacks the scope.', ['INSUFFICIENT_PERMISSIONS']),
   429: tooManyRequests,
   500: error('An unexpected failure; details {request_id} (never a stack trace).', ['INTERNAL_ERROR']),
 };
 
 /** What every operation with a JSON body can also answer (auth.ts requireJson, body.ts parseJsonBody, errors.ts errorHandler). */
 const bodyErrors = {
-  413: error('The body is over 1 MB (1,048,576 bytes; a compressed body counts inflated): details {max_bytes}.', ['PAYLOAD_TOO_LARGE']),
-  415: error('The body is not sent as Content-Type: application/json, or has a charset other than UTF-8 or an unsupported Content-Encoding.', ['UNSUPPORTED_MEDIA_TYPE']),
+  413: error('The body is over 1 MB (1,048,576 bytes; a compressed body counts inflated): details {max_bytes}.', [
+    'PAYLOAD_TOO_LARGE',
+  ]),
+  415: error(
+    'The body is not sent as Content-Type: application/json, or has a charset other than UTF-8 or an unsupported Content-Encoding.',
+    ['UNSUPPORTED_MEDIA_TYPE'],
+  ),
 };
 
 /** A voucher write that kept losing the race to another writer (commandHandler.ts: bounded attempts). */
-const concurrentModification = (description = 'The voucher kept being changed by another writer (retried a bounded number of times); safe to retry.') =>
-  error(description, ['CONCURRENT_MODIFICATION']);
+const concurrentModification = (
+  description = 'The voucher kept being changed by another writer (retried a bounded number of times); safe to retry.',
+) => error(description, ['CONCURRENT_MODIFICATION']);
 
 type Operation = { responses: Record<string, { headers?: object }> };
 /** Adds the rate limit headers to every response of every operation (except 401). */
-const withRateLimitHeaders = <P extends Record<string, Record<string, unknown>>>(paths: P): P => Object.fromEntries(
-  Object.entries(paths).map(([template, item]) => [template, Object.fromEntries(Object.entries(item).map(([method, operation]) => {
-    const op = operation as Operation;
-    if (!op || typeof op !== 'object' || !('responses' in op)) return [method, operation];
-    const responses = Object.fromEntries(Object.entries(op.responses).map(([status, response]) => [
-      status, status === '401' ? response : { ...response, headers: { ...rateLimitHeaders, ...response.headers } },
-    ]));
-    return [method, { ...op, responses }];
-  }))]),
-) as P;
+const withRateLimitHeaders = <P extends Record<string, Record<string, unknown>>>(paths: P): P =>
+  Object.fromEntries(
+    Object.entries(paths).map(([template, item]) => [
+      template,
+      Object.fromEntries(
+        Object.entries(item).map(([method, operation]) => {
+          const op = operation as Operation;
+          if (!op || typeof op !== 'object' || !('responses' in op)) return [method, operation];
+          const responses = Object.fromEntries(
+            Object.entries(op.responses).map(([status, response]) => [
+              status,
+              status === '401' ? response : { ...response, headers: { ...rateLimitHeaders, ...response.headers } },
+            ]),
+          );
+          return [method, { ...op, responses }];
+        }),
+      ),
+    ]),
+  ) as P;
 
 /** The OpenAPI 3.1 document, built from the same JSON Schemas that validate requests. */
 export const buildOpenApi = (): object => ({
@@ -80,96 +120,181 @@ export const buildOpenApi = (): object => ({
   paths: withRateLimitHeaders({
     '/vouchers': {
       post: {
-        summary: 'Create a voucher', operationId: 'createVoucher', 'x-rate-limit-group': 'create', parameters: [idempotencyKey], 'x-scope': 'vouchers:write',
+        summary: 'Create a voucher',
+        operationId: 'createVoucher',
+        'x-rate-limit-group': 'create',
+        parameters: [idempotencyKey],
+        'x-scope': 'vouchers:write',
         requestBody: body(schemas.createVoucherSchema),
         responses: {
-          201: json('The voucher (status active, usage_count 0).', ref('Voucher'), { Location: { schema: { type: 'string' } } }),
-          400: error('Invalid request (shape: INVALID_REQUEST), or an advanced config / validation_rules that make no sense (INVALID_CONFIGURATION, details {field, issue, suggestion}).', ['INVALID_REQUEST', 'INVALID_CONFIGURATION']),
-          409: error('Code taken or key reused.', ['DUPLICATE_VOUCHER_CODE', 'IDEMPOTENCY_KEY_REUSED']), ...bodyErrors, ...common,
+          201: json('The voucher (status active, usage_count 0).', ref('Voucher'), {
+            Location: { schema: { type: 'string' } },
+          }),
+          400: error(
+            'Invalid request (shape: INVALID_REQUEST), or an advanced config / validation_rules that make no sense (INVALID_CONFIGURATION, details {field, issue, suggestion}).',
+            ['INVALID_REQUEST', 'INVALID_CONFIGURATION'],
+          ),
+          409: error('Code taken or key reused.', ['DUPLICATE_VOUCHER_CODE', 'IDEMPOTENCY_KEY_REUSED']),
+          ...bodyErrors,
+          ...common,
         },
       },
       get: {
-        summary: 'List vouchers, newest first', operationId: 'listVouchers', 'x-rate-limit-group': 'read', parameters: queryParams(schemas.listVouchersQuery), 'x-scope': 'vouchers:read',
-        responses: { 200: json('A page of vouchers.', ref('VoucherPage')), 400: error('Invalid query.', ['INVALID_REQUEST']), ...common },
+        summary: 'List vouchers, newest first',
+        operationId: 'listVouchers',
+        'x-rate-limit-group': 'read',
+        parameters: queryParams(schemas.listVouchersQuery),
+        'x-scope': 'vouchers:read',
+        responses: {
+          200: json('A page of vouchers.', ref('VoucherPage')),
+          400: error('Invalid query.', ['INVALID_REQUEST']),
+          ...common,
+        },
       },
     },
     '/vouchers/validate': {
       post: {
-        summary: 'Validate a code against an order (changes nothing)', operationId: 'validateVoucher', 'x-rate-limit-group': 'validate', 'x-scope': 'vouchers:redeem',
+        summary: 'Validate a code against an order (changes nothing)',
+        operationId: 'validateVoucher',
+        'x-rate-limit-group': 'validate',
+        'x-scope': 'vouchers:redeem',
         requestBody: body(schemas.validateSchema),
         responses: {
           200: json('The validation result.', ref('ValidationResult')),
-          400: error('Not applicable (CONDITION_NOT_MET: details {failed_conditions, required_conditions, met_conditions}).', ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED', 'CONDITION_NOT_MET']),
+          400: error(
+            'Not applicable (CONDITION_NOT_MET: details {failed_conditions, required_conditions, met_conditions}).',
+            ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED', 'CONDITION_NOT_MET'],
+          ),
           404: error('Unknown code (details.suggestions lists similar codes).', ['VOUCHER_NOT_FOUND']),
-          409: error('The order id already carries this voucher with another order or customer; or (with order.id) the voucher cannot stack with the vouchers on the order (STACKING_CONFLICT: details {conflicting_voucher, conflict_reason, stackable_types}); or a voucher is being applied to the order (retry).',
-            ['VOUCHER_ALREADY_APPLIED', 'STACKING_CONFLICT', 'CONCURRENT_MODIFICATION']), ...bodyErrors, ...common,
+          409: error(
+            'The order id already carries this voucher with another order or customer; or (with order.id) the voucher cannot stack with the vouchers on the order (STACKING_CONFLICT: details {conflicting_voucher, conflict_reason, stackable_types}); or a voucher is being applied to the order (retry).',
+            ['VOUCHER_ALREADY_APPLIED', 'STACKING_CONFLICT', 'CONCURRENT_MODIFICATION'],
+          ),
+          ...bodyErrors,
+          ...common,
         },
       },
     },
     '/vouchers/apply': {
       post: {
-        summary: 'Apply a code to an order', operationId: 'applyVoucher', 'x-rate-limit-group': 'apply', parameters: [idempotencyKey], 'x-scope': 'vouchers:redeem',
+        summary: 'Apply a code to an order',
+        operationId: 'applyVoucher',
+        'x-rate-limit-group': 'apply',
+        parameters: [idempotencyKey],
+        'x-scope': 'vouchers:redeem',
         requestBody: body(schemas.applySchema),
         responses: {
           201: json('The application.', ref('Application')),
-          200: json('Idempotent repeat: the stored application (header Idempotent-Replayed: true).', ref('Application')),
-          400: error('Not applicable.', ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED', 'CONDITION_NOT_MET']),
+          200: json(
+            'Idempotent repeat: the stored application (header Idempotent-Replayed: true).',
+            ref('Application'),
+          ),
+          400: error('Not applicable.', [
+            'INVALID_REQUEST',
+            'VOUCHER_INVALID',
+            'VOUCHER_EXPIRED',
+            'USAGE_LIMIT_EXCEEDED',
+            'CONDITION_NOT_MET',
+          ]),
           404: error('Unknown code.', ['VOUCHER_NOT_FOUND']),
-          409: error('Applied to this order with another order or customer; cannot stack with the vouchers on the order; or another writer / another voucher in flight on the order (retry).',
-            ['VOUCHER_ALREADY_APPLIED', 'STACKING_CONFLICT', 'IDEMPOTENCY_KEY_REUSED', 'CONCURRENT_MODIFICATION']), ...bodyErrors, ...common,
+          409: error(
+            'Applied to this order with another order or customer; cannot stack with the vouchers on the order; or another writer / another voucher in flight on the order (retry).',
+            ['VOUCHER_ALREADY_APPLIED', 'STACKING_CONFLICT', 'IDEMPOTENCY_KEY_REUSED', 'CONCURRENT_MODIFICATION'],
+          ),
+          ...bodyErrors,
+          ...common,
         },
       },
     },
     '/vouchers/applications/{application_id}/rollback': {
       post: {
-        summary: 'Roll an application back', operationId: 'rollbackApplication', 'x-rate-limit-group': 'other', parameters: [idParam('application_id', 'va_')], 'x-scope': 'vouchers:redeem',
+        summary: 'Roll an application back',
+        operationId: 'rollbackApplication',
+        'x-rate-limit-group': 'other',
+        parameters: [idParam('application_id', 'va_')],
+        'x-scope': 'vouchers:redeem',
         requestBody: { required: false, content: { 'application/json': { schema: schemas.rollbackSchema } } },
         responses: {
           200: json('The application, status rolled_back.', ref('Application')),
           400: error('Invalid body (an unknown member, reason over 500 characters, not JSON).', ['INVALID_REQUEST']),
           404: error('Unknown application.', ['APPLICATION_NOT_FOUND']),
-          409: concurrentModification('The voucher or the order kept being changed by another writer (retried a bounded number of times); safe to retry.'),
-          ...bodyErrors, ...common,
+          409: concurrentModification(
+            'The voucher or the order kept being changed by another writer (retried a bounded number of times); safe to retry.',
+          ),
+          ...bodyErrors,
+          ...common,
         },
       },
     },
     '/vouchers/{voucher_id}': {
       parameters: [idParam('voucher_id', 'v_')],
       get: {
-        summary: 'Retrieve a voucher with its latest 100 applications', operationId: 'getVoucher', 'x-rate-limit-group': 'read', 'x-scope': 'vouchers:read',
+        summary: 'Retrieve a voucher with its latest 100 applications',
+        operationId: 'getVoucher',
+        'x-rate-limit-group': 'read',
+        'x-scope': 'vouchers:read',
         responses: {
-          200: json('The voucher.', ref('VoucherWithHistory')), 400: error('A query parameter was sent (this operation takes none).', ['INVALID_REQUEST']),
-          404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common,
+          200: json('The voucher.', ref('VoucherWithHistory')),
+          400: error('A query parameter was sent (this operation takes none).', ['INVALID_REQUEST']),
+          404: error('Unknown id.', ['VOUCHER_NOT_FOUND']),
+          ...common,
         },
       },
       put: {
-        summary: 'Update value, currency, conditions (merged), config (replaced), validation_rules (replaced; null removes) or status', operationId: 'updateVoucher', 'x-rate-limit-group': 'other', 'x-scope': 'vouchers:write',
+        summary:
+          'Update value, currency, conditions (merged), config (replaced), validation_rules (replaced; null removes) or status',
+        operationId: 'updateVoucher',
+        'x-rate-limit-group': 'other',
+        'x-scope': 'vouchers:write',
         requestBody: body(schemas.updateVoucherSchema),
         responses: {
           200: json('The voucher.', ref('Voucher')),
-          400: error('Invalid, or an immutable field (code, type, created_at, id) sent; or a config / validation_rules that make no sense.', ['INVALID_REQUEST', 'INVALID_CONFIGURATION']),
-          404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), 409: concurrentModification(), ...bodyErrors, ...common,
+          400: error(
+            'Invalid, or an immutable field (code, type, created_at, id) sent; or a config / validation_rules that make no sense.',
+            ['INVALID_REQUEST', 'INVALID_CONFIGURATION'],
+          ),
+          404: error('Unknown id.', ['VOUCHER_NOT_FOUND']),
+          409: concurrentModification(),
+          ...bodyErrors,
+          ...common,
         },
       },
       delete: {
-        summary: 'Deactivate (soft delete); repeating it is 200 again', operationId: 'deleteVoucher', 'x-rate-limit-group': 'other', 'x-scope': 'vouchers:delete',
-        responses: { 200: json('The deactivated voucher.', ref('Deleted')), 404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), 409: concurrentModification(), ...common },
+        summary: 'Deactivate (soft delete); repeating it is 200 again',
+        operationId: 'deleteVoucher',
+        'x-rate-limit-group': 'other',
+        'x-scope': 'vouchers:delete',
+        responses: {
+          200: json('The deactivated voucher.', ref('Deleted')),
+          404: error('Unknown id.', ['VOUCHER_NOT_FOUND']),
+          409: concurrentModification(),
+          ...common,
+        },
       },
     },
     '/vouchers/{voucher_id}/applications': {
       get: {
-        summary: 'All applications of a voucher, newest first', operationId: 'listApplications', 'x-rate-limit-group': 'read', 'x-scope': 'vouchers:read',
+        summary: 'All applications of a voucher, newest first',
+        operationId: 'listApplications',
+        'x-rate-limit-group': 'read',
+        'x-scope': 'vouchers:read',
         parameters: [idParam('voucher_id', 'v_'), ...queryParams(schemas.pageQuery)],
         responses: {
-          200: json('A page of applications.', ref('UsagePage')), 400: error('Invalid query (limit, offset, or a parameter this operation does not take).', ['INVALID_REQUEST']),
-          404: error('Unknown id.', ['VOUCHER_NOT_FOUND']), ...common,
+          200: json('A page of applications.', ref('UsagePage')),
+          400: error('Invalid query (limit, offset, or a parameter this operation does not take).', [
+            'INVALID_REQUEST',
+          ]),
+          404: error('Unknown id.', ['VOUCHER_NOT_FOUND']),
+          ...common,
         },
       },
     },
     ...analyticsPaths({ error, json, body, ref, idParam, common, bodyErrors }),
   }),
   components: {
-    securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sk_test_… (sandbox) or sk_live_… (production)' } },
+    securitySchemes: {
+      bearer: { type: 'http', scheme: 'bearer', description: 'sk_test_… (sandbox) or sk_live_… (production)' },
+    },
     headers: headerComponents,
     schemas: { ...componentSchemas, ...analyticsSchemas },
   },
@@ -180,53 +305,118 @@ const voucher = {
   type: 'object',
   required: ['id', 'code', 'type', 'value', 'conditions', 'status', 'usage_count', 'created_at', 'updated_at'],
   properties: {
-    id: { type: 'string', pattern: '^v_' }, code: { type: 'string' }, type: { type: 'string', enum: schemas.voucherTypes },
-    value: nullable('number'), currency: nullable('string'), config: { type: 'object', description: 'Advanced types only' }, conditions: schemas.conditionsSchema,
+    id: { type: 'string', pattern: '^v_' },
+    code: { type: 'string' },
+    type: { type: 'string', enum: schemas.voucherTypes },
+    value: nullable('number'),
+    currency: nullable('string'),
+    config: { type: 'object', description: 'Advanced types only' },
+    conditions: schemas.conditionsSchema,
     validation_rules: schemas.validationRulesSchema,
-    status: { type: 'string', enum: ['active', 'inactive', 'expired'] }, usage_count: { type: 'integer' },
-    created_at: { type: 'string' }, updated_at: { type: 'string' },
+    status: { type: 'string', enum: ['active', 'inactive', 'expired'] },
+    usage_count: { type: 'integer' },
+    created_at: { type: 'string' },
+    updated_at: { type: 'string' },
   },
 };
 const usage = {
   type: 'object',
   properties: {
-    id: { type: 'string' }, order_id: { type: 'string' }, customer_id: nullable('string'), discount_amount: { type: 'integer' },
-    final_amount: { type: 'integer' }, currency: nullable('string'), status: { type: 'string', enum: ['applied', 'rolled_back'] }, applied_at: { type: 'string' },
+    id: { type: 'string' },
+    order_id: { type: 'string' },
+    customer_id: nullable('string'),
+    discount_amount: { type: 'integer' },
+    final_amount: { type: 'integer' },
+    currency: nullable('string'),
+    status: { type: 'string', enum: ['applied', 'rolled_back'] },
+    applied_at: { type: 'string' },
   },
 };
 const page = (item: object) => ({
-  type: 'object', required: ['data', 'total', 'limit', 'offset', 'has_more'],
-  properties: { data: { type: 'array', items: item }, total: { type: 'integer' }, limit: { type: 'integer' }, offset: { type: 'integer' }, has_more: { type: 'boolean' } },
+  type: 'object',
+  required: ['data', 'total', 'limit', 'offset', 'has_more'],
+  properties: {
+    data: { type: 'array', items: item },
+    total: { type: 'integer' },
+    limit: { type: 'integer' },
+    offset: { type: 'integer' },
+    has_more: { type: 'boolean' },
+  },
 });
 const componentSchemas = {
   Voucher: voucher,
-  VoucherWithHistory: { ...voucher, properties: { ...voucher.properties, usage_history: { type: 'array', items: usage, maxItems: 100 } } },
+  VoucherWithHistory: {
+    ...voucher,
+    properties: { ...voucher.properties, usage_history: { type: 'array', items: usage, maxItems: 100 } },
+  },
   VoucherPage: page(voucher),
   UsagePage: page(usage),
-  Deleted: { type: 'object', properties: { id: { type: 'string' }, code: { type: 'string' }, status: { const: 'inactive' }, deleted_at: { type: 'string' } } },
+  Deleted: {
+    type: 'object',
+    properties: {
+      id: { type: 'string' },
+      code: { type: 'string' },
+      status: { const: 'inactive' },
+      deleted_at: { type: 'string' },
+    },
+  },
   Application: {
     type: 'object',
     properties: {
-      id: { type: 'string', pattern: '^va_' }, voucher: { type: 'object', properties: { id: { type: 'string' }, code: { type: 'string' } } },
-      order_id: { type: 'string' }, customer_id: nullable('string'), discount_amount: { type: 'integer' }, final_amount: { type: 'integer' },
-      currency: nullable('string'), status: { type: 'string', enum: ['applied', 'rolled_back'] }, applied_at: { type: 'string' },
+      id: { type: 'string', pattern: '^va_' },
+      voucher: { type: 'object', properties: { id: { type: 'string' }, code: { type: 'string' } } },
+      order_id: { type: 'string' },
+      customer_id: nullable('string'),
+      discount_amount: { type: 'integer' },
+      final_amount: { type: 'integer' },
+      currency: nullable('string'),
+      status: { type: 'string', enum: ['applied', 'rolled_back'] },
+      applied_at: { type: 'string' },
     },
   },
   ValidationResult: {
     type: 'object',
     properties: {
-      is_valid: { const: true }, voucher: { type: 'object' }, discount_amount: { type: 'integer' }, final_amount: { type: 'integer' },
+      is_valid: { const: true },
+      voucher: { type: 'object' },
+      discount_amount: { type: 'integer' },
+      final_amount: { type: 'integer' },
       currency: nullable('string'),
       validation_details: {
-        type: 'object', description: 'Advanced types add: bogo bogo_eligible_items, bogo_applied_items, discount_applied, remaining_eligibility; tiered order_value, applicable_tier, discount_amount; conditional conditions_met, conditions_failed, all_conditions_satisfied, discount_applicable; stackable stack_position, prior_discount, amount_left, max_total_discount',
-        properties: { min_order_value_met: { type: 'boolean' }, usage_limit_not_exceeded: { type: 'boolean' }, valid_date_range: { type: 'boolean' }, customer_eligible: { type: 'boolean' } },
+        type: 'object',
+        description:
+          'Advanced types add: bogo bogo_eligible_items, bogo_applied_items, discount_applied, remaining_eligibility; tiered order_value, applicable_tier, discount_amount; conditional conditions_met, conditions_failed, all_conditions_satisfied, discount_applicable; stackable stack_position, prior_discount, amount_left, max_total_discount',
+        properties: {
+          min_order_value_met: { type: 'boolean' },
+          usage_limit_not_exceeded: { type: 'boolean' },
+          valid_date_range: { type: 'boolean' },
+          customer_eligible: { type: 'boolean' },
+        },
       },
-      applied_to: { type: 'array', items: { type: 'object', properties: { item_id: { type: 'string' }, original_price: { type: 'integer' }, discount_amount: { type: 'integer' }, final_price: { type: 'integer' } } } },
+      applied_to: {
+        type: 'array',
+        items: {
+          type: 'object',
+          properties: {
+            item_id: { type: 'string' },
+            original_price: { type: 'integer' },
+            discount_amount: { type: 'integer' },
+            final_price: { type: 'integer' },
+          },
+        },
+      },
       conditions_met: { type: 'array', items: { type: 'string' } },
     },
   },
   Error: {
-    type: 'object', required: ['error'],
-    properties: { error: { type: 'object', required: ['code', 'message', 'details'], properties: { code: { type: 'string' }, message: { type: 'string' }, details: { type: ['object', 'array'] } } } },
+    type: 'object',
+    required: ['error'],
+    properties: {
+      error: {
+        type: 'object',
+        required: ['code', 'message', 'details'],
+        properties: { code: { type: 'string' }, message: { type: 'string' }, details: { type: ['object', 'array'] } },
+      },
+    },
   },
 };

@@ -14,9 +14,19 @@ interface Helpers {
   bodyErrors: Record<string | number, object>;
 }
 
-const q = (name: string, schema: object, description: string) => ({ name, in: 'query', required: false, schema, description });
+const q = (name: string, schema: object, description: string) => ({
+  name,
+  in: 'query',
+  required: false,
+  schema,
+  description,
+});
 const dateParam = (name: string, description: string) =>
-  q(name, { type: 'string' }, `${description} A date (YYYY-MM-DD) or an ISO 8601 timestamp; a timestamp selects its UTC day.`);
+  q(
+    name,
+    { type: 'string' },
+    `${description} A date (YYYY-MM-DD) or an ISO 8601 timestamp; a timestamp selects its UTC day.`,
+  );
 const windowParams = [
   dateParam('start_date', 'First day of the window (default: 29 days before end_date).'),
   dateParam('end_date', 'Last day of the window, included (default: today, UTC).'),
@@ -27,52 +37,132 @@ export const analyticsPaths = (h: Helpers) => {
   const notFound = h.error('Unknown voucher: details {not_found, found}.', ['VOUCHER_NOT_FOUND']);
   const read = (operationId: string, summary: string, group: string, params: object[], schema: string) => ({
     get: {
-      summary, operationId, 'x-rate-limit-group': group, 'x-scope': 'analytics:read',
+      summary,
+      operationId,
+      'x-rate-limit-group': group,
+      'x-scope': 'analytics:read',
       parameters: [h.idParam('voucher_id', 'v_'), ...windowParams, ...params],
-      responses: { 200: h.json('The report.', h.ref(schema)), 400: h.error(periodError, ['INVALID_REQUEST', 'INVALID_TIME_PERIOD']), 404: notFound, ...h.common },
+      responses: {
+        200: h.json('The report.', h.ref(schema)),
+        400: h.error(periodError, ['INVALID_REQUEST', 'INVALID_TIME_PERIOD']),
+        404: notFound,
+        ...h.common,
+      },
     },
   });
   const exportNotFound = h.error('Unknown export.', ['EXPORT_NOT_FOUND']);
   const noQuery = h.error('A query parameter was sent (this operation takes none).', ['INVALID_REQUEST']);
   return {
-    '/analytics/vouchers/{voucher_id}/performance': read('getVoucherPerformance', 'Performance of a voucher over a window', 'performance',
-      [q('include_details', { type: 'boolean', default: false }, 'Adds details.daily (every day, zero-filled) and details.segments.')], 'Performance'),
-    '/analytics/vouchers/{voucher_id}/trends': read('getVoucherTrends', 'Usage trends in day, week (Monday) or month buckets', 'trends', [
-      q('interval', { type: 'string', enum: ['day', 'week', 'month'], default: 'day' }, 'Bucket size; weeks start on Monday, months on the 1st.'),
-      { ...q('metrics', { type: 'array', items: { type: 'string', enum: [...METRICS] } }, 'Repeated or comma-separated; default uses, discount, orders, conversion_rate, avg_order_value.'), style: 'form', explode: true },
-    ], 'Trends'),
-    '/analytics/vouchers/{voucher_id}/customers': read('getVoucherCustomers', 'Customer insights of a voucher', 'customers',
-      [q('limit', { type: 'integer', minimum: 1, maximum: 100, default: 10 }, 'Length of the segment and region lists.')], 'CustomerInsights'),
+    '/analytics/vouchers/{voucher_id}/performance': read(
+      'getVoucherPerformance',
+      'Performance of a voucher over a window',
+      'performance',
+      [
+        q(
+          'include_details',
+          { type: 'boolean', default: false },
+          'Adds details.daily (every day, zero-filled) and details.segments.',
+        ),
+      ],
+      'Performance',
+    ),
+    '/analytics/vouchers/{voucher_id}/trends': read(
+      'getVoucherTrends',
+      'Usage trends in day, week (Monday) or month buckets',
+      'trends',
+      [
+        q(
+          'interval',
+          { type: 'string', enum: ['day', 'week', 'month'], default: 'day' },
+          'Bucket size; weeks start on Monday, months on the 1st.',
+        ),
+        {
+          ...q(
+            'metrics',
+            { type: 'array', items: { type: 'string', enum: [...METRICS] } },
+            'Repeated or comma-separated; default uses, discount, orders, conversion_rate, avg_order_value.',
+          ),
+          style: 'form',
+          explode: true,
+        },
+      ],
+      'Trends',
+    ),
+    '/analytics/vouchers/{voucher_id}/customers': read(
+      'getVoucherCustomers',
+      'Customer insights of a voucher',
+      'customers',
+      [
+        q(
+          'limit',
+          { type: 'integer', minimum: 1, maximum: 100, default: 10 },
+          'Length of the segment and region lists.',
+        ),
+      ],
+      'CustomerInsights',
+    ),
     '/analytics/export': {
       post: {
-        summary: 'Create an export (runs in the background)', operationId: 'createExport', 'x-rate-limit-group': 'export', 'x-scope': 'analytics:read',
+        summary: 'Create an export (runs in the background)',
+        operationId: 'createExport',
+        'x-rate-limit-group': 'export',
+        'x-scope': 'analytics:read',
         requestBody: h.body(exportSchema),
         responses: {
-          202: h.json('The export record (status processing); Location names the status.', h.ref('ExportRecord'), { Location: { schema: { type: 'string' } } }),
-          400: h.error(periodError, ['INVALID_REQUEST', 'INVALID_TIME_PERIOD']), 404: notFound, ...h.bodyErrors, ...h.common,
-          500: h.error('More than 100,000 rows (vouchers × days): details {reason, max_records, requested_records}; or an unexpected failure (INTERNAL_ERROR, details {request_id}).',
-            ['EXPORT_FAILED', 'INTERNAL_ERROR']),
+          202: h.json('The export record (status processing); Location names the status.', h.ref('ExportRecord'), {
+            Location: { schema: { type: 'string' } },
+          }),
+          400: h.error(periodError, ['INVALID_REQUEST', 'INVALID_TIME_PERIOD']),
+          404: notFound,
+          ...h.bodyErrors,
+          ...h.common,
+          500: h.error(
+            'More than 100,000 rows (vouchers × days): details {reason, max_records, requested_records}; or an unexpected failure (INTERNAL_ERROR, details {request_id}).',
+            ['EXPORT_FAILED', 'INTERNAL_ERROR'],
+          ),
         },
       },
     },
     '/analytics/export/{export_id}': {
       get: {
-        summary: 'Status of an export', operationId: 'getExport', 'x-rate-limit-group': 'other', 'x-scope': 'analytics:read',
+        summary: 'Status of an export',
+        operationId: 'getExport',
+        'x-rate-limit-group': 'other',
+        'x-scope': 'analytics:read',
         parameters: [h.idParam('export_id', 'export_')],
-        responses: { 200: h.json('The status record (also for failed and expired exports).', h.ref('ExportStatus')), 400: noQuery, 404: exportNotFound, ...h.common },
+        responses: {
+          200: h.json('The status record (also for failed and expired exports).', h.ref('ExportStatus')),
+          400: noQuery,
+          404: exportNotFound,
+          ...h.common,
+        },
       },
     },
     '/analytics/export/{export_id}/download': {
       get: {
-        summary: 'Download the export file', operationId: 'downloadExport', 'x-rate-limit-group': 'other', 'x-scope': 'analytics:read',
+        summary: 'Download the export file',
+        operationId: 'downloadExport',
+        'x-rate-limit-group': 'other',
+        'x-scope': 'analytics:read',
         parameters: [h.idParam('export_id', 'export_')],
         responses: {
           200: {
             description: 'The file, Content-Disposition: attachment.',
-            content: { 'text/csv': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'object' } }, 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': { schema: { type: 'string', format: 'binary' } } },
+            content: {
+              'text/csv': { schema: { type: 'string' } },
+              'application/json': { schema: { type: 'object' } },
+              'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': {
+                schema: { type: 'string', format: 'binary' },
+              },
+            },
           },
-          400: noQuery, 404: exportNotFound, 409: h.error('Not completed yet (or failed): details {export_id, status}.', ['EXPORT_NOT_READY']),
-          410: h.error('Expired 24 h after completion; the file is removed: details {export_id, status}.', ['EXPORT_EXPIRED']), ...h.common,
+          400: noQuery,
+          404: exportNotFound,
+          409: h.error('Not completed yet (or failed): details {export_id, status}.', ['EXPORT_NOT_READY']),
+          410: h.error('Expired 24 h after completion; the file is removed: details {export_id, status}.', [
+            'EXPORT_EXPIRED',
+          ]),
+          ...h.common,
         },
       },
     },
@@ -89,8 +179,23 @@ export const analyticsSchemas = {
   Performance: {
     type: 'object',
     properties: {
-      voucher_id: str, code: str, time_period: period, currency: { type: ['string', 'null'] }, generated_at: str,
-      performance: { type: 'object', properties: { total_uses: int, total_discount: int, conversion_rate: num, avg_order_value: int, revenue_impact: int, unique_customers: int, repeat_usage: int } },
+      voucher_id: str,
+      code: str,
+      time_period: period,
+      currency: { type: ['string', 'null'] },
+      generated_at: str,
+      performance: {
+        type: 'object',
+        properties: {
+          total_uses: int,
+          total_discount: int,
+          conversion_rate: num,
+          avg_order_value: int,
+          revenue_impact: int,
+          unique_customers: int,
+          repeat_usage: int,
+        },
+      },
       details: {
         type: 'object',
         properties: {
@@ -103,21 +208,45 @@ export const analyticsSchemas = {
   Trends: {
     type: 'object',
     properties: {
-      voucher_id: str, code: str, interval: { enum: ['day', 'week', 'month'] }, metrics: { type: 'array', items: str }, time_period: period, generated_at: str,
+      voucher_id: str,
+      code: str,
+      interval: { enum: ['day', 'week', 'month'] },
+      metrics: { type: 'array', items: str },
+      time_period: period,
+      generated_at: str,
       trends: { type: 'array', items: { type: 'object', properties: { date: str, ...metricProps } } },
-      summary: { type: 'object', properties: { total_period_uses: int, total_period_discount: int, avg_daily_uses: num, growth_rate: num } },
+      summary: {
+        type: 'object',
+        properties: { total_period_uses: int, total_period_discount: int, avg_daily_uses: num, growth_rate: num },
+      },
     },
   },
   CustomerInsights: {
     type: 'object',
     properties: {
-      voucher_id: str, code: str, time_period: period, generated_at: str,
+      voucher_id: str,
+      code: str,
+      time_period: period,
+      generated_at: str,
       customer_insights: {
         type: 'object',
         properties: {
-          total_customers: int, new_customers: int, returning_customers: int, avg_customer_value: int, customer_lifetime_value: int,
-          top_customer_segments: { type: 'array', items: { type: 'object', properties: { segment: str, count: int, avg_order_value: int, conversion_rate: num } } },
-          geographic_distribution: { type: 'array', items: { type: 'object', properties: { region: str, count: int, percentage: num } } },
+          total_customers: int,
+          new_customers: int,
+          returning_customers: int,
+          avg_customer_value: int,
+          customer_lifetime_value: int,
+          top_customer_segments: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: { segment: str, count: int, avg_order_value: int, conversion_rate: num },
+            },
+          },
+          geographic_distribution: {
+            type: 'array',
+            items: { type: 'object', properties: { region: str, count: int, percentage: num } },
+          },
         },
       },
     },
@@ -125,16 +254,33 @@ export const analyticsSchemas = {
   ExportRecord: {
     type: 'object',
     properties: {
-      export_id: { type: 'string', pattern: '^export_' }, status: { const: 'processing' }, estimated_completion: str, format: { enum: [...EXPORT_FORMATS] },
-      voucher_count: int, metrics: { type: 'array', items: str }, record_count: int, time_period: period, created_at: str,
+      export_id: { type: 'string', pattern: '^export_' },
+      status: { const: 'processing' },
+      estimated_completion: str,
+      format: { enum: [...EXPORT_FORMATS] },
+      voucher_count: int,
+      metrics: { type: 'array', items: str },
+      record_count: int,
+      time_period: period,
+      created_at: str,
     },
   },
   ExportStatus: {
     type: 'object',
     properties: {
-      export_id: str, status: { enum: ['processing', 'completed', 'failed', 'expired'] }, format: { enum: [...EXPORT_FORMATS] }, voucher_count: int,
-      metrics: { type: 'array', items: str }, record_count: int, created_at: str, estimated_completion: str, download_url: str, expires_at: str,
-      file_size: { type: 'string', examples: ['2.5 MB'] }, completed_at: str, error: { type: 'object' },
+      export_id: str,
+      status: { enum: ['processing', 'completed', 'failed', 'expired'] },
+      format: { enum: [...EXPORT_FORMATS] },
+      voucher_count: int,
+      metrics: { type: 'array', items: str },
+      record_count: int,
+      created_at: str,
+      estimated_completion: str,
+      download_url: str,
+      expires_at: str,
+      file_size: { type: 'string', examples: ['2.5 MB'] },
+      completed_at: str,
+      error: { type: 'object' },
     },
   },
 };

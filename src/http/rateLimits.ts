@@ -9,24 +9,44 @@ import { HttpError } from './errors.ts';
  * (spec, Limits). Routes the spec leaves out (update, delete, rollback, export status and
  * download, webhooks) share `other` (decisions.md: 100 per minute).
  */
-export const RATE_LIMIT_GROUPS = ['read', 'create', 'validate', 'apply', 'performance', 'trends', 'customers', 'export', 'other'] as const;
+export const RATE_LIMIT_GROUPS = [
+  'read',
+  'create',
+  'validate',
+  'apply',
+  'performance',
+  'trends',
+  'customers',
+  'export',
+  'other',
+] as const;
 export type RateLimitGroup = (typeof RATE_LIMIT_GROUPS)[number];
 
-export const isRateLimitGroup = (value: string): value is RateLimitGroup => (RATE_LIMIT_GROUPS as readonly string[]).includes(value);
+export const isRateLimitGroup = (value: string): value is RateLimitGroup =>
+  (RATE_LIMIT_GROUPS as readonly string[]).includes(value);
 
 /** Requests per key, group and window: the spec's figures. */
 export const DEFAULT_RATE_LIMITS: Readonly<Record<RateLimitGroup, number>> = Object.freeze({
-  read: 100, create: 50, validate: 200, apply: 100, performance: 100, trends: 100, customers: 50, export: 10, other: 100,
+  read: 100,
+  create: 50,
+  validate: 200,
+  apply: 100,
+  performance: 100,
+  trends: 100,
+  customers: 50,
+  export: 10,
+  other: 100,
 });
 export const DEFAULT_RATE_LIMIT_WINDOW_MS = 60_000;
 
 /** `enabled: false` is `RATE_LIMITS=off`: no limiter runs and no rate limit header is sent. */
 export type RateLimitConfig =
-  | { enabled: false }
-  | { enabled: true; windowMs: number; limits: Record<RateLimitGroup, number> };
+  { enabled: false } | { enabled: true; windowMs: number; limits: Record<RateLimitGroup, number> };
 
 export const defaultRateLimitConfig = (): RateLimitConfig => ({
-  enabled: true, windowMs: DEFAULT_RATE_LIMIT_WINDOW_MS, limits: { ...DEFAULT_RATE_LIMITS },
+  enabled: true,
+  windowMs: DEFAULT_RATE_LIMIT_WINDOW_MS,
+  limits: { ...DEFAULT_RATE_LIMITS },
 });
 
 /**
@@ -47,7 +67,9 @@ export const memoryStores: RateLimitStoreFactory = () => new MemoryStore();
 /** Gives the limiter middleware of a group. Limiters are built once, at app start. */
 export type RateLimiter = (group: RateLimitGroup) => RequestHandler;
 
-const pass: RequestHandler = (_req, _res, next) => { next(); };
+const pass: RequestHandler = (_req, _res, next) => {
+  next();
+};
 
 /** The reset as the header gives it: Unix seconds, rounded up. */
 const resetSeconds = (info: RateLimitInfo | undefined, windowMs: number): number =>
@@ -61,35 +83,47 @@ const resetSeconds = (info: RateLimitInfo | undefined, windowMs: number): number
  * Counters follow the wall clock (Date.now(), as express-rate-limit does), not the service Clock.
  */
 export const createRateLimiter = (
-  config: RateLimitConfig, storeFor: RateLimitStoreFactory = memoryStores, logger?: Logger,
+  config: RateLimitConfig,
+  storeFor: RateLimitStoreFactory = memoryStores,
+  logger?: Logger,
 ): RateLimiter => {
   if (!config.enabled) return () => pass;
   const { windowMs } = config;
   const built = new Map<RateLimitGroup, RequestHandler>();
-  const build = (group: RateLimitGroup): RequestHandler => rateLimit({
-    windowMs,
-    limit: config.limits[group],
-    legacyHeaders: true,
-    standardHeaders: false,
-    store: storeFor(group),
-    keyGenerator: (req: Request) => req.apiKey.id,
-    // A shared store that is down must not take the API down with it: the request passes, logged.
-    passOnStoreError: true,
-    ...(logger ? { logger: { error: (err: unknown, msg?: string) => logger.error({ err }, msg), warn: (err: unknown, msg?: string) => logger.warn({ err }, msg) } } : {}),
-    handler: (req, _res, next) => {
-      const info = (req as Request & { rateLimit?: RateLimitInfo }).rateLimit;
-      const limit = info?.limit ?? config.limits[group];
-      const resetAt = isoSeconds(new Date(resetSeconds(info, windowMs) * 1000));
-      next(new HttpError(
-        'RATE_LIMIT_EXCEEDED',
-        `Rate limit exceeded: this API key may make ${limit} ${group} requests per ${windowMs / 1000} s; try again after ${resetAt}`,
-        { limit, reset_at: resetAt },
-      ));
-    },
-  });
+  const build = (group: RateLimitGroup): RequestHandler =>
+    rateLimit({
+      windowMs,
+      limit: config.limits[group],
+      legacyHeaders: true,
+      standardHeaders: false,
+      store: storeFor(group),
+      keyGenerator: (req: Request) => req.apiKey.id,
+      // A shared store that is down must not take the API down with it: the request passes, logged.
+      passOnStoreError: true,
+      ...(logger
+        ? {
+            logger: {
+              error: (err: unknown, msg?: string) => logger.error({ err }, msg),
+              warn: (err: unknown, msg?: string) => logger.warn({ err }, msg),
+            },
+          }
+        : {}),
+      handler: (req, _res, next) => {
+        const info = (req as Request & { rateLimit?: RateLimitInfo }).rateLimit;
+        const limit = info?.limit ?? config.limits[group];
+        const resetAt = isoSeconds(new Date(resetSeconds(info, windowMs) * 1000));
+        next(
+          new HttpError(
+            'RATE_LIMIT_EXCEEDED',
+            `Rate limit exceeded: this API key may make ${limit} ${group} requests per ${windowMs / 1000} s; try again after ${resetAt}`,
+            { limit, reset_at: resetAt },
+          ),
+        );
+      },
+    });
   return (group) => {
     let limiter = built.get(group);
-    if (!limiter) built.set(group, limiter = build(group));
+    if (!limiter) built.set(group, (limiter = build(group)));
     return limiter;
   };
 };

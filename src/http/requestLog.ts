@@ -14,7 +14,10 @@ export const installRequestLogger = (request: object, logger: Logger): void => {
     configurable: true,
     get(this: { requestId: string }) {
       let child = cache.get(this);
-      if (!child) { child = logger.child({ req_id: this.requestId }); cache.set(this, child); }
+      if (!child) {
+        child = logger.child({ req_id: this.requestId });
+        cache.set(this, child);
+      }
       return child;
     },
   });
@@ -46,7 +49,8 @@ export const requestLog = (logger: Logger): RequestHandler => {
   return (req, res, next) => {
     req.startedAt = performance.now();
     const offered = req.headers['x-request-id'];
-    req.requestId = typeof offered === 'string' && REQUEST_ID.test(offered) ? offered : `req_${randomUUID().replaceAll('-', '')}`;
+    req.requestId =
+      typeof offered === 'string' && REQUEST_ID.test(offered) ? offered : `req_${randomUUID().replaceAll('-', '')}`;
     res.setHeader('X-Request-Id', req.requestId);
     res.on('finish', logFinished);
     next();

@@ -8,30 +8,52 @@ import { advancedConfigs, currency, timestamp, validationRulesSchema } from './c
 const MAX_CENTS = 1_000_000_000_000; // 10 billion in major units: far above any real order
 
 export { currency, timestamp, validationRulesSchema };
-export { bogoConfigSchema, conditionalConfigSchema, stackableConfigSchema, tieredConfigSchema } from './configSchemas.ts';
-export const code = { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', description: '1 to 64 characters of A-Z a-z 0-9 _ -; unique per environment, case-insensitively' } as const;
+export {
+  bogoConfigSchema,
+  conditionalConfigSchema,
+  stackableConfigSchema,
+  tieredConfigSchema,
+} from './configSchemas.ts';
+export const code = {
+  type: 'string',
+  pattern: '^[A-Za-z0-9_-]{1,64}$',
+  description: '1 to 64 characters of A-Z a-z 0-9 _ -; unique per environment, case-insensitively',
+} as const;
 const cents = (description: string) => ({ type: 'integer', minimum: 0, maximum: MAX_CENTS, description }) as const;
 const productIds = { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 128 } } as const;
 export const voucherTypes = ['percentage', 'fixed', 'bogo', 'tiered', 'conditional', 'stackable'] as const;
 
-
 const conditionProperties = {
   min_order_value: cents('Minimum order value (order.value) in cents'),
-  max_uses: { type: 'integer', minimum: 1, description: 'Maximum total uses; when reached, status stays active and redemption gives USAGE_LIMIT_EXCEEDED' },
+  max_uses: {
+    type: 'integer',
+    minimum: 1,
+    description: 'Maximum total uses; when reached, status stays active and redemption gives USAGE_LIMIT_EXCEEDED',
+  },
   valid_from: timestamp,
   valid_until: timestamp,
-  customer_limit: { type: 'integer', minimum: 1, description: 'Maximum uses per customer; requests must then carry customer.id' },
+  customer_limit: {
+    type: 'integer',
+    minimum: 1,
+    description: 'Maximum uses per customer; requests must then carry customer.id',
+  },
   product_ids: { ...productIds, description: 'Only these order items (by id) form the discount base' },
   excluded_product_ids: { ...productIds, description: 'These order items (by id) never form the discount base' },
 } as const;
 
-export const conditionsSchema = { type: 'object', additionalProperties: false, properties: conditionProperties } as const;
+export const conditionsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: conditionProperties,
+} as const;
 
 /** On update: members not sent keep their stored values; a member sent as null is removed. */
 export const conditionsPatchSchema = {
   type: 'object',
   additionalProperties: false,
-  properties: Object.fromEntries(Object.entries(conditionProperties).map(([k, s]) => [k, { anyOf: [s, { type: 'null' }] }])),
+  properties: Object.fromEntries(
+    Object.entries(conditionProperties).map(([k, s]) => [k, { anyOf: [s, { type: 'null' }] }]),
+  ),
 } as const;
 
 export const createVoucherSchema = {
@@ -41,9 +63,20 @@ export const createVoucherSchema = {
   properties: {
     code,
     type: { type: 'string', enum: voucherTypes },
-    value: { type: 'number', minimum: 0, description: 'percentage and fixed only (required): percentage 0 to 100 with at most 2 decimals; fixed integer cents 1 to 100000000' },
-    currency: { ...currency, description: 'Optional: orders in another currency get VOUCHER_INVALID currency_mismatch' },
-    config: { type: 'object', description: 'bogo, tiered, conditional, stackable only (required): the schema of the type' },
+    value: {
+      type: 'number',
+      minimum: 0,
+      description:
+        'percentage and fixed only (required): percentage 0 to 100 with at most 2 decimals; fixed integer cents 1 to 100000000',
+    },
+    currency: {
+      ...currency,
+      description: 'Optional: orders in another currency get VOUCHER_INVALID currency_mismatch',
+    },
+    config: {
+      type: 'object',
+      description: 'bogo, tiered, conditional, stackable only (required): the schema of the type',
+    },
     conditions: conditionsSchema,
     validation_rules: validationRulesSchema,
   },
@@ -61,8 +94,15 @@ export const updateVoucherSchema = {
     currency: { anyOf: [currency, { type: 'null' }] },
     conditions: conditionsPatchSchema,
     status: { type: 'string', enum: ['active', 'inactive'] },
-    config: { type: 'object', description: 'Advanced types: replaces the stored config whole; checked like on create (every problem is INVALID_CONFIGURATION)' },
-    validation_rules: { anyOf: [validationRulesSchema, { type: 'null' }], description: 'Replaces the stored rules; null removes them' },
+    config: {
+      type: 'object',
+      description:
+        'Advanced types: replaces the stored config whole; checked like on create (every problem is INVALID_CONFIGURATION)',
+    },
+    validation_rules: {
+      anyOf: [validationRulesSchema, { type: 'null' }],
+      description: 'Replaces the stored rules; null removes them',
+    },
   },
 } as const;
 
@@ -85,7 +125,12 @@ export const orderSchema = {
   additionalProperties: false,
   required: ['value'],
   properties: {
-    id: { type: 'string', minLength: 1, maxLength: 128, description: 'On validate: keep the quote 30 minutes for apply' },
+    id: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 128,
+      description: 'On validate: keep the quote 30 minutes for apply',
+    },
     value: cents('Order value in cents before discount; the sum of item lines may not exceed it'),
     currency,
     items: { type: 'array', maxItems: 1000, items: orderItem },
@@ -107,12 +152,16 @@ export const customerSchema = {
 const redeemCode = { type: 'string', minLength: 1, maxLength: 256 } as const;
 
 export const validateSchema = {
-  type: 'object', additionalProperties: false, required: ['code', 'order'],
+  type: 'object',
+  additionalProperties: false,
+  required: ['code', 'order'],
   properties: { code: redeemCode, order: orderSchema, customer: customerSchema },
 } as const;
 
 export const applySchema = {
-  type: 'object', additionalProperties: false, required: ['code', 'order_id'],
+  type: 'object',
+  additionalProperties: false,
+  required: ['code', 'order_id'],
   properties: {
     code: redeemCode,
     order_id: { type: 'string', minLength: 1, maxLength: 128 },
@@ -122,7 +171,8 @@ export const applySchema = {
 } as const;
 
 export const rollbackSchema = {
-  type: 'object', additionalProperties: false,
+  type: 'object',
+  additionalProperties: false,
   properties: { reason: { type: 'string', maxLength: 500 } },
 } as const;
 
@@ -132,7 +182,8 @@ const pageProperties = {
 } as const;
 
 export const listVouchersQuery = {
-  type: 'object', additionalProperties: false,
+  type: 'object',
+  additionalProperties: false,
   properties: {
     ...pageProperties,
     status: { type: 'string', enum: ['active', 'inactive', 'expired'] },

@@ -3,24 +3,39 @@ import addFormatsModule from 'ajv-formats';
 import { invalidRequest } from '../domain/errors.ts';
 
 // ajv-formats is CommonJS: its default export arrives nested under tsx/NodeNext interop.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv,
+) => Ajv;
 
 const ajv = addFormats(new Ajv({ allErrors: true, strict: true, allowUnionTypes: true }));
-const ajvQuery = addFormats(new Ajv({ allErrors: true, strict: true, coerceTypes: true, useDefaults: true, allowUnionTypes: true }));
+const ajvQuery = addFormats(
+  new Ajv({ allErrors: true, strict: true, coerceTypes: true, useDefaults: true, allowUnionTypes: true }),
+);
 
 const fieldOf = (error: ErrorObject): string => {
-  const base = error.instancePath.slice(1).replaceAll('/', '.').replace(/\.(\d+)(?=\.|$)/g, '[$1]');
-  const child = error.keyword === 'required' ? String(error.params.missingProperty)
-    : error.keyword === 'additionalProperties' ? String(error.params.additionalProperty) : '';
+  const base = error.instancePath
+    .slice(1)
+    .replaceAll('/', '.')
+    .replace(/\.(\d+)(?=\.|$)/g, '[$1]');
+  const child =
+    error.keyword === 'required'
+      ? String(error.params.missingProperty)
+      : error.keyword === 'additionalProperties'
+        ? String(error.params.additionalProperty)
+        : '';
   return [base, child].filter(Boolean).join('.') || 'body';
 };
 
 const messageOf = (error: ErrorObject): string => {
   switch (error.keyword) {
-    case 'required': return 'is required';
-    case 'additionalProperties': return 'is not allowed';
-    case 'enum': return `must be one of ${(error.params.allowedValues as unknown[]).join(', ')}`;
-    default: return error.message ?? 'is invalid';
+    case 'required':
+      return 'is required';
+    case 'additionalProperties':
+      return 'is not allowed';
+    case 'enum':
+      return `must be one of ${(error.params.allowedValues as unknown[]).join(', ')}`;
+    default:
+      return error.message ?? 'is invalid';
   }
 };
 
@@ -35,13 +50,18 @@ export const toProblems = (errors: ErrorObject[] | null | undefined): Array<{ fi
   return [...seen].map(([field, message]) => ({ field, message }));
 };
 
-export interface Validator<T> { (value: unknown): T }
+export interface Validator<T> {
+  (value: unknown): T;
+}
 
 const compileWith = <T>(instance: Ajv, schema: object, root: string): Validator<T> => {
   const validate: ValidateFunction = instance.compile(schema);
   return (value: unknown): T => {
     if (validate(value)) return value as T;
-    const problems = toProblems(validate.errors).map((p) => ({ ...p, field: root && p.field === 'body' ? root : p.field }));
+    const problems = toProblems(validate.errors).map((p) => ({
+      ...p,
+      field: root && p.field === 'body' ? root : p.field,
+    }));
     throw invalidRequest(problems.length > 0 ? problems : [{ field: root || 'body', message: 'is invalid' }]);
   };
 };

@@ -5,7 +5,16 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { TestService } from '../support/harness.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const PASSWORD = 'a-long-operator-password-for-the-browser-test';
 const SCREENSHOT = path.resolve('test-artifacts', 'dashboard-api-keys.png');
 
@@ -23,7 +32,9 @@ describe('dashboard in Chromium', function () {
 
   before(async () => {
     if (!fs.existsSync(CHROMIUM)) {
-      throw new Error(`The dashboard browser test needs Chromium at ${CHROMIUM}, which is missing. Install it: apt-get update && apt-get install -y chromium`);
+      throw new Error(
+        `The dashboard browser test needs Chromium at ${CHROMIUM}, which is missing. Install it: apt-get update && apt-get install -y chromium`,
+      );
     }
     service = await TestService.start({ adminPassword: PASSWORD });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
@@ -31,8 +42,12 @@ describe('dashboard in Chromium', function () {
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: service.baseUrl });
     page = await context.newPage();
     // A CSP violation (an inline script or style) or a failed asset shows up here.
-    page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
-    page.on('pageerror', (error) => { problems.push(error.message); });
+    page.on('console', (msg) => {
+      if (msg.type() === 'error') problems.push(msg.text());
+    });
+    page.on('pageerror', (error) => {
+      problems.push(error.message);
+    });
   });
 
   after(async () => {
@@ -40,11 +55,12 @@ describe('dashboard in Chromium', function () {
     await service?.stop();
   });
 
-  const api = (key: string, method = 'GET', body?: unknown) => fetch(`${service.baseUrl}/v1/vouchers`, {
-    method,
-    headers: { Authorization: `Bearer ${key}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
+  const api = (key: string, method = 'GET', body?: unknown) =>
+    fetch(`${service.baseUrl}/v1/vouchers`, {
+      method,
+      headers: { Authorization: `Bearer ${key}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
 
   it('refuses a wrong password: stays on the login page with an error', async () => {
     await page.goto('/dashboard');
@@ -97,7 +113,9 @@ describe('dashboard in Chromium', function () {
     const row = page.locator('tr', { hasText: 'Browser test key' });
     expect(await row.locator('.masked-key').textContent()).to.equal(`sk_test_…${key.slice(-4)}`);
     expect(await row.locator('.scopes li').allTextContents()).to.deep.equal(['vouchers:read', 'vouchers:redeem']);
-    expect(await row.textContent()).to.contain('Sandbox').and.contain('Active');
+    expect(await row.textContent())
+      .to.contain('Sandbox')
+      .and.contain('Active');
 
     fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });

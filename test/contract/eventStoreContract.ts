@@ -48,9 +48,7 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
       return all.filter((event) => streams.includes(event.streamId));
     }
 
-    async function expectWrongRevision(
-      streamId: string, expected: ExpectedRevision, actual: number,
-    ): Promise<void> {
+    async function expectWrongRevision(streamId: string, expected: ExpectedRevision, actual: number): Promise<void> {
       const before = await store.readStream(streamId);
       const head = await store.headPosition();
       const error = await rejectionOf(
@@ -71,12 +69,23 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
         const streamId = uniqueStream('roundtrip');
         const headBefore = await store.headPosition();
         const givenId = randomUUID();
-        const data = { text: 'héllo ✓', n: 12.5, flag: true, none: null, list: [1, 'a', { b: 2 }], nested: { deep: { x: -1 } } };
-        const result = await store.appendToStream(streamId, [
-          { id: givenId, type: 'VoucherCreated', data, metadata: { correlationId: 'c-1', userId: 'u-9' } },
-          { type: 'VoucherRedeemed', data: { amount: 5 } },
-          { type: 'VoucherExpired', data: {}, metadata: { reason: 'time' } },
-        ], { expectedRevision: 'no_stream' });
+        const data = {
+          text: 'héllo ✓',
+          n: 12.5,
+          flag: true,
+          none: null,
+          list: [1, 'a', { b: 2 }],
+          nested: { deep: { x: -1 } },
+        };
+        const result = await store.appendToStream(
+          streamId,
+          [
+            { id: givenId, type: 'VoucherCreated', data, metadata: { correlationId: 'c-1', userId: 'u-9' } },
+            { type: 'VoucherRedeemed', data: { amount: 5 } },
+            { type: 'VoucherExpired', data: {}, metadata: { reason: 'time' } },
+          ],
+          { expectedRevision: 'no_stream' },
+        );
 
         const stored = await store.readStream(streamId);
         expect(stored.map((e) => e.revision)).to.deep.equal([0, 1, 2]);
@@ -200,7 +209,11 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
         ]);
         expect(results.map((r) => r.nextExpectedRevision)).to.deep.equal([2, 1]);
         const own = await readOwn(head, [a, b]);
-        expect(own.map((e) => [e.streamId, e.revision])).to.deep.equal([[a, 2], [b, 0], [b, 1]]);
+        expect(own.map((e) => [e.streamId, e.revision])).to.deep.equal([
+          [a, 2],
+          [b, 0],
+          [b, 1],
+        ]);
         expect(results[0]!.position).to.equal(own[0]!.position);
         expect(results[1]!.position).to.equal(own[2]!.position);
       });
@@ -209,10 +222,12 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
         const a = await seedStream('multi-a', 1);
         const b = await seedStream('multi-b', 1);
         const head = await store.headPosition();
-        const error = await rejectionOf(store.appendToStreams([
-          { streamId: a, events: events(3, 'A'), expectedRevision: 0 },
-          { streamId: b, events: events(1, 'B'), expectedRevision: 'no_stream' },
-        ]));
+        const error = await rejectionOf(
+          store.appendToStreams([
+            { streamId: a, events: events(3, 'A'), expectedRevision: 0 },
+            { streamId: b, events: events(1, 'B'), expectedRevision: 'no_stream' },
+          ]),
+        );
         expect(error).to.be.instanceOf(WrongExpectedRevisionError);
         expect(error).to.include({ streamId: b, expected: 'no_stream', actual: 0 });
         expect(await readOwn(head, [a, b])).to.deep.equal([]);
@@ -240,9 +255,14 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
 
       it('rejects the same stream twice, and an empty list', async function () {
         const a = uniqueStream('multi-dup');
-        expect(await rejectionOf(store.appendToStreams([
-          { streamId: a, events: events(1, 'A') }, { streamId: a, events: events(1, 'A') },
-        ]))).to.be.instanceOf(TypeError);
+        expect(
+          await rejectionOf(
+            store.appendToStreams([
+              { streamId: a, events: events(1, 'A') },
+              { streamId: a, events: events(1, 'A') },
+            ]),
+          ),
+        ).to.be.instanceOf(TypeError);
         expect(await rejectionOf(store.appendToStreams([]))).to.be.instanceOf(TypeError);
         expect(await store.readStream(a)).to.deep.equal([]);
       });
@@ -278,7 +298,10 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
         // Same events, same positions and ids as readStream.
         const byStream = [...(await store.readStream(a)), ...(await store.readStream(b))];
         for (const e of own) {
-          expect(byStream.find((s) => s.id === e.id), e.type).to.deep.equal(e);
+          expect(
+            byStream.find((s) => s.id === e.id),
+            e.type,
+          ).to.deep.equal(e);
         }
 
         const afterSecond = await readOwn(own[1].position, [a, b]);
@@ -304,7 +327,8 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
       it('50 concurrent appends with the same expected revision: exactly one succeeds', async function () {
         const streamId = await seedStream('race', 1);
         const attempts = Array.from({ length: 50 }, (_, i) =>
-          store.appendToStream(streamId, [event('Raced', { attempt: i })], { expectedRevision: 0 }));
+          store.appendToStream(streamId, [event('Raced', { attempt: i })], { expectedRevision: 0 }),
+        );
         const settled = await Promise.allSettled(attempts);
         const won = settled.flatMap((s, i) => (s.status === 'fulfilled' ? [{ i, result: s.value }] : []));
         const lost = settled.flatMap((s) => (s.status === 'rejected' ? [s.reason as unknown] : []));
@@ -322,8 +346,11 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
 
       it("50 concurrent 'no_stream' appends to one new stream: exactly one succeeds", async function () {
         const streamId = uniqueStream('race-new');
-        const settled = await Promise.allSettled(Array.from({ length: 50 }, (_, i) =>
-          store.appendToStream(streamId, [event('Created', { attempt: i })], { expectedRevision: 'no_stream' })));
+        const settled = await Promise.allSettled(
+          Array.from({ length: 50 }, (_, i) =>
+            store.appendToStream(streamId, [event('Created', { attempt: i })], { expectedRevision: 'no_stream' }),
+          ),
+        );
         expect(settled.filter((s) => s.status === 'fulfilled')).to.have.length(1);
         const rejected = settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected');
         expect(rejected.every((s) => s.reason instanceof WrongExpectedRevisionError)).to.equal(true);
@@ -333,8 +360,13 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
       it('concurrent appends to different streams all succeed', async function () {
         const headBefore = await store.headPosition();
         const streams = Array.from({ length: 50 }, (_, i) => uniqueStream(`parallel-${i}`));
-        const results = await Promise.all(streams.map((streamId, i) =>
-          store.appendToStream(streamId, [event('Parallel', { i }), event('Parallel2', { i })], { expectedRevision: 'no_stream' })));
+        const results = await Promise.all(
+          streams.map((streamId, i) =>
+            store.appendToStream(streamId, [event('Parallel', { i }), event('Parallel2', { i })], {
+              expectedRevision: 'no_stream',
+            }),
+          ),
+        );
         expect(results.map((r) => r.nextExpectedRevision)).to.deep.equal(streams.map(() => 1));
         expect(new Set(results.map((r) => r.position)).size).to.equal(50);
         for (const [i, streamId] of streams.entries()) {
@@ -347,10 +379,18 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
 
       it("concurrent 'any' appends to one stream keep each append's events contiguous", async function () {
         const streamId = uniqueStream('any-race');
-        const results = await Promise.all(Array.from({ length: 20 }, (_, i) =>
-          store.appendToStream(streamId, [0, 1, 2].map((k) => event('Chunk', { append: i, k })), { expectedRevision: 'any' })));
-        expect(results.map((r) => r.nextExpectedRevision).sort((x, y) => x - y))
-          .to.deep.equal(Array.from({ length: 20 }, (_, i) => i * 3 + 2));
+        const results = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            store.appendToStream(
+              streamId,
+              [0, 1, 2].map((k) => event('Chunk', { append: i, k })),
+              { expectedRevision: 'any' },
+            ),
+          ),
+        );
+        expect(results.map((r) => r.nextExpectedRevision).sort((x, y) => x - y)).to.deep.equal(
+          Array.from({ length: 20 }, (_, i) => i * 3 + 2),
+        );
         const stored = await store.readStream(streamId);
         expect(stored.map((e) => e.revision)).to.deep.equal(Array.from({ length: 60 }, (_, i) => i));
         for (let start = 0; start < 60; start += 3) {
@@ -390,7 +430,10 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
           await subscription.close();
         }
         expect(overlapped, 'handler called while another call was running').to.equal(false);
-        expect(batchSizes.every((n) => n >= 1 && n <= 2), `batch sizes ${batchSizes}`).to.equal(true);
+        expect(
+          batchSizes.every((n) => n >= 1 && n <= 2),
+          `batch sizes ${batchSizes}`,
+        ).to.equal(true);
         expect(received[0].position).to.be.greaterThan(headBefore);
         expectStrictlyIncreasing(received.map((e) => e.position));
         const expected = await readOwn(headBefore, [a, b]);
@@ -406,7 +449,9 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
         const result = await store.appendToStream(streamId, events(1, 'Before'), { expectedRevision: 'no_stream' });
         await store.appendToStream(streamId, [event('After1'), event('After2')], { expectedRevision: 0 });
         const received: RecordedEvent[] = [];
-        const subscription = store.subscribeToAll({ after: result.position }, (batch) => { received.push(...batch); });
+        const subscription = store.subscribeToAll({ after: result.position }, (batch) => {
+          received.push(...batch);
+        });
         try {
           await waitFor(() => ownOf(received, [streamId]).length >= 2, 'events after the checkpoint');
         } finally {
@@ -420,7 +465,9 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
         const headBefore = await store.headPosition();
         const streamId = await seedStream('close', 1);
         const received: RecordedEvent[] = [];
-        const subscription = store.subscribeToAll({ after: headBefore }, (batch) => { received.push(...batch); });
+        const subscription = store.subscribeToAll({ after: headBefore }, (batch) => {
+          received.push(...batch);
+        });
         await waitFor(() => ownOf(received, [streamId]).length === 1, 'first event');
         await subscription.close();
         await store.appendToStream(streamId, events(2, 'AfterClose'), { expectedRevision: 0 });
@@ -432,7 +479,9 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
         const headBefore = await store.headPosition();
         await seedStream('close-wait', 1);
         let release!: () => void;
-        const released = new Promise<void>((resolve) => { release = resolve; });
+        const released = new Promise<void>((resolve) => {
+          release = resolve;
+        });
         let started = false;
         let finished = false;
         const subscription = store.subscribeToAll({ after: headBefore }, async () => {
@@ -442,7 +491,9 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
         });
         await waitFor(() => started, 'handler call');
         let closed = false;
-        const closing = subscription.close().then(() => { closed = true; });
+        const closing = subscription.close().then(() => {
+          closed = true;
+        });
         await sleep(20);
         expect(closed, 'close() resolved while the handler was running').to.equal(false);
         release();

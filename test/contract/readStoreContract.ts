@@ -28,8 +28,26 @@ const sortedIds = (docs: Document[]): string[] => ids(docs).sort();
 
 /** Filter fixtures: mixed types on the same fields, nulls and missing fields. */
 const FILTER_DOCS: Document[] = [
-  { id: 'a', status: 'active', n: 1, price: 10.5, flag: true, at: '2024-01-01T00:00:00.000Z', meta: { tier: 'gold', level: 3 }, opt: null },
-  { id: 'b', status: 'expired', n: 5, price: 2, flag: false, at: '2024-03-15T12:00:00.000Z', meta: { tier: 'silver', level: 1 }, opt: 'set' },
+  {
+    id: 'a',
+    status: 'active',
+    n: 1,
+    price: 10.5,
+    flag: true,
+    at: '2024-01-01T00:00:00.000Z',
+    meta: { tier: 'gold', level: 3 },
+    opt: null,
+  },
+  {
+    id: 'b',
+    status: 'expired',
+    n: 5,
+    price: 2,
+    flag: false,
+    at: '2024-03-15T12:00:00.000Z',
+    meta: { tier: 'silver', level: 1 },
+    opt: 'set',
+  },
   { id: 'c', status: 'active', n: 10, flag: 1, at: '2024-06-30T23:59:59.999Z', meta: { tier: 'gold' }, opt: 0 },
   { id: 'd', status: 'paused', n: '10', flag: 'true', at: '2023-12-31T23:59:59.999Z', meta: 'gold' },
   { id: 'e', status: null, n: -3, flag: 0, meta: { level: 7 } },
@@ -71,7 +89,11 @@ const FILTER_CASES: Array<[title: string, filter: Filter, expected: string[]]> =
   ['$gte on integer-valued number', { price: { $gte: 2 } }, ['a', 'b']],
   ['range with two operators is an AND', { n: { $gt: 1, $lt: 10 } }, ['b', 'f']],
   ['$gt string matches strings only', { n: { $gt: '0' } }, ['d']],
-  ['ISO timestamp half-open range', { at: { $gte: '2024-01-01T00:00:00.000Z', $lt: '2024-06-30T00:00:00.000Z' } }, ['a', 'b']],
+  [
+    'ISO timestamp half-open range',
+    { at: { $gte: '2024-01-01T00:00:00.000Z', $lt: '2024-06-30T00:00:00.000Z' } },
+    ['a', 'b'],
+  ],
   ['ISO timestamp $gt', { at: { $gt: '2024-01-01T00:00:00.000Z' } }, ['b', 'c']],
   ['ISO timestamp $lt a date prefix', { at: { $lt: '2024-01-01' } }, ['d']],
   ['ISO timestamp $lte ignores missing', { at: { $lte: '2024-06-30T23:59:59.999Z' } }, ['a', 'b', 'c', 'd']],
@@ -84,7 +106,16 @@ const FILTER_CASES: Array<[title: string, filter: Filter, expected: string[]]> =
   ['$or', { $or: [{ status: 'expired' }, { n: { $lt: 0 } }] }, ['b', 'e']],
   ['$or AND other fields', { status: 'active', $or: [{ n: { $gt: 5 } }, { 'meta.level': 1 }] }, ['c']],
   ['nested $or', { $or: [{ status: 'paused' }, { $or: [{ n: -3 }, { 'meta.tier': 'bronze' }] }] }, ['d', 'e', 'f']],
-  ['$or of multi-field filters', { $or: [{ status: 'active', n: 1 }, { flag: true, n: { $gt: 5 } }] }, ['a', 'f']],
+  [
+    '$or of multi-field filters',
+    {
+      $or: [
+        { status: 'active', n: 1 },
+        { flag: true, n: { $gt: 5 } },
+      ],
+    },
+    ['a', 'f'],
+  ],
   ['several fields are an AND', { status: 'active', n: { $gte: 10 } }, ['c']],
   ['id equality', { id: 'c' }, ['c']],
   ['id $in', { id: { $in: ['a', 'zz', 'e'] } }, ['a', 'e']],
@@ -124,7 +155,7 @@ export function readStoreContract(name: string, factory: ReadStoreFactory): void
       it('round-trips nested objects, arrays and every JSON type', async function () {
         const doc: Document = {
           id: 'v-1',
-          code: "it's \"quoted\" \\ ünïcødé 🎟",
+          code: 'it\'s "quoted" \\ ünïcødé 🎟',
           empty: '',
           amount: 12.75,
           negative: -4,
@@ -164,7 +195,11 @@ export function readStoreContract(name: string, factory: ReadStoreFactory): void
       });
 
       it('getMany returns found documents keyed by id, skipping missing ids and duplicates', async function () {
-        const c = await seed([{ id: 'a', v: 1 }, { id: 'b', v: 2 }, { id: 'c', v: 3 }]);
+        const c = await seed([
+          { id: 'a', v: 1 },
+          { id: 'b', v: 2 },
+          { id: 'c', v: 3 },
+        ]);
         const found = await store.getMany(c, ['c', 'missing', 'a', 'c']);
         expect([...found.keys()].sort()).to.deep.equal(['a', 'c']);
         expect(found.get('a')).to.deep.equal({ id: 'a', v: 1 });
@@ -211,8 +246,17 @@ export function readStoreContract(name: string, factory: ReadStoreFactory): void
         await store.ensureIndex(c, ['at']);
         expect(sortedIds(await store.find(c, { status: 'active' }))).to.deep.equal(['a', 'c']);
         expect(sortedIds(await store.find(c, { 'meta.tier': 'gold', n: { $gt: 1 } }))).to.deep.equal(['c']);
-        expect(sortedIds(await store.find(c, { at: { $gte: '2024-01-01T00:00:00.000Z' } }))).to.deep.equal(['a', 'b', 'c']);
-        expect(ids(await store.find(c, { at: { $ne: null } }, { sort: [['at', -1]] }))).to.deep.equal(['c', 'b', 'a', 'd']);
+        expect(sortedIds(await store.find(c, { at: { $gte: '2024-01-01T00:00:00.000Z' } }))).to.deep.equal([
+          'a',
+          'b',
+          'c',
+        ]);
+        expect(ids(await store.find(c, { at: { $ne: null } }, { sort: [['at', -1]] }))).to.deep.equal([
+          'c',
+          'b',
+          'a',
+          'd',
+        ]);
       });
     });
 
@@ -225,11 +269,32 @@ export function readStoreContract(name: string, factory: ReadStoreFactory): void
       const cases: Array<[title: string, sort: Array<[string, 1 | -1]>, expected: string[]]> = [
         ['number asc, ties by id', [['score', 1]], ['k5', 'k1', 'k2', 'k4', 'k7', 'k3', 'k6']],
         ['number desc, ties still by id asc', [['score', -1]], ['k6', 'k3', 'k7', 'k1', 'k2', 'k4', 'k5']],
-        ['string asc (missing first) then number desc', [['group', 1], ['score', -1]], ['k7', 'k6', 'k2', 'k4', 'k3', 'k1', 'k5']],
-        ['string desc (missing last) then number asc', [['group', -1], ['score', 1]], ['k5', 'k1', 'k3', 'k2', 'k4', 'k6', 'k7']],
+        [
+          'string asc (missing first) then number desc',
+          [
+            ['group', 1],
+            ['score', -1],
+          ],
+          ['k7', 'k6', 'k2', 'k4', 'k3', 'k1', 'k5'],
+        ],
+        [
+          'string desc (missing last) then number asc',
+          [
+            ['group', -1],
+            ['score', 1],
+          ],
+          ['k5', 'k1', 'k3', 'k2', 'k4', 'k6', 'k7'],
+        ],
         ['dotted path desc', [['m.rank', -1]], ['k5', 'k6', 'k1', 'k3', 'k2', 'k4', 'k7']],
         ['id desc', [['id', -1]], ['k7', 'k6', 'k5', 'k4', 'k3', 'k2', 'k1']],
-        ['field then id desc', [['score', 1], ['id', -1]], ['k5', 'k4', 'k2', 'k1', 'k7', 'k3', 'k6']],
+        [
+          'field then id desc',
+          [
+            ['score', 1],
+            ['id', -1],
+          ],
+          ['k5', 'k4', 'k2', 'k1', 'k7', 'k3', 'k6'],
+        ],
       ];
       for (const [title, sort, expected] of cases) {
         it(`sorts by ${title}`, async function () {
@@ -251,7 +316,10 @@ export function readStoreContract(name: string, factory: ReadStoreFactory): void
       });
 
       it('paginates over heavy ties returning every document exactly once', async function () {
-        const docs = Array.from({ length: 23 }, (_, i) => ({ id: `p${String((i * 7) % 23).padStart(2, '0')}`, bucket: i % 3 }));
+        const docs = Array.from({ length: 23 }, (_, i) => ({
+          id: `p${String((i * 7) % 23).padStart(2, '0')}`,
+          bucket: i % 3,
+        }));
         const pc = await seed(docs);
         const sort: Array<[string, 1 | -1]> = [['bucket', -1]];
         const all = ids(await store.find(pc, {}, { sort }));
@@ -276,7 +344,10 @@ export function readStoreContract(name: string, factory: ReadStoreFactory): void
       it('writes documents in several collections together with the checkpoint', async function () {
         const [c1, c2, cp] = [uniqueName(), uniqueName(), uniqueName('cp')];
         await store.writeBatch({
-          upserts: [{ collection: c1, doc: { id: 'a', v: 1 } }, { collection: c2, doc: { id: 'b', v: 2 } }],
+          upserts: [
+            { collection: c1, doc: { id: 'a', v: 1 } },
+            { collection: c2, doc: { id: 'b', v: 2 } },
+          ],
           checkpoint: { name: cp, position: 42 },
         });
         expect(await store.get(c1, 'a')).to.deep.equal({ id: 'a', v: 1 });
@@ -300,14 +371,24 @@ export function readStoreContract(name: string, factory: ReadStoreFactory): void
 
       it('deletes documents; deleting a missing id is not an error', async function () {
         const c = await seed([{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
-        await store.writeBatch({ deletes: [{ collection: c, id: 'b' }, { collection: c, id: 'nope' }] });
+        await store.writeBatch({
+          deletes: [
+            { collection: c, id: 'b' },
+            { collection: c, id: 'nope' },
+          ],
+        });
         expect(await store.get(c, 'b')).to.equal(null);
         expect(sortedIds(await store.find(c))).to.deep.equal(['a', 'c']);
       });
 
       it('applies upserts of the same id in order (last wins)', async function () {
         const c = uniqueName();
-        await store.writeBatch({ upserts: [{ collection: c, doc: { id: 'a', v: 1 } }, { collection: c, doc: { id: 'a', v: 2 } }] });
+        await store.writeBatch({
+          upserts: [
+            { collection: c, doc: { id: 'a', v: 1 } },
+            { collection: c, doc: { id: 'a', v: 2 } },
+          ],
+        });
         expect(await store.find(c)).to.deep.equal([{ id: 'a', v: 2 }]);
       });
 
@@ -317,16 +398,21 @@ export function readStoreContract(name: string, factory: ReadStoreFactory): void
       ] as const) {
         it(`is all or nothing: a batch with ${what} writes nothing, not even the checkpoint`, async function () {
           const [c, other, cp] = [uniqueName(), uniqueName(), uniqueName('cp')];
-          await store.writeBatch({ upserts: [{ collection: c, doc: { id: 'keep', v: 0 } }], checkpoint: { name: cp, position: 3 } });
-          const err = await rejection(store.writeBatch({
-            upserts: [
-              { collection: c, doc: { id: 'keep', v: 1 } },
-              { collection: other, doc: { id: 'new', v: 1 } },
-              { collection: c, doc: bad as unknown as Document },
-            ],
-            deletes: [{ collection: c, id: 'keep' }],
-            checkpoint: { name: cp, position: 9 },
-          }));
+          await store.writeBatch({
+            upserts: [{ collection: c, doc: { id: 'keep', v: 0 } }],
+            checkpoint: { name: cp, position: 3 },
+          });
+          const err = await rejection(
+            store.writeBatch({
+              upserts: [
+                { collection: c, doc: { id: 'keep', v: 1 } },
+                { collection: other, doc: { id: 'new', v: 1 } },
+                { collection: c, doc: bad as unknown as Document },
+              ],
+              deletes: [{ collection: c, id: 'keep' }],
+              checkpoint: { name: cp, position: 9 },
+            }),
+          );
           expect(err).to.be.instanceOf(Error);
           expect(await store.get(c, 'keep')).to.deep.equal({ id: 'keep', v: 0 });
           expect(await store.get(other, 'new')).to.equal(null);
@@ -354,7 +440,10 @@ export function readStoreContract(name: string, factory: ReadStoreFactory): void
         expect(await store.find(untouched)).to.deep.equal([{ id: 'd', v: 1 }]);
         expect(await store.getCheckpoint(otherCp)).to.equal(20);
 
-        await store.writeBatch({ upserts: [{ collection: c1, doc: { id: 'z' } }], checkpoint: { name: cp, position: 1 } });
+        await store.writeBatch({
+          upserts: [{ collection: c1, doc: { id: 'z' } }],
+          checkpoint: { name: cp, position: 1 },
+        });
         expect(ids(await store.find(c1))).to.deep.equal(['z']);
         expect(await store.getCheckpoint(cp)).to.equal(1);
       });

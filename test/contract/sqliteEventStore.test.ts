@@ -8,7 +8,10 @@ import { expect } from 'chai';
 import sinon from 'sinon';
 import { WrongExpectedRevisionError, type RecordedEvent } from '../../src/infrastructure/eventStore/eventStore.ts';
 import type { CommittedEvents, FlushInfo } from '../../src/infrastructure/eventStore/sqliteGroupCommit.ts';
-import { SqliteEventStore, type SqliteEventStoreOptions } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
+import {
+  SqliteEventStore,
+  type SqliteEventStoreOptions,
+} from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { WAL_AUTOCHECKPOINT_PAGES } from '../../src/infrastructure/sqliteWal.ts';
 import { eventStoreContract } from './eventStoreContract.ts';
 
@@ -54,14 +57,22 @@ describe('SqliteEventStore (SQLite specifics)', function () {
   it('creates the parent directory and sets WAL, synchronous=FULL, a busy timeout and the checkpoint interval', function () {
     const store = open();
     expect(fs.existsSync(file)).to.equal(true);
-    expect(store.pragmas()).to.deep.equal({ journalMode: 'wal', synchronous: 2, busyTimeoutMs: 5000, walAutocheckpoint: WAL_AUTOCHECKPOINT_PAGES });
+    expect(store.pragmas()).to.deep.equal({
+      journalMode: 'wal',
+      synchronous: 2,
+      busyTimeoutMs: 5000,
+      walAutocheckpoint: WAL_AUTOCHECKPOINT_PAGES,
+    });
   });
 
   it('group commit: 100 appends issued in one tick are written by one transaction and durable', async function () {
     const flushes: FlushInfo[] = [];
     const store = open({ onFlush: (info) => flushes.push(info) });
-    const results = await Promise.all(Array.from({ length: 100 }, (_, i) =>
-      store.appendToStream(`batch-${i}`, [{ type: 'Batched', data: { i } }], { expectedRevision: 'no_stream' })));
+    const results = await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        store.appendToStream(`batch-${i}`, [{ type: 'Batched', data: { i } }], { expectedRevision: 'no_stream' }),
+      ),
+    );
     expect(flushes).to.deep.equal([{ appends: 100, events: 100 }]);
     expect(results.map((r) => r.position)).to.deep.equal(Array.from({ length: 100 }, (_, i) => i + 1));
     expect(await store.headPosition()).to.equal(100);
@@ -81,7 +92,14 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     const settled = await Promise.allSettled([
       store.appendToStream('a', [{ type: 'A0', data: {} }], { expectedRevision: 'no_stream' }),
       store.appendToStream('a', [{ type: 'Dup', data: {} }], { expectedRevision: 'no_stream' }),
-      store.appendToStream('a', [{ type: 'A1', data: {} }, { type: 'A2', data: {} }], { expectedRevision: 0 }),
+      store.appendToStream(
+        'a',
+        [
+          { type: 'A1', data: {} },
+          { type: 'A2', data: {} },
+        ],
+        { expectedRevision: 0 },
+      ),
       store.appendToStream('b', [{ type: 'B?', data: {} }], { expectedRevision: 'stream_exists' }),
       store.appendToStream('c', [{ type: 'C0', data: {} }], { expectedRevision: 'any' }),
     ]);
@@ -99,7 +117,10 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     const id = '0b7c3a58-6d0b-4a53-9a3f-3f1f3c9b0a11';
     const settled = await Promise.allSettled([
       store.appendToStream('x', [{ id, type: 'First', data: {} }]),
-      store.appendToStream('y', [{ type: 'Y0', data: {} }, { id, type: 'Again', data: {} }]),
+      store.appendToStream('y', [
+        { type: 'Y0', data: {} },
+        { id, type: 'Again', data: {} },
+      ]),
       store.appendToStream('z', [{ type: 'Z0', data: {} }]),
     ]);
     expect(settled.map((s) => s.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
@@ -114,17 +135,20 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     locker.exec('BEGIN IMMEDIATE');
     let settled: PromiseSettledResult<unknown>[];
     try {
-      settled = await Promise.allSettled(['p', 'q', 'r'].map((streamId) =>
-        store.appendToStream(streamId, [{ type: 'Blocked', data: {} }])));
+      settled = await Promise.allSettled(
+        ['p', 'q', 'r'].map((streamId) => store.appendToStream(streamId, [{ type: 'Blocked', data: {} }])),
+      );
     } finally {
       locker.exec('ROLLBACK');
       locker.close();
     }
-    expect(settled.map((s) => (s.status === 'rejected' ? (s.reason as { code?: string }).code : s.status)))
-      .to.deep.equal(['SQLITE_BUSY', 'SQLITE_BUSY', 'SQLITE_BUSY']);
+    expect(
+      settled.map((s) => (s.status === 'rejected' ? (s.reason as { code?: string }).code : s.status)),
+    ).to.deep.equal(['SQLITE_BUSY', 'SQLITE_BUSY', 'SQLITE_BUSY']);
     expect(await store.readAll()).to.deep.equal([]);
-    expect(await store.appendToStream('p', [{ type: 'Unblocked', data: {} }], { expectedRevision: 'no_stream' }))
-      .to.deep.equal({ nextExpectedRevision: 0, position: 1 });
+    expect(
+      await store.appendToStream('p', [{ type: 'Unblocked', data: {} }], { expectedRevision: 'no_stream' }),
+    ).to.deep.equal({ nextExpectedRevision: 0, position: 1 });
   });
 
   it('disk full mid-batch: every append of the batch is rejected and nothing is written', async function () {
@@ -134,20 +158,31 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     const db = (store as unknown as { db: Database.Database }).db;
     db.pragma(`max_page_count = ${Number(db.pragma('page_count', { simple: true })) + 2}`);
     const big = 'x'.repeat(3000);
-    const settled = await Promise.allSettled(Array.from({ length: 10 }, (_, i) =>
-      store.appendToStream(`full-${i}`, [{ type: 'Big', data: { big } }])));
-    expect(settled.map((s) => (s.status === 'rejected' ? (s.reason as { code?: string }).code : s.status)))
-      .to.deep.equal(Array(10).fill('SQLITE_FULL'));
+    const settled = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) => store.appendToStream(`full-${i}`, [{ type: 'Big', data: { big } }])),
+    );
+    expect(
+      settled.map((s) => (s.status === 'rejected' ? (s.reason as { code?: string }).code : s.status)),
+    ).to.deep.equal(Array(10).fill('SQLITE_FULL'));
     expect((await store.readAll()).map((e) => e.streamId)).to.deep.equal(['warm']);
     expect(await store.readStream('full-0')).to.deep.equal([]);
   });
 
   it('an empty append writes nothing and reports the current revision and head', async function () {
     const store = open();
-    await store.appendToStream('s', [{ type: 'E0', data: {} }, { type: 'E1', data: {} }]);
+    await store.appendToStream('s', [
+      { type: 'E0', data: {} },
+      { type: 'E1', data: {} },
+    ]);
     await store.appendToStream('t', [{ type: 'T0', data: {} }]);
-    expect(await store.appendToStream('s', [], { expectedRevision: 1 })).to.deep.equal({ nextExpectedRevision: 1, position: 3 });
-    expect(await store.appendToStream('new', [], { expectedRevision: 'no_stream' })).to.deep.equal({ nextExpectedRevision: -1, position: 3 });
+    expect(await store.appendToStream('s', [], { expectedRevision: 1 })).to.deep.equal({
+      nextExpectedRevision: 1,
+      position: 3,
+    });
+    expect(await store.appendToStream('new', [], { expectedRevision: 'no_stream' })).to.deep.equal({
+      nextExpectedRevision: -1,
+      position: 3,
+    });
     const error = await store.appendToStream('s', [], { expectedRevision: 'no_stream' }).catch((e: unknown) => e);
     expect(error).to.be.instanceOf(WrongExpectedRevisionError).and.include({ actual: 1 });
     expect(await store.headPosition()).to.equal(3);
@@ -155,7 +190,10 @@ describe('SqliteEventStore (SQLite specifics)', function () {
 
   it('generates increasing UUIDv7 event ids (the id index grows at its right edge)', async function () {
     const store = open();
-    await store.appendToStream('ids', Array.from({ length: 20 }, (_, i) => ({ type: `E${i}`, data: {} })));
+    await store.appendToStream(
+      'ids',
+      Array.from({ length: 20 }, (_, i) => ({ type: `E${i}`, data: {} })),
+    );
     await store.appendToStream('ids', [{ type: 'Later', data: {} }]);
     const ids = (await store.readStream('ids')).map((e) => e.id);
     for (const id of ids) expect(id).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
@@ -165,7 +203,10 @@ describe('SqliteEventStore (SQLite specifics)', function () {
 
   it('keeps events, revisions and positions across close and reopen', async function () {
     const first = open();
-    await first.appendToStream('v', [{ type: 'V0', data: { n: 1 }, metadata: { m: true } }, { type: 'V1', data: {} }]);
+    await first.appendToStream('v', [
+      { type: 'V0', data: { n: 1 }, metadata: { m: true } },
+      { type: 'V1', data: {} },
+    ]);
     await first.appendToStream('w', [{ type: 'W0', data: {} }]);
     const before = await first.readAll();
     await first.close();
@@ -173,10 +214,14 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     const reopened = open();
     expect(await reopened.readAll()).to.deep.equal(before);
     expect(await reopened.headPosition()).to.equal(3);
-    const error = await reopened.appendToStream('v', [{ type: 'X', data: {} }], { expectedRevision: 0 }).catch((e: unknown) => e);
+    const error = await reopened
+      .appendToStream('v', [{ type: 'X', data: {} }], { expectedRevision: 0 })
+      .catch((e: unknown) => e);
     expect(error).to.be.instanceOf(WrongExpectedRevisionError).and.include({ actual: 1 });
-    expect(await reopened.appendToStream('v', [{ type: 'V2', data: {} }], { expectedRevision: 1 }))
-      .to.deep.equal({ nextExpectedRevision: 2, position: 4 });
+    expect(await reopened.appendToStream('v', [{ type: 'V2', data: {} }], { expectedRevision: 1 })).to.deep.equal({
+      nextExpectedRevision: 2,
+      position: 4,
+    });
   });
 
   it('opens a file of the older schema (AUTOINCREMENT, a streams table): revisions from the events, the table dropped', async function () {
@@ -192,9 +237,14 @@ describe('SqliteEventStore (SQLite specifics)', function () {
       INSERT INTO streams VALUES ('v', 0);`); // stale on purpose: it must not be believed
     old.close();
     const store = open();
-    const wrong = await store.appendToStream('v', [{ type: 'X', data: {} }], { expectedRevision: 0 }).catch((e: unknown) => e);
+    const wrong = await store
+      .appendToStream('v', [{ type: 'X', data: {} }], { expectedRevision: 0 })
+      .catch((e: unknown) => e);
     expect(wrong).to.be.instanceOf(WrongExpectedRevisionError).and.include({ actual: 1 });
-    expect(await store.appendToStream('v', [{ type: 'V2', data: {} }], { expectedRevision: 1 })).to.deep.equal({ nextExpectedRevision: 2, position: 3 });
+    expect(await store.appendToStream('v', [{ type: 'V2', data: {} }], { expectedRevision: 1 })).to.deep.equal({
+      nextExpectedRevision: 2,
+      position: 3,
+    });
     expect(await store.readStream('missing')).to.deep.equal([]);
     const check = new Database(file, { readonly: true });
     try {
@@ -227,7 +277,9 @@ describe('SqliteEventStore (SQLite specifics)', function () {
   it("wakes subscriptions on this process's commits without waiting for a poll", async function () {
     const store = open({ pollIntervalMs: 3_600_000 });
     const received: RecordedEvent[] = [];
-    const subscription = store.subscribeToAll({}, (batch) => { received.push(...batch); });
+    const subscription = store.subscribeToAll({}, (batch) => {
+      received.push(...batch);
+    });
     await sleep(20); // let the subscription catch up and start waiting
     await store.appendToStream('wake', [{ type: 'Woken', data: {} }]);
     await waitFor(() => received.length === 1);
@@ -241,15 +293,26 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     const reader = open({ pollIntervalMs: 60_000 }); // no poll during the test: only offers deliver
     await writer.appendToStream('s', [{ type: 'Before', data: {} }]);
     const received: RecordedEvent[] = [];
-    const subscription = reader.subscribeToAll({}, (batch) => { received.push(...batch); });
+    const subscription = reader.subscribeToAll({}, (batch) => {
+      received.push(...batch);
+    });
     await waitFor(() => received.length === 1); // the first read catches up
-    const readAfter = sinon.spy(reader as unknown as { readAfter(after: number, max: number): RecordedEvent[] }, 'readAfter');
+    const readAfter = sinon.spy(
+      reader as unknown as { readAfter(after: number, max: number): RecordedEvent[] },
+      'readAfter',
+    );
     offered.length = 0;
-    await writer.appendToStream('s', [{ type: 'A', data: { n: 1 } }, { type: 'B', data: {} }]);
+    await writer.appendToStream('s', [
+      { type: 'A', data: { n: 1 } },
+      { type: 'B', data: {} },
+    ]);
     reader.offerExternalCommit(offered[0]!);
     await waitFor(() => received.length === 3);
     expect(readAfter.callCount).to.equal(0); // taken from the offer, not read back
-    expect(received.slice(1).map((e) => [e.type, e.revision, e.data])).to.deep.equal([['A', 1, { n: 1 }], ['B', 2, {}]]);
+    expect(received.slice(1).map((e) => [e.type, e.revision, e.data])).to.deep.equal([
+      ['A', 1, { n: 1 }],
+      ['B', 2, {}],
+    ]);
     // A commit whose rows were not offered leaves a gap: the next offer is not taken, the store is read.
     await writer.appendToStream('s', [{ type: 'Missed', data: {} }]);
     await writer.appendToStream('s', [{ type: 'C', data: {} }]);
@@ -260,15 +323,18 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     await subscription.close();
   });
 
-  it('a second instance on the same file appends and the first one\'s subscription sees it (polling)', async function () {
+  it("a second instance on the same file appends and the first one's subscription sees it (polling)", async function () {
     const first = open({ pollIntervalMs: 20 });
     const second = open({ pollIntervalMs: 20 });
     await first.appendToStream('shared', [{ type: 'FromFirst', data: {} }]);
     const received: RecordedEvent[] = [];
-    const subscription = first.subscribeToAll({}, (batch) => { received.push(...batch); });
+    const subscription = first.subscribeToAll({}, (batch) => {
+      received.push(...batch);
+    });
     await waitFor(() => received.length === 1);
 
-    const conflict = await second.appendToStream('shared', [{ type: 'Stale', data: {} }], { expectedRevision: 'no_stream' })
+    const conflict = await second
+      .appendToStream('shared', [{ type: 'Stale', data: {} }], { expectedRevision: 'no_stream' })
       .catch((e: unknown) => e);
     expect(conflict).to.be.instanceOf(WrongExpectedRevisionError).and.include({ actual: 0 });
     await second.appendToStream('shared', [{ type: 'FromSecond', data: {} }], { expectedRevision: 0 });
@@ -277,15 +343,22 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     expect(received.map((e) => `${e.revision}:${e.type}`)).to.deep.equal(['0:FromFirst', '1:FromSecond']);
   });
 
-  it('own commits are handed to caught-up subscriptions; another instance\'s commit in between is read, not skipped', async function () {
+  it("own commits are handed to caught-up subscriptions; another instance's commit in between is read, not skipped", async function () {
     const first = open({ pollIntervalMs: 60_000 }); // no poll: the gap must be seen from the handed-over commit
     const second = open();
     const received: RecordedEvent[][] = [[], []];
-    const subscriptions = received.map((into) => first.subscribeToAll({}, (batch) => { into.push(...batch); }));
+    const subscriptions = received.map((into) =>
+      first.subscribeToAll({}, (batch) => {
+        into.push(...batch);
+      }),
+    );
     await first.appendToStream('s', [{ type: 'A1', data: { n: 1 } }]);
     await waitFor(() => received.every((r) => r.length === 1));
     await second.appendToStream('s', [{ type: 'B1', data: {} }]);
-    await first.appendToStream('s', [{ type: 'A2', data: {} }, { type: 'A3', data: {} }]);
+    await first.appendToStream('s', [
+      { type: 'A2', data: {} },
+      { type: 'A3', data: {} },
+    ]);
     await waitFor(() => received.every((r) => r.length === 4));
     await Promise.all(subscriptions.map((s) => s.close()));
     const stored = await first.readAll();
@@ -298,7 +371,9 @@ describe('SqliteEventStore (SQLite specifics)', function () {
   it('another OS process writing concurrently: no lost, duplicated or out-of-order events', async function () {
     const store = open({ pollIntervalMs: 20 });
     const received: RecordedEvent[] = [];
-    const subscription = store.subscribeToAll({ maxBatchSize: 7 }, (batch) => { received.push(...batch); });
+    const subscription = store.subscribeToAll({ maxBatchSize: 7 }, (batch) => {
+      received.push(...batch);
+    });
     const child = runChildWriter(file, 40);
     let parentAppends = 0;
     while (!child.exited) {
@@ -327,14 +402,24 @@ function runChildWriter(file: string, rounds: number): { done: Promise<number | 
       await Promise.all([0, 1, 2].map(() => store.appendToStream('shared', [{ type: 'Child', data: { round } }])));
     }
     await store.close();`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code, STORE_MODULE, file, String(rounds)], {
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--input-type=module', '-e', code, STORE_MODULE, file, String(rounds)],
+    {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
+  );
   const state = {
     exited: false,
     done: new Promise<number | null>((resolve, reject) => {
-      child.once('error', (error) => { state.exited = true; reject(error); });
-      child.once('exit', (exitCode) => { state.exited = true; resolve(exitCode); });
+      child.once('error', (error) => {
+        state.exited = true;
+        reject(error);
+      });
+      child.once('exit', (exitCode) => {
+        state.exited = true;
+        resolve(exitCode);
+      });
     }),
   };
   return state;

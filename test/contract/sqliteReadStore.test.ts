@@ -68,7 +68,10 @@ describe('SqliteReadStore (SQLite specifics)', function () {
   it('a second store on the same file sees committed writes', async function () {
     const other = SqliteReadStore.open(file);
     try {
-      await store.writeBatch({ upserts: [{ collection: 'shared', doc: { id: 'x', v: 1 } }], checkpoint: { name: 'p', position: 2 } });
+      await store.writeBatch({
+        upserts: [{ collection: 'shared', doc: { id: 'x', v: 1 } }],
+        checkpoint: { name: 'p', position: 2 },
+      });
       expect(await other.get('shared', 'x')).to.deep.equal({ id: 'x', v: 1 });
       expect(await other.getCheckpoint('p')).to.equal(2);
     } finally {
@@ -90,7 +93,9 @@ describe('SqliteReadStore (SQLite specifics)', function () {
     it('scans without an index and searches the declared index afterwards', async function () {
       const c = uniqueName();
       await store.writeBatch({ upserts: docs.map((doc) => ({ collection: c, doc })) });
-      expect(await plan(c, { status: 'active' })).to.match(/^SCAN rm_/).and.not.include('ix_rm_');
+      expect(await plan(c, { status: 'active' }))
+        .to.match(/^SCAN rm_/)
+        .and.not.include('ix_rm_');
 
       await store.ensureIndex(c, ['status']);
       expect(await plan(c, { status: 'active' })).to.include(`SEARCH rm_${c} USING INDEX ix_rm_${c}(status)`);
@@ -118,7 +123,12 @@ describe('SqliteReadStore (SQLite specifics)', function () {
           const until = (d.conditions as { valid_until: string }).valid_until;
           return until >= '2024-06-01' && until < '2024-10-01';
         })
-        .sort((a, b) => (a.conditions as { valid_until: string }).valid_until.localeCompare((b.conditions as { valid_until: string }).valid_until) || a.id.localeCompare(b.id));
+        .sort(
+          (a, b) =>
+            (a.conditions as { valid_until: string }).valid_until.localeCompare(
+              (b.conditions as { valid_until: string }).valid_until,
+            ) || a.id.localeCompare(b.id),
+        );
       expect(found.map((d) => d.id)).to.deep.equal(expected.map((d) => d.id));
       expect(expected.length).to.be.greaterThan(0);
     });
@@ -147,7 +157,9 @@ describe('SqliteReadStore (SQLite specifics)', function () {
     for (const bad of badFields) {
       it(`rejects the field path ${JSON.stringify(bad)} in filters, sorts and indexes`, async function () {
         const c = uniqueName();
-        expect((await rejection(store.find(c, { $or: [{ [bad]: 1 }] }))).message).to.match(/invalid field path|unsupported/);
+        expect((await rejection(store.find(c, { $or: [{ [bad]: 1 }] }))).message).to.match(
+          /invalid field path|unsupported/,
+        );
         expect((await rejection(store.find(c, {}, { sort: [[bad, 1]] }))).message).to.match(/invalid field path/);
         expect((await rejection(store.ensureIndex(c, ['ok', bad]))).message).to.match(/invalid field path/);
       });
@@ -193,18 +205,33 @@ describe('SqliteReadStore (SQLite specifics)', function () {
       const c = uniqueName();
       const circular: Record<string, unknown> = { id: 'loop' };
       circular.self = circular;
-      await rejection(store.writeBatch({
-        upserts: [{ collection: c, doc: { id: 'a' } }, { collection: c, doc: circular as Document }],
-        checkpoint: { name: 'cp-rollback', position: 1 },
-      }));
-      await rejection(store.writeBatch({ upserts: [{ collection: c, doc: { id: 'b' } }], checkpoint: { name: 'cp-rollback', position: -1 } }));
+      await rejection(
+        store.writeBatch({
+          upserts: [
+            { collection: c, doc: { id: 'a' } },
+            { collection: c, doc: circular as Document },
+          ],
+          checkpoint: { name: 'cp-rollback', position: 1 },
+        }),
+      );
+      await rejection(
+        store.writeBatch({
+          upserts: [{ collection: c, doc: { id: 'b' } }],
+          checkpoint: { name: 'cp-rollback', position: -1 },
+        }),
+      );
       expect(await store.count(c)).to.equal(0);
       expect(await store.getCheckpoint('cp-rollback')).to.equal(0);
     });
   });
 
   describe('SQL injection', function () {
-    const nasty = [`' OR 1=1 --`, `"); DROP TABLE checkpoints; --`, `x' UNION SELECT doc FROM rm_secrets --`, `\\'; --`];
+    const nasty = [
+      `' OR 1=1 --`,
+      `"); DROP TABLE checkpoints; --`,
+      `x' UNION SELECT doc FROM rm_secrets --`,
+      `\\'; --`,
+    ];
 
     it('treats quotes and SQL in ids and values as plain data', async function () {
       const c = uniqueName();

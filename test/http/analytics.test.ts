@@ -15,7 +15,9 @@ describe('HTTP analytics: performance, trends, customers', function () {
     service = await TestService.start();
     fx = await buildFixture(service);
   });
-  after(async () => { await service.stop(); });
+  after(async () => {
+    await service.stop();
+  });
 
   const get = (path: string) => service.get(`/v1/analytics/vouchers/${fx.p.id}/${path}`);
 
@@ -24,10 +26,12 @@ describe('HTTP analytics: performance, trends, customers', function () {
       const res = await get('performance?start_date=2026-03-02&end_date=2026-03-08');
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(res.body).to.deep.equal({
-        voucher_id: fx.p.id, code: fx.p.code,
+        voucher_id: fx.p.id,
+        code: fx.p.code,
         performance: {
           // live uses o2, o4, o5, o7, o8 (o6 rolled back, o1 and o9 outside the window)
-          total_uses: 5, total_discount: 2000 + 800 + 1200 + 1500 + 400,
+          total_uses: 5,
+          total_discount: 2000 + 800 + 1200 + 1500 + 400,
           // attempts = validations only (decisions.md): 03-02 o2, o3, anonymous; 03-03 o4 (twice, once);
           // 03-06 o6; 03-07 o7; 03-08 o8 = 7 (o5 was applied without a validation: a use, not an attempt)
           conversion_rate: 0.7143, // 5 / 7
@@ -45,8 +49,16 @@ describe('HTTP analytics: performance, trends, customers', function () {
     it('include_details adds the zero-filled daily breakdown and the per-segment breakdown', async () => {
       const res = await get('performance?start_date=2026-03-02&end_date=2026-03-08&include_details=true');
       expect(res.status).to.equal(200);
-      const day = (date: string, uses: number, discount: number, orders: number, conversion_rate: number, avg_order_value: number, revenue_impact: number, unique_customers: number) =>
-        ({ date, uses, discount, orders, conversion_rate, avg_order_value, revenue_impact, unique_customers });
+      const day = (
+        date: string,
+        uses: number,
+        discount: number,
+        orders: number,
+        conversion_rate: number,
+        avg_order_value: number,
+        revenue_impact: number,
+        unique_customers: number,
+      ) => ({ date, uses, discount, orders, conversion_rate, avg_order_value, revenue_impact, unique_customers });
       expect(res.body.details.daily).to.deep.equal([
         day('2026-03-02', 1, 2000, 3, 0.3333, 20_000, 18_000, 1),
         day('2026-03-03', 1, 800, 1, 1, 8_000, 7_200, 1),
@@ -58,19 +70,53 @@ describe('HTTP analytics: performance, trends, customers', function () {
       ]);
       expect(res.body.details.segments).to.deep.equal([
         // regular: o4, o5, o8 live; attempts o3, o4, o5, o6, o8
-        { segment: 'regular', uses: 3, discount: 2400, orders: 4, conversion_rate: 0.75, avg_order_value: 8_000, revenue_impact: 21_600 },
-        { segment: 'vip', uses: 2, discount: 3500, orders: 2, conversion_rate: 1, avg_order_value: 17_500, revenue_impact: 31_500 },
-        { segment: 'unknown', uses: 0, discount: 0, orders: 1, conversion_rate: 0, avg_order_value: 0, revenue_impact: 0 },
+        {
+          segment: 'regular',
+          uses: 3,
+          discount: 2400,
+          orders: 4,
+          conversion_rate: 0.75,
+          avg_order_value: 8_000,
+          revenue_impact: 21_600,
+        },
+        {
+          segment: 'vip',
+          uses: 2,
+          discount: 3500,
+          orders: 2,
+          conversion_rate: 1,
+          avg_order_value: 17_500,
+          revenue_impact: 31_500,
+        },
+        {
+          segment: 'unknown',
+          uses: 0,
+          discount: 0,
+          orders: 1,
+          conversion_rate: 0,
+          avg_order_value: 0,
+          revenue_impact: 0,
+        },
       ]);
       expect(res.body.performance.total_uses).to.equal(5);
     });
 
     it('day boundaries are UTC: 23:59:59 belongs to its day, 00:00:00 to the next', async () => {
       const first = await get('performance?start_date=2026-03-01&end_date=2026-03-01');
-      expect(first.body.performance).to.include({ total_uses: 1, total_discount: 1000, revenue_impact: 9000, unique_customers: 1 });
+      expect(first.body.performance).to.include({
+        total_uses: 1,
+        total_discount: 1000,
+        revenue_impact: 9000,
+        unique_customers: 1,
+      });
       const ninth = await get('performance?start_date=2026-03-09T00:00:00Z&end_date=2026-03-09T23:59:59Z');
       // o9 was applied without a validation: no order attempt that day, so conversion_rate is 0
-      expect(ninth.body.performance).to.include({ total_uses: 1, total_discount: 1000, revenue_impact: 9000, conversion_rate: 0 });
+      expect(ninth.body.performance).to.include({
+        total_uses: 1,
+        total_discount: 1000,
+        revenue_impact: 9000,
+        conversion_rate: 0,
+      });
       expect(ninth.body.time_period).to.deep.equal({ start: '2026-03-09T00:00:00Z', end: '2026-03-09T23:59:59Z' });
     });
 
@@ -79,15 +125,22 @@ describe('HTTP analytics: performance, trends, customers', function () {
       expect(res.body.time_period).to.deep.equal({ start: '2026-02-09T00:00:00Z', end: '2026-03-10T23:59:59Z' });
       // uses o1, o2, o4, o5, o7, o8, o9; attempts (validations): o1, o2, o3, anonymous, o4, o6, o7, o8 = 8
       expect(res.body.performance).to.deep.equal({
-        total_uses: 7, total_discount: 7900, conversion_rate: 0.875, avg_order_value: Math.round(79_000 / 7), revenue_impact: 71_100,
-        unique_customers: 4, repeat_usage: 2, // c1 (o1, o2), c2 (o4, o8, o9)
+        total_uses: 7,
+        total_discount: 7900,
+        conversion_rate: 0.875,
+        avg_order_value: Math.round(79_000 / 7),
+        revenue_impact: 71_100,
+        unique_customers: 4,
+        repeat_usage: 2, // c1 (o1, o2), c2 (o4, o8, o9)
       });
     });
   });
 
   describe('trends', () => {
     it('daily buckets, chosen metrics (repeated and comma-separated), summary with growth', async () => {
-      const res = await get('trends?start_date=2026-03-03&end_date=2026-03-09&metrics=uses,unique_customers&metrics=revenue_impact');
+      const res = await get(
+        'trends?start_date=2026-03-03&end_date=2026-03-09&metrics=uses,unique_customers&metrics=revenue_impact',
+      );
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(res.body.interval).to.equal('day');
       expect(res.body.trends).to.deep.equal([
@@ -100,30 +153,80 @@ describe('HTTP analytics: performance, trends, customers', function () {
         { date: '2026-03-09', uses: 1, unique_customers: 1, revenue_impact: 9_000 },
       ]);
       // 7 days: first half 03-03..03-05 = 2 uses, second half 03-07..03-09 = 3 uses (03-06 in neither)
-      expect(res.body.summary).to.deep.equal({ total_period_uses: 5, total_period_discount: 4900, avg_daily_uses: 0.71, growth_rate: 0.5 });
+      expect(res.body.summary).to.deep.equal({
+        total_period_uses: 5,
+        total_period_discount: 4900,
+        avg_daily_uses: 0.71,
+        growth_rate: 0.5,
+      });
     });
 
     it('weeks start on Monday; a customer counts once per week; default metrics', async () => {
-      const res = await get('trends?interval=week&start_date=2026-03-01&end_date=2026-03-14&metrics=uses,orders,unique_customers,conversion_rate,avg_order_value,discount');
+      const res = await get(
+        'trends?interval=week&start_date=2026-03-01&end_date=2026-03-14&metrics=uses,orders,unique_customers,conversion_rate,avg_order_value,discount',
+      );
       expect(res.body.trends).to.deep.equal([
         // 2026-03-01 is a Sunday: its week starts Monday 02-23; only 03-01 is in the window
-        { date: '2026-02-23', uses: 1, orders: 1, unique_customers: 1, conversion_rate: 1, avg_order_value: 10_000, discount: 1000 },
+        {
+          date: '2026-02-23',
+          uses: 1,
+          orders: 1,
+          unique_customers: 1,
+          conversion_rate: 1,
+          avg_order_value: 10_000,
+          discount: 1000,
+        },
         // c2 used it twice this week (o4, o8): 4 customers, not 5
-        { date: '2026-03-02', uses: 5, orders: 7, unique_customers: 4, conversion_rate: 0.7143, avg_order_value: 11_800, discount: 5900 },
-        { date: '2026-03-09', uses: 1, orders: 0, unique_customers: 1, conversion_rate: 0, avg_order_value: 10_000, discount: 1000 },
+        {
+          date: '2026-03-02',
+          uses: 5,
+          orders: 7,
+          unique_customers: 4,
+          conversion_rate: 0.7143,
+          avg_order_value: 11_800,
+          discount: 5900,
+        },
+        {
+          date: '2026-03-09',
+          uses: 1,
+          orders: 0,
+          unique_customers: 1,
+          conversion_rate: 0,
+          avg_order_value: 10_000,
+          discount: 1000,
+        },
       ]);
       // 14 days: 03-01..03-07 = 5 uses, 03-08..03-14 = 2 uses
-      expect(res.body.summary).to.deep.equal({ total_period_uses: 7, total_period_discount: 7900, avg_daily_uses: 0.5, growth_rate: -0.6 });
+      expect(res.body.summary).to.deep.equal({
+        total_period_uses: 7,
+        total_period_discount: 7900,
+        avg_daily_uses: 0.5,
+        growth_rate: -0.6,
+      });
       const plain = await get('trends?interval=week&start_date=2026-03-01&end_date=2026-03-14');
-      expect(plain.body.trends[1]).to.deep.equal({ date: '2026-03-02', uses: 5, discount: 5900, orders: 7, conversion_rate: 0.7143, avg_order_value: 11_800 });
+      expect(plain.body.trends[1]).to.deep.equal({
+        date: '2026-03-02',
+        uses: 5,
+        discount: 5900,
+        orders: 7,
+        conversion_rate: 0.7143,
+        avg_order_value: 11_800,
+      });
     });
 
     it('months are calendar months, zero-filled; growth is 0 when the first half had no uses', async () => {
       const res = await get('trends?interval=month&start_date=2026-01-20&end_date=2026-03-10&metrics=uses');
       expect(res.body.trends).to.deep.equal([
-        { date: '2026-01-01', uses: 0 }, { date: '2026-02-01', uses: 0 }, { date: '2026-03-01', uses: 7 },
+        { date: '2026-01-01', uses: 0 },
+        { date: '2026-02-01', uses: 0 },
+        { date: '2026-03-01', uses: 7 },
       ]);
-      expect(res.body.summary).to.deep.equal({ total_period_uses: 7, total_period_discount: 7900, avg_daily_uses: 0.14, growth_rate: 0 });
+      expect(res.body.summary).to.deep.equal({
+        total_period_uses: 7,
+        total_period_discount: 7900,
+        avg_daily_uses: 0.14,
+        growth_rate: 0,
+      });
     });
 
     it('refuses unknown metrics and intervals', async () => {
@@ -140,7 +243,8 @@ describe('HTTP analytics: performance, trends, customers', function () {
       const res = await get('customers?start_date=2026-03-02&end_date=2026-03-08');
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(res.body).to.deep.equal({
-        voucher_id: fx.p.id, code: fx.p.code,
+        voucher_id: fx.p.id,
+        code: fx.p.code,
         time_period: { start: '2026-03-02T00:00:00Z', end: '2026-03-08T23:59:59Z' },
         customer_insights: {
           total_customers: 4,
@@ -168,7 +272,9 @@ describe('HTTP analytics: performance, trends, customers', function () {
     it('limit cuts the segment and region lists', async () => {
       const res = await get('customers?start_date=2026-03-02&end_date=2026-03-08&limit=1');
       expect(res.body.customer_insights.top_customer_segments.map((s: any) => s.segment)).to.deep.equal(['regular']);
-      expect(res.body.customer_insights.geographic_distribution).to.deep.equal([{ region: 'us', count: 2, percentage: 50 }]);
+      expect(res.body.customer_insights.geographic_distribution).to.deep.equal([
+        { region: 'us', count: 2, percentage: 50 },
+      ]);
       expect((await get('customers?limit=0')).status).to.equal(400);
       expect((await get('customers?limit=101')).status).to.equal(400);
     });
@@ -176,8 +282,13 @@ describe('HTTP analytics: performance, trends, customers', function () {
     it('percentages with thirds: window 03-03..03-07 has c2, c3, c4', async () => {
       const res = await get('customers?start_date=2026-03-03&end_date=2026-03-07');
       expect(res.body.customer_insights).to.deep.include({
-        total_customers: 3, new_customers: 2, returning_customers: 1,
-        geographic_distribution: [{ region: 'us', count: 2, percentage: 66.67 }, { region: 'unknown', count: 1, percentage: 33.33 }],
+        total_customers: 3,
+        new_customers: 2,
+        returning_customers: 1,
+        geographic_distribution: [
+          { region: 'us', count: 2, percentage: 66.67 },
+          { region: 'unknown', count: 1, percentage: 33.33 },
+        ],
       });
     });
   });
@@ -195,7 +306,13 @@ describe('HTTP analytics: performance, trends, customers', function () {
     });
 
     it('refuses unparseable dates, reversed ranges and unknown parameters', async () => {
-      for (const q of ['start_date=yesterday', 'end_date=2026-02-30', 'start_date=2026-03-05&end_date=2026-03-04', 'days=7', 'include_details=maybe']) {
+      for (const q of [
+        'start_date=yesterday',
+        'end_date=2026-02-30',
+        'start_date=2026-03-05&end_date=2026-03-04',
+        'days=7',
+        'include_details=maybe',
+      ]) {
         const res = await get(`performance?${q}`);
         expect(res.status, q).to.equal(400);
         expect(res.body.error.code, q).to.equal('INVALID_REQUEST');
@@ -206,7 +323,10 @@ describe('HTTP analytics: performance, trends, customers', function () {
       for (const path of ['performance', 'trends', 'customers']) {
         const res = await service.get(`/v1/analytics/vouchers/v_Unknown00000000000000/${path}`);
         expect(res.status).to.equal(404);
-        expect(res.body.error).to.deep.include({ code: 'VOUCHER_NOT_FOUND', details: { not_found: ['v_Unknown00000000000000'], found: [] } });
+        expect(res.body.error).to.deep.include({
+          code: 'VOUCHER_NOT_FOUND',
+          details: { not_found: ['v_Unknown00000000000000'], found: [] },
+        });
       }
     });
 
@@ -222,7 +342,12 @@ describe('HTTP analytics: performance, trends, customers', function () {
       expect((await get(window)).body.performance).to.include({ total_uses: 5, unique_customers: 4, repeat_usage: 1 });
       const apply = async (at: string, orderId: string, customer: string) => {
         service.clock.set(at);
-        const res = await service.post('/v1/vouchers/apply', { code: fx.p.code, order_id: orderId, order: { value: 1_000 }, customer: { id: customer } });
+        const res = await service.post('/v1/vouchers/apply', {
+          code: fx.p.code,
+          order_id: orderId,
+          order: { value: 1_000 },
+          customer: { id: customer },
+        });
         expect(res.status, JSON.stringify(res.body)).to.equal(201);
         return res.body.id as string;
       };
@@ -234,7 +359,11 @@ describe('HTTP analytics: performance, trends, customers', function () {
       expect((await service.post(`/v1/vouchers/applications/${fx.applications.o8}/rollback`, {})).status).to.equal(200);
       await settle(service);
       expect((await get(window)).body.performance).to.include({ total_uses: 6, unique_customers: 5, repeat_usage: 1 }); // c3 only
-      expect((await get('performance?start_date=2026-03-08&end_date=2026-03-08')).body.performance).to.include({ total_uses: 0, unique_customers: 0, revenue_impact: 0 });
+      expect((await get('performance?start_date=2026-03-08&end_date=2026-03-08')).body.performance).to.include({
+        total_uses: 0,
+        unique_customers: 0,
+        revenue_impact: 0,
+      });
     });
   });
 });

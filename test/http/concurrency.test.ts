@@ -14,8 +14,12 @@ const countBy = (responses: TestResponse[]): Record<string, number> => {
 describe('HTTP concurrency: limits and uniqueness hold under parallel requests', () => {
   let service: TestService;
 
-  before(async () => { service = await TestService.start(); });
-  after(async () => { await service.stop(); });
+  before(async () => {
+    service = await TestService.start();
+  });
+  after(async () => {
+    await service.stop();
+  });
 
   const appliedEvents = async (voucherId: string) =>
     (await service.sandbox.events.readStream(`voucher-${voucherId}`)).filter((e) => e.type === 'VoucherApplied');
@@ -25,10 +29,23 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
    * `customer_limit` with every apply by one customer): exactly 50 succeed, each with its own
    * application and order, and the read models and the event log agree on 50.
    */
-  const raceForFifty = async (code: string, conditions: Record<string, number>, limitType: string, customer?: { id: string }) => {
+  const raceForFifty = async (
+    code: string,
+    conditions: Record<string, number>,
+    limitType: string,
+    customer?: { id: string },
+  ) => {
     const v = await service.createVoucher({ code, type: 'fixed', value: 200, conditions });
-    const responses = await Promise.all(Array.from({ length: 200 }, (_, i) =>
-      service.post('/v1/vouchers/apply', { code, order_id: `${code}-${i}`, order: { value: 1000 + i, currency: 'USD' }, ...(customer ? { customer } : {}) })));
+    const responses = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        service.post('/v1/vouchers/apply', {
+          code,
+          order_id: `${code}-${i}`,
+          order: { value: 1000 + i, currency: 'USD' },
+          ...(customer ? { customer } : {}),
+        }),
+      ),
+    );
     expect(countBy(responses)).to.deep.equal({ 201: 50, '400 USAGE_LIMIT_EXCEEDED': 150 });
     for (const r of responses.filter((x) => x.status === 400)) {
       expect(r.body.error.details).to.deep.equal({ max_uses: 50, current_uses: 50, limit_type: limitType });
@@ -46,7 +63,9 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
     expect(fetched.body.status).to.equal('active');
     const events = await appliedEvents(v.id);
     expect(events).to.have.length(50);
-    expect(new Set(events.map((e) => (e.data as any).orderId))).to.deep.equal(new Set(winners.map((r) => r.body.order_id)));
+    expect(new Set(events.map((e) => (e.data as any).orderId))).to.deep.equal(
+      new Set(winners.map((r) => r.body.order_id)),
+    );
     const apps = await service.get(`/v1/vouchers/${v.id}/applications?limit=100`);
     expect(apps.body.total).to.equal(50);
     return v;
@@ -59,22 +78,34 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
   it('200 concurrent applies by one customer of a voucher with customer_limit 50: exactly 50 succeed, 150 USAGE_LIMIT_EXCEEDED', async () => {
     const v = await raceForFifty('CUST50', { customer_limit: 50 }, 'customer_uses', { id: 'dave' });
     // The limit is per customer: another customer still can.
-    const erin = await service.post('/v1/vouchers/apply', { code: 'CUST50', order_id: 'cust-erin', order: { value: 2000 }, customer: { id: 'erin' } });
+    const erin = await service.post('/v1/vouchers/apply', {
+      code: 'CUST50',
+      order_id: 'cust-erin',
+      order: { value: 2000 },
+      customer: { id: 'erin' },
+    });
     expect(erin.status).to.equal(201);
     expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(51);
   });
 
   it('50 concurrent creates of the same code (any case): exactly one 201 and 49 DUPLICATE_VOUCHER_CODE', async () => {
-    const responses = await Promise.all(Array.from({ length: 50 }, (_, i) =>
-      service.post('/v1/vouchers', { code: i % 2 === 0 ? 'RACECODE' : 'racecode', type: 'fixed', value: 100 + i })));
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        service.post('/v1/vouchers', { code: i % 2 === 0 ? 'RACECODE' : 'racecode', type: 'fixed', value: 100 + i }),
+      ),
+    );
     expect(countBy(responses)).to.deep.equal({ 201: 1, '409 DUPLICATE_VOUCHER_CODE': 49 });
     const winner = responses.find((r) => r.status === 201)!;
     for (const r of responses.filter((x) => x.status === 409)) {
       expect(r.body.error.details.voucher_id).to.equal(winner.body.id);
     }
     const list = await service.get('/v1/vouchers?limit=100');
-    expect(list.body.data.filter((x: any) => x.code.toLowerCase() === 'racecode').map((x: any) => x.id)).to.deep.equal([winner.body.id]);
-    const created = (await service.sandbox.events.readAll()).filter((e) => e.type === 'VoucherCreated' && String((e.data as any).code).toLowerCase() === 'racecode');
+    expect(list.body.data.filter((x: any) => x.code.toLowerCase() === 'racecode').map((x: any) => x.id)).to.deep.equal([
+      winner.body.id,
+    ]);
+    const created = (await service.sandbox.events.readAll()).filter(
+      (e) => e.type === 'VoucherCreated' && String((e.data as any).code).toLowerCase() === 'racecode',
+    );
     expect(created).to.have.length(1);
     const validated = await service.post('/v1/vouchers/validate', { code: 'RaceCode', order: { value: 5000 } });
     expect(validated.body.voucher.id).to.equal(winner.body.id);
@@ -83,7 +114,12 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
 
   it('20 concurrent identical applies of one order: one 201, 19 replays (200) of the same application, one event', async () => {
     const v = await service.createVoucher({ code: 'SAMEORDER', type: 'fixed', value: 500 });
-    const body = { code: 'SAMEORDER', order_id: 'same-1', order: { value: 4000, currency: 'EUR' }, customer: { id: 'fay' } };
+    const body = {
+      code: 'SAMEORDER',
+      order_id: 'same-1',
+      order: { value: 4000, currency: 'EUR' },
+      customer: { id: 'fay' },
+    };
     const responses = await Promise.all(Array.from({ length: 20 }, () => service.post('/v1/vouchers/apply', body)));
     expect(countBy(responses)).to.deep.equal({ 201: 1, 200: 19 });
     const ids = new Set(responses.map((r) => r.body.id));
@@ -98,21 +134,29 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
 
   it('concurrent applies of one order with different bodies: one wins, the others are 409 VOUCHER_ALREADY_APPLIED', async () => {
     const v = await service.createVoucher({ code: 'ONEORDER', type: 'fixed', value: 100 });
-    const responses = await Promise.all(Array.from({ length: 10 }, (_, i) =>
-      service.post('/v1/vouchers/apply', { code: 'ONEORDER', order_id: 'one-1', order: { value: 1000 + i } })));
+    const responses = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        service.post('/v1/vouchers/apply', { code: 'ONEORDER', order_id: 'one-1', order: { value: 1000 + i } }),
+      ),
+    );
     expect(countBy(responses)).to.deep.equal({ 201: 1, '409 VOUCHER_ALREADY_APPLIED': 9 });
-    for (const r of responses.filter((x) => x.status === 409)) expect(r.body.error.details).to.deep.equal({ order_id: 'one-1', voucher_id: v.id });
+    for (const r of responses.filter((x) => x.status === 409))
+      expect(r.body.error.details).to.deep.equal({ order_id: 'one-1', voucher_id: v.id });
     expect(await appliedEvents(v.id)).to.have.length(1);
   });
 
   it('10 concurrent creates with one Idempotency-Key: the same 201 voucher for all, one voucher created', async () => {
     const headers = { 'Idempotency-Key': 'concurrent-create-key' };
     const body = { code: 'IDEMRACE', type: 'fixed', value: 100 };
-    const responses = await Promise.all(Array.from({ length: 10 }, () => service.post('/v1/vouchers', body, { headers })));
+    const responses = await Promise.all(
+      Array.from({ length: 10 }, () => service.post('/v1/vouchers', body, { headers })),
+    );
     expect(countBy(responses)).to.deep.equal({ 201: 10 });
     expect(new Set(responses.map((r) => r.body.id)).size).to.equal(1);
     expect(responses.filter((r) => r.headers.get('idempotent-replayed') === 'true')).to.have.length(9);
-    const created = (await service.sandbox.events.readAll()).filter((e) => e.type === 'VoucherCreated' && (e.data as any).code === 'IDEMRACE');
+    const created = (await service.sandbox.events.readAll()).filter(
+      (e) => e.type === 'VoucherCreated' && (e.data as any).code === 'IDEMRACE',
+    );
     expect(created).to.have.length(1);
   });
 
@@ -124,7 +168,10 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
     const get = kv.get.bind(kv);
     const put = kv.put.bind(kv);
     const stubs = [
-      sinon.stub(kv, 'get').callsFake(async (namespace: string, key: string) => { await slow(); return get(namespace, key); }),
+      sinon.stub(kv, 'get').callsFake(async (namespace: string, key: string) => {
+        await slow();
+        return get(namespace, key);
+      }),
       sinon.stub(kv, 'put').callsFake(async (namespace: string, key: string, value: unknown, expiresAt: number) => {
         await slow();
         return put(namespace, key, value, expiresAt);
@@ -132,15 +179,22 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
     ];
     try {
       const headers = { 'Idempotency-Key': 'slow-store-key' };
-      const responses = await Promise.all(Array.from({ length: 10 }, () =>
-        service.post('/v1/vouchers', { code: 'SLOWKV', type: 'fixed', value: 100 }, { headers })));
+      const responses = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          service.post('/v1/vouchers', { code: 'SLOWKV', type: 'fixed', value: 100 }, { headers }),
+        ),
+      );
       expect(countBy(responses)).to.deep.equal({ 201: 10 });
       expect(new Set(responses.map((r) => r.body.id)).size).to.equal(1);
       expect(responses.filter((r) => r.headers.get('idempotent-replayed') === 'true')).to.have.length(9);
     } finally {
       stubs.forEach((stub) => stub.restore());
     }
-    const again = await service.post('/v1/vouchers', { code: 'SLOWKV', type: 'fixed', value: 100 }, { headers: { 'Idempotency-Key': 'slow-store-key' } });
+    const again = await service.post(
+      '/v1/vouchers',
+      { code: 'SLOWKV', type: 'fixed', value: 100 },
+      { headers: { 'Idempotency-Key': 'slow-store-key' } },
+    );
     expect(again.status).to.equal(201);
     expect(again.headers.get('idempotent-replayed')).to.equal('true');
   });
@@ -148,14 +202,20 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
   it('concurrent rollbacks of one application: usage_count goes down by exactly one', async () => {
     const v = await service.createVoucher({ code: 'ROLLRACE', type: 'fixed', value: 100 });
     for (const id of ['rr-1', 'rr-2']) {
-      expect((await service.post('/v1/vouchers/apply', { code: 'ROLLRACE', order_id: id, order: { value: 1000 } })).status).to.equal(201);
+      expect(
+        (await service.post('/v1/vouchers/apply', { code: 'ROLLRACE', order_id: id, order: { value: 1000 } })).status,
+      ).to.equal(201);
     }
     const target = (await service.get(`/v1/vouchers/${v.id}/applications`)).body.data[0].id;
-    const responses = await Promise.all(Array.from({ length: 10 }, () => service.post(`/v1/vouchers/applications/${target}/rollback`)));
+    const responses = await Promise.all(
+      Array.from({ length: 10 }, () => service.post(`/v1/vouchers/applications/${target}/rollback`)),
+    );
     expect(countBy(responses)).to.deep.equal({ 200: 10 });
     for (const r of responses) expect(r.body).to.include({ id: target, status: 'rolled_back' });
     expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(1);
-    const rolled = (await service.sandbox.events.readStream(`voucher-${v.id}`)).filter((e) => e.type === 'VoucherApplicationRolledBack');
+    const rolled = (await service.sandbox.events.readStream(`voucher-${v.id}`)).filter(
+      (e) => e.type === 'VoucherApplicationRolledBack',
+    );
     expect(rolled).to.have.length(1);
   });
 });

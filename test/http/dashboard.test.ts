@@ -13,9 +13,15 @@ const HOUR = 60 * 60 * 1000;
 describe('dashboard over HTTP', () => {
   let service: TestService;
   let client: DashboardClient;
-  before(async () => { service = await TestService.start({ adminPassword: PASSWORD }); });
-  after(async () => { await service.stop(); });
-  beforeEach(() => { client = new DashboardClient(service.baseUrl); });
+  before(async () => {
+    service = await TestService.start({ adminPassword: PASSWORD });
+  });
+  after(async () => {
+    await service.stop();
+  });
+  beforeEach(() => {
+    client = new DashboardClient(service.baseUrl);
+  });
 
   describe('sign-in', () => {
     it('sends every page behind sign-in to the login page', async () => {
@@ -25,7 +31,12 @@ describe('dashboard over HTTP', () => {
         expect(res.location, path).to.equal('/dashboard/login');
       }
       const before = service.embedded.keys.size;
-      const post = await client.post('/dashboard/keys', { _csrf: 'x', name: 'sneaky', environment: 'sandbox', scopes: 'vouchers:read' });
+      const post = await client.post('/dashboard/keys', {
+        _csrf: 'x',
+        name: 'sneaky',
+        environment: 'sandbox',
+        scopes: 'vouchers:read',
+      });
       expect(post.status).to.equal(303);
       expect(post.location).to.equal('/dashboard/login');
       expect(service.embedded.keys.size).to.equal(before);
@@ -45,7 +56,10 @@ describe('dashboard over HTTP', () => {
       expect(res.status).to.equal(303);
       expect(res.location).to.equal('/dashboard/keys');
       const cookie = setCookie(res, 'vs_session')!;
-      expect(cookie).to.match(/; HttpOnly/i).and.match(/; SameSite=Strict/i).and.match(/; Path=\/dashboard(;|$)/);
+      expect(cookie)
+        .to.match(/; HttpOnly/i)
+        .and.match(/; SameSite=Strict/i)
+        .and.match(/; Path=\/dashboard(;|$)/);
       expect(cookie).not.to.match(/; Secure/i);
       expect(cookie).not.to.match(/Max-Age|Expires/i);
       expect(cookie.split(';')[0]!.length).to.be.greaterThan('vs_session='.length + 40);
@@ -55,7 +69,11 @@ describe('dashboard over HTTP', () => {
     it('gives the login form a short-lived, signed double-submit cookie with the same flags', async () => {
       const form = await client.get('/dashboard/login');
       const cookie = setCookie(form, 'vs_login_csrf')!;
-      expect(cookie).to.match(/; Max-Age=600/).and.match(/; HttpOnly/i).and.match(/; SameSite=Strict/i).and.match(/; Path=\/dashboard/);
+      expect(cookie)
+        .to.match(/; Max-Age=600/)
+        .and.match(/; HttpOnly/i)
+        .and.match(/; SameSite=Strict/i)
+        .and.match(/; Path=\/dashboard/);
       expect(decodeURIComponent(cookie.split(';')[0]!)).to.match(/^vs_login_csrf=s:/);
     });
 
@@ -65,7 +83,10 @@ describe('dashboard over HTTP', () => {
       expect(setCookie(res, 'vs_session')).to.equal(undefined);
       const other = new DashboardClient(service.baseUrl);
       const stolen = hiddenCsrf((await other.get('/dashboard/login')).html);
-      const noCookie = await new DashboardClient(service.baseUrl).post('/dashboard/login', { _csrf: stolen, password: PASSWORD });
+      const noCookie = await new DashboardClient(service.baseUrl).post('/dashboard/login', {
+        _csrf: stolen,
+        password: PASSWORD,
+      });
       expect(noCookie.status).to.equal(403);
     });
 
@@ -99,10 +120,17 @@ describe('dashboard over HTTP', () => {
     it('refuses create, revoke and logout with a wrong or missing token (403) and changes nothing', async () => {
       await client.signIn(PASSWORD);
       const before = service.embedded.keys.size;
-      const create = await client.post('/dashboard/keys', { _csrf: 'wrong', name: 'x', environment: 'sandbox', scopes: 'vouchers:read' });
+      const create = await client.post('/dashboard/keys', {
+        _csrf: 'wrong',
+        name: 'x',
+        environment: 'sandbox',
+        scopes: 'vouchers:read',
+      });
       expect(create.status).to.equal(403);
       expect(create.html).to.contain('Form expired');
-      expect((await client.post('/dashboard/keys', { name: 'x', environment: 'sandbox', scopes: 'vouchers:read' })).status).to.equal(403);
+      expect(
+        (await client.post('/dashboard/keys', { name: 'x', environment: 'sandbox', scopes: 'vouchers:read' })).status,
+      ).to.equal(403);
       expect(service.embedded.keys.size).to.equal(before);
 
       const { record } = await service.embedded.keys.create('sandbox', 'victim', undefined, 'test');
@@ -115,24 +143,40 @@ describe('dashboard over HTTP', () => {
     it("does not accept another session's token", async () => {
       const otherToken = await new DashboardClient(service.baseUrl).signIn(PASSWORD);
       await client.signIn(PASSWORD);
-      const res = await client.post('/dashboard/keys', { _csrf: otherToken, name: 'x', environment: 'sandbox', scopes: 'vouchers:read' });
+      const res = await client.post('/dashboard/keys', {
+        _csrf: otherToken,
+        name: 'x',
+        environment: 'sandbox',
+        scopes: 'vouchers:read',
+      });
       expect(res.status).to.equal(403);
     });
   });
 
   describe('API keys section', () => {
     let csrf: string;
-    beforeEach(async () => { csrf = await client.signIn(PASSWORD); });
+    beforeEach(async () => {
+      csrf = await client.signIn(PASSWORD);
+    });
 
     it('creates a key with the chosen environment and scopes, shows it once, and lists only prefix…last4', async () => {
-      const res = await client.post('/dashboard/keys', { _csrf: csrf, name: 'Checkout', environment: 'production', scopes: ['vouchers:read', 'vouchers:redeem'] });
+      const res = await client.post('/dashboard/keys', {
+        _csrf: csrf,
+        name: 'Checkout',
+        environment: 'production',
+        scopes: ['vouchers:read', 'vouchers:redeem'],
+      });
       expect(res.status).to.equal(201);
       expect(res.headers.get('cache-control')).to.equal('no-store');
       const key = /id="new-key"[^>]*>(sk_live_[A-Za-z0-9]{32})</.exec(res.html)?.[1];
       expect(key, 'the new key on the creation page').to.be.a('string');
       expect(res.html).to.contain('shown only once');
       const record = service.embedded.keys.list().find((r) => r.last4 === key!.slice(-4) && r.name === 'Checkout')!;
-      expect(record).to.deep.include({ environment: 'production', scopes: ['vouchers:read', 'vouchers:redeem'], createdBy: 'dashboard' });
+      expect(record).to.deep.include({
+        environment: 'production',
+        scopes: ['vouchers:read', 'vouchers:redeem'],
+        createdBy: 'dashboard',
+      });
 
       const list = await client.get('/dashboard/keys');
       expect(list.headers.get('cache-control')).to.equal('no-store');
@@ -189,24 +233,39 @@ describe('dashboard over HTTP', () => {
 
     it('documents rotation on the page', async () => {
       const html = (await client.get('/dashboard/keys')).html;
-      expect(html).to.contain('Rotating a key').and.contain('Create the new key').and.contain('Switch over').and.contain('Revoke the old key');
+      expect(html)
+        .to.contain('Rotating a key')
+        .and.contain('Create the new key')
+        .and.contain('Switch over')
+        .and.contain('Revoke the old key');
     });
   });
 
   describe('headers', () => {
     it('sends helmet headers with a self-only CSP on every dashboard response, pages and assets', async () => {
       await client.signIn(PASSWORD);
-      for (const path of ['/dashboard/login', '/dashboard/keys', '/dashboard/assets/dashboard.css', '/dashboard/assets/copy.js', '/dashboard/nope']) {
+      for (const path of [
+        '/dashboard/login',
+        '/dashboard/keys',
+        '/dashboard/assets/dashboard.css',
+        '/dashboard/assets/copy.js',
+        '/dashboard/nope',
+      ]) {
         const res = await client.get(path);
         const csp = res.headers.get('content-security-policy') ?? '';
-        expect(csp, path).to.contain("default-src 'self'").and.contain("script-src 'self'").and.contain("style-src 'self'");
+        expect(csp, path)
+          .to.contain("default-src 'self'")
+          .and.contain("script-src 'self'")
+          .and.contain("style-src 'self'");
         expect(csp, path).to.contain("frame-ancestors 'none'").and.not.contain('unsafe-inline');
         expect(res.headers.get('x-content-type-options'), path).to.equal('nosniff');
         expect(res.headers.get('x-frame-options'), path).to.equal('DENY');
         expect(res.headers.get('referrer-policy'), path).to.equal('no-referrer');
         expect(res.headers.get('strict-transport-security'), path).to.be.a('string');
       }
-      expect((await new DashboardClient(service.baseUrl).get('/dashboard/login')).headers.get('cache-control')).to.equal('no-store');
+      expect(
+        (await new DashboardClient(service.baseUrl).get('/dashboard/login')).headers.get('cache-control'),
+      ).to.equal('no-store');
     });
 
     it('leaves /v1 as it was: no dashboard headers, JSON 404 outside /dashboard', async () => {
@@ -220,12 +279,17 @@ describe('dashboard over HTTP', () => {
 
 describe('dashboard login throttle', () => {
   let service: TestService;
-  before(async () => { service = await TestService.start({ adminPassword: PASSWORD }); });
-  after(async () => { await service.stop(); });
+  before(async () => {
+    service = await TestService.start({ adminPassword: PASSWORD });
+  });
+  after(async () => {
+    await service.stop();
+  });
 
   it('answers 429 after 5 failed sign-ins from one address, even to the right password', async () => {
     const client = new DashboardClient(service.baseUrl);
-    for (let attempt = 1; attempt <= 5; attempt += 1) expect((await client.login('wrong')).status, `attempt ${attempt}`).to.equal(401);
+    for (let attempt = 1; attempt <= 5; attempt += 1)
+      expect((await client.login('wrong')).status, `attempt ${attempt}`).to.equal(401);
     const blocked = await client.login(PASSWORD);
     expect(blocked.status).to.equal(429);
     expect(blocked.html).to.contain('Too many sign-in attempts');
@@ -235,8 +299,11 @@ describe('dashboard login throttle', () => {
   it('does not count successful sign-ins', async () => {
     const fresh = await TestService.start({ adminPassword: PASSWORD });
     try {
-      for (let i = 0; i < 7; i += 1) expect((await new DashboardClient(fresh.baseUrl).login(PASSWORD)).status).to.equal(303);
-    } finally { await fresh.stop(); }
+      for (let i = 0; i < 7; i += 1)
+        expect((await new DashboardClient(fresh.baseUrl).login(PASSWORD)).status).to.equal(303);
+    } finally {
+      await fresh.stop();
+    }
   });
 });
 
@@ -245,23 +312,35 @@ describe('dashboard over HTTPS', () => {
     const service = await TestService.start();
     // The app behind a server whose sockets say they are TLS: what Node sets for an https.Server.
     const app = createApp({
-      environments: service.embedded.environments, keys: service.embedded.keys, logger: pino({ level: 'silent' }),
-      admin: await AdminAuth.fromPassword(PASSWORD), clock: service.clock,
+      environments: service.embedded.environments,
+      keys: service.embedded.keys,
+      logger: pino({ level: 'silent' }),
+      admin: await AdminAuth.fromPassword(PASSWORD),
+      clock: service.clock,
     });
-    const server: Server = http.createServer((req, res) => { Object.assign(req.socket, { encrypted: true }); app(req, res); });
+    const server: Server = http.createServer((req, res) => {
+      Object.assign(req.socket, { encrypted: true });
+      app(req, res);
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const client = new DashboardClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
       expect(setCookie(await client.get('/dashboard/login'), 'vs_login_csrf')).to.match(/; Secure/i);
-      expect(setCookie(await client.post('/dashboard/login', { _csrf: hiddenCsrf((await client.get('/dashboard/login')).html), password: PASSWORD }), 'vs_session'))
-        .to.match(/; Secure/i);
+      expect(
+        setCookie(
+          await client.post('/dashboard/login', {
+            _csrf: hiddenCsrf((await client.get('/dashboard/login')).html),
+            password: PASSWORD,
+          }),
+          'vs_session',
+        ),
+      ).to.match(/; Secure/i);
     } finally {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       await service.stop();
     }
   });
-
 });
 
 describe('dashboard without an operator password', () => {
@@ -270,6 +349,8 @@ describe('dashboard without an operator password', () => {
     try {
       const res = await service.get('/dashboard/login', { key: null });
       expect(res.status).to.equal(404);
-    } finally { await service.stop(); }
+    } finally {
+      await service.stop();
+    }
   });
 });

@@ -14,23 +14,39 @@ import { exitWithin, killAll, sleep, startService } from '../support/processes.t
 const PASSWORD_LINE = /operator password {2}(\S+)/;
 const WELCOME_BOX = /={78}\n[\s\S]*Dashboard \(API keys\)[^\n]*\n[\s\S]*={78}\n/;
 
-interface Running { base: string; output: () => string; stop: () => Promise<void> }
+interface Running {
+  base: string;
+  output: () => string;
+  stop: () => Promise<void>;
+}
 
 /** Starts `src/main.ts` (no configured keys, no ADMIN_PASSWORD unless given) and waits for its welcome box. */
 const start = async (dataDir: string, extraEnv: Record<string, string> = {}): Promise<Running> => {
-  const service = await startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_PASSWORD: '', VOUCHER_API_KEYS: '', ...extraEnv });
+  const service = await startService({
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'info',
+    ADMIN_PASSWORD: '',
+    VOUCHER_API_KEYS: '',
+    ...extraEnv,
+  });
   const deadline = Date.now() + 10_000;
   while (!WELCOME_BOX.test(service.proc.stdout()) && Date.now() < deadline) await sleep(50);
   return {
-    base: service.base, output: service.proc.output,
-    stop: async () => { service.proc.child.kill('SIGTERM'); await exitWithin(service.proc, 10_000); },
+    base: service.base,
+    output: service.proc.output,
+    stop: async () => {
+      service.proc.child.kill('SIGTERM');
+      await exitWithin(service.proc, 10_000);
+    },
   };
 };
 
 describe('operator password on the real process', function () {
   this.timeout(60_000);
   let dataDir: string;
-  before(() => { dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-admin-')); });
+  before(() => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-admin-'));
+  });
   after(async () => {
     await killAll();
     fs.rmSync(dataDir, { recursive: true, force: true });
@@ -50,7 +66,9 @@ describe('operator password on the real process', function () {
       expect(logLines.join('\n')).not.to.contain(generated);
       expect((await new DashboardClient(service.base).login(generated)).status).to.equal(303);
       expect((await new DashboardClient(service.base).login('guess')).status).to.equal(401);
-    } finally { await service.stop(); }
+    } finally {
+      await service.stop();
+    }
   });
 
   it('later starts: prints no password and accept the same one', async () => {
@@ -59,7 +77,9 @@ describe('operator password on the real process', function () {
       expect(service.output()).not.to.match(PASSWORD_LINE);
       expect(service.output()).not.to.contain(generated);
       expect((await new DashboardClient(service.base).login(generated)).status).to.equal(303);
-    } finally { await service.stop(); }
+    } finally {
+      await service.stop();
+    }
   });
 
   it('ADMIN_PASSWORD wins: only it signs in, and nothing is printed', async () => {
@@ -69,7 +89,9 @@ describe('operator password on the real process', function () {
       expect(service.output()).not.to.contain('operator-chosen-password');
       expect((await new DashboardClient(service.base).login(generated)).status).to.equal(401);
       expect((await new DashboardClient(service.base).login('operator-chosen-password')).status).to.equal(303);
-    } finally { await service.stop(); }
+    } finally {
+      await service.stop();
+    }
   });
 
   it('reads ADMIN_PASSWORD in config.ts (empty is unset)', () => {

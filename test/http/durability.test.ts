@@ -13,7 +13,13 @@ import { ENVIRONMENTS, environmentFiles } from '../../src/composition.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { collectionsOf } from '../../src/infrastructure/projector/projection.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
-import { exitWithin, killAll, run, startService as startServiceProcess, type RunningService } from '../support/processes.ts';
+import {
+  exitWithin,
+  killAll,
+  run,
+  startService as startServiceProcess,
+  type RunningService,
+} from '../support/processes.ts';
 
 const KEYS: Record<Environment, string> = {
   sandbox: 'sk_test_Dur4bility0Sandbox0Key000000001',
@@ -33,12 +39,24 @@ type Service = RunningService;
 const startService = (dataDir: string): Promise<Service> =>
   startServiceProcess({ DATA_DIR: dataDir, VOUCHER_API_KEYS: `${KEYS.sandbox},${KEYS.production}` });
 
-interface Reply { status: number; body: any }
+interface Reply {
+  status: number;
+  body: any;
+}
 
-const call = async (service: Service, environment: Environment, method: string, urlPath: string, body?: unknown): Promise<Reply> => {
+const call = async (
+  service: Service,
+  environment: Environment,
+  method: string,
+  urlPath: string,
+  body?: unknown,
+): Promise<Reply> => {
   const res = await fetch(`${service.base}${urlPath}`, {
     method,
-    headers: { Authorization: `Bearer ${KEYS[environment]}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    headers: {
+      Authorization: `Bearer ${KEYS[environment]}`,
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
     signal: AbortSignal.timeout(15_000),
   });
@@ -51,14 +69,18 @@ const CORE_COLLECTIONS = collectionsOf(CORE_GROUP.projections);
 const ANALYTICS_COLLECTIONS = collectionsOf(ANALYTICS_GROUP.projections);
 
 type Docs = Array<{ id: string; [key: string]: unknown }>;
-interface GroupSnapshot { collections: Record<string, Docs>; checkpoint: number }
+interface GroupSnapshot {
+  collections: Record<string, Docs>;
+  checkpoint: number;
+}
 type Snapshot = Record<Environment, { core: GroupSnapshot; analytics: GroupSnapshot }>;
 
 const snapshotGroup = async (file: string, collections: string[], checkpoint: string): Promise<GroupSnapshot> => {
   const reads = SqliteReadStore.open(file);
   try {
     const out: GroupSnapshot = { collections: {}, checkpoint: await reads.getCheckpoint(checkpoint) };
-    for (const collection of collections) out.collections[collection] = await reads.find(collection, {}, { sort: [['id', 1]] });
+    for (const collection of collections)
+      out.collections[collection] = await reads.find(collection, {}, { sort: [['id', 1]] });
     return out;
   } finally {
     await reads.close();
@@ -78,7 +100,11 @@ const snapshotReadModels = async (dataDir: string): Promise<Snapshot> => {
   return out;
 };
 
-interface Ack { voucher: number; orderId: string; applicationId: string }
+interface Ack {
+  voucher: number;
+  orderId: string;
+  applicationId: string;
+}
 
 describe('durability (real process, SIGKILL, replay)', function () {
   this.timeout(120_000);
@@ -96,33 +122,55 @@ describe('durability (real process, SIGKILL, replay)', function () {
     const service = await startService(dataDir);
 
     for (const v of VOUCHERS) {
-      const res = await call(service, v.environment, 'POST', '/v1/vouchers', { code: v.code, type: 'percentage', value: 10 });
+      const res = await call(service, v.environment, 'POST', '/v1/vouchers', {
+        code: v.code,
+        type: 'percentage',
+        value: 10,
+      });
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
       voucherIds.push(res.body.id);
     }
 
-    const replies = await Promise.all(Array.from({ length: ORDERS }, async (_, i) => {
-      const voucher = i % VOUCHERS.length;
-      const orderId = `order-${String(i).padStart(3, '0')}`;
-      const res = await call(service, VOUCHERS[voucher]!.environment, 'POST', '/v1/vouchers/apply', {
-        code: VOUCHERS[voucher]!.code, order_id: orderId, order: { value: 10_000 + i * 100, currency: 'USD' },
-        customer: { id: `customer-${i % 7}`, segment: i % 2 === 0 ? 'vip' : 'regular' },
-      }).catch((error: unknown) => ({ status: 0, body: String(error) }));
-      return { voucher, orderId, res };
-    }));
+    const replies = await Promise.all(
+      Array.from({ length: ORDERS }, async (_, i) => {
+        const voucher = i % VOUCHERS.length;
+        const orderId = `order-${String(i).padStart(3, '0')}`;
+        const res = await call(service, VOUCHERS[voucher]!.environment, 'POST', '/v1/vouchers/apply', {
+          code: VOUCHERS[voucher]!.code,
+          order_id: orderId,
+          order: { value: 10_000 + i * 100, currency: 'USD' },
+          customer: { id: `customer-${i % 7}`, segment: i % 2 === 0 ? 'vip' : 'regular' },
+        }).catch((error: unknown) => ({ status: 0, body: String(error) }));
+        return { voucher, orderId, res };
+      }),
+    );
     for (const { voucher, orderId, res } of replies) {
       if (res.status >= 200 && res.status < 300) acks.push({ voucher, orderId, applicationId: res.body.id });
       else failures.push({ orderId, status: res.status, body: res.body });
     }
     // The checks below need applications on every voucher (one to roll back, one on the deactivated one).
     for (let v = 0; v < VOUCHERS.length; v += 1) {
-      expect(acks.filter((a) => a.voucher === v), `acknowledged on voucher ${v}; failures ${JSON.stringify(failures)}`).to.have.length.above(1);
+      expect(
+        acks.filter((a) => a.voucher === v),
+        `acknowledged on voucher ${v}; failures ${JSON.stringify(failures)}`,
+      ).to.have.length.above(1);
     }
 
     rolledBack = acks.find((a) => a.voucher === 0)!;
-    const rollback = await call(service, 'sandbox', 'POST', `/v1/vouchers/applications/${rolledBack.applicationId}/rollback`, { reason: 'order cancelled' });
+    const rollback = await call(
+      service,
+      'sandbox',
+      'POST',
+      `/v1/vouchers/applications/${rolledBack.applicationId}/rollback`,
+      { reason: 'order cancelled' },
+    );
     expect(rollback.status, JSON.stringify(rollback.body)).to.equal(200);
-    const deactivate = await call(service, VOUCHERS[deactivated]!.environment, 'DELETE', `/v1/vouchers/${voucherIds[deactivated]}`);
+    const deactivate = await call(
+      service,
+      VOUCHERS[deactivated]!.environment,
+      'DELETE',
+      `/v1/vouchers/${voucherIds[deactivated]}`,
+    );
     expect(deactivate.status, JSON.stringify(deactivate.body)).to.equal(200);
 
     // Right after the last acknowledgement: no graceful shutdown, no flush, no close.
@@ -149,9 +197,18 @@ describe('durability (real process, SIGKILL, replay)', function () {
       expect(res.body.usage_count, code).to.equal(expectedUses);
       expect(res.body.status, code).to.equal(v === deactivated ? 'inactive' : 'active');
       const history = res.body.usage_history as Array<{ id: string; order_id: string; status: string }>;
-      expect(history.map((h) => h.order_id), code).to.have.members(mine.map((a) => a.orderId));
-      expect(history.map((h) => h.id), code).to.have.members(mine.map((a) => a.applicationId));
-      for (const h of history) expect(h.status, `${code} ${h.order_id}`).to.equal(h.id === rolledBack.applicationId ? 'rolled_back' : 'applied');
+      expect(
+        history.map((h) => h.order_id),
+        code,
+      ).to.have.members(mine.map((a) => a.orderId));
+      expect(
+        history.map((h) => h.id),
+        code,
+      ).to.have.members(mine.map((a) => a.applicationId));
+      for (const h of history)
+        expect(h.status, `${code} ${h.order_id}`).to.equal(
+          h.id === rolledBack.applicationId ? 'rolled_back' : 'applied',
+        );
 
       const listed = await call(restarted, environment, 'GET', `/v1/vouchers/${voucherIds[v]}/applications?limit=100`);
       expect(listed.status).to.equal(200);
@@ -190,7 +247,10 @@ describe('durability (real process, SIGKILL, replay)', function () {
     // Order attempts (validations) for the analytics group: buffered, and written at the graceful stop below.
     for (let v = 0; v < deactivated; v += 1) {
       const { environment, code } = VOUCHERS[v]!;
-      const validated = await call(restarted!, environment, 'POST', '/v1/vouchers/validate', { code, order: { id: `attempt-${v}`, value: 5_000 } });
+      const validated = await call(restarted!, environment, 'POST', '/v1/vouchers/validate', {
+        code,
+        order: { id: `attempt-${v}`, value: 5_000 },
+      });
       expect(validated.status, JSON.stringify(validated.body)).to.equal(200);
     }
     restarted!.proc.child.kill('SIGTERM');
@@ -199,13 +259,20 @@ describe('durability (real process, SIGKILL, replay)', function () {
 
     expect(CORE_COLLECTIONS).to.have.members(['vouchers', 'voucher_usage', 'applications']);
     expect(ANALYTICS_COLLECTIONS).to.have.members([
-      'analytics_daily', 'analytics_voucher_customers', 'analytics_customers', 'analytics_order_attempts', 'analytics_applications', 'exports',
+      'analytics_daily',
+      'analytics_voucher_customers',
+      'analytics_customers',
+      'analytics_order_attempts',
+      'analytics_applications',
+      'exports',
     ]);
     const before = await snapshotReadModels(dataDir);
     const { sandbox, production } = before;
     expect(sandbox.core.collections.vouchers).to.have.length(3);
     expect(production.core.collections.vouchers).to.have.length(2);
-    expect(sandbox.core.collections.applications.length + production.core.collections.applications.length).to.equal(acks.length);
+    expect(sandbox.core.collections.applications.length + production.core.collections.applications.length).to.equal(
+      acks.length,
+    );
     // Every voucher has applications, so every voucher has its usage document.
     expect(sandbox.core.collections.voucher_usage).to.have.length(3);
     expect(production.core.collections.voucher_usage).to.have.length(2);
@@ -213,7 +280,8 @@ describe('durability (real process, SIGKILL, replay)', function () {
       const { core, analytics } = before[environment];
       expect(core.checkpoint, environment).to.be.above(0);
       expect(analytics.checkpoint, environment).to.equal(core.checkpoint);
-      for (const collection of ANALYTICS_COLLECTIONS.filter((c) => c !== 'exports')) { // the test makes no export
+      for (const collection of ANALYTICS_COLLECTIONS.filter((c) => c !== 'exports')) {
+        // the test makes no export
         expect(analytics.collections[collection], `${environment} ${collection}`).to.not.be.empty;
       }
     }
@@ -252,7 +320,10 @@ describe('durability (real process, SIGKILL, replay)', function () {
           upserts: [
             { collection: 'analytics_customers', doc: { ...live.analytics_customers![0]!, uses: 999 } },
             { collection: 'analytics_voucher_customers', doc: { ...live.analytics_voucher_customers![0]!, uses: 999 } },
-            { collection: 'analytics_applications', doc: { ...live.analytics_applications![0]!, rolled_back: !live.analytics_applications![0]!.rolled_back } },
+            {
+              collection: 'analytics_applications',
+              doc: { ...live.analytics_applications![0]!, rolled_back: !live.analytics_applications![0]!.rolled_back },
+            },
             { collection: 'exports', doc: { id: 'exp_Ghost', status: 'completed' } },
           ],
           deletes: [{ collection: 'analytics_order_attempts', id: live.analytics_order_attempts![0]!.id }],
@@ -265,19 +336,27 @@ describe('durability (real process, SIGKILL, replay)', function () {
     const damaged = await snapshotReadModels(dataDir);
     for (const environment of ENVIRONMENTS) {
       for (const group of ['core', 'analytics'] as const) {
-        expect(damaged[environment][group].checkpoint, `${environment} ${group} checkpoint`).to.not.equal(before[environment][group].checkpoint);
+        expect(damaged[environment][group].checkpoint, `${environment} ${group} checkpoint`).to.not.equal(
+          before[environment][group].checkpoint,
+        );
       }
       for (const collection of ['voucher_usage', ...ANALYTICS_COLLECTIONS]) {
         const group = collection === 'voucher_usage' ? 'core' : 'analytics';
-        expect(damaged[environment][group].collections[collection], `${environment} ${collection} damaged`)
-          .to.not.deep.equal(before[environment][group].collections[collection]);
+        expect(
+          damaged[environment][group].collections[collection],
+          `${environment} ${collection} damaged`,
+        ).to.not.deep.equal(before[environment][group].collections[collection]);
       }
     }
 
     const logSizes = {} as Record<Environment, number>;
     for (const environment of ENVIRONMENTS) {
       const events = SqliteEventStore.open(environmentFiles(dataDir, environment).events);
-      try { logSizes[environment] = (await events.readAll()).length; } finally { await events.close(); }
+      try {
+        logSizes[environment] = (await events.readAll()).length;
+      } finally {
+        await events.close();
+      }
     }
 
     const replay = run(['scripts/replay.ts'], { DATA_DIR: dataDir });
@@ -292,10 +371,13 @@ describe('durability (real process, SIGKILL, replay)', function () {
     for (const environment of ENVIRONMENTS) {
       for (const group of ['core', 'analytics'] as const) {
         for (const collection of Object.keys(before[environment][group].collections)) {
-          expect(after[environment][group].collections[collection], `${environment} ${collection}`)
-            .to.deep.equal(before[environment][group].collections[collection]);
+          expect(after[environment][group].collections[collection], `${environment} ${collection}`).to.deep.equal(
+            before[environment][group].collections[collection],
+          );
         }
-        expect(after[environment][group].checkpoint, `${environment} ${group} checkpoint`).to.equal(before[environment][group].checkpoint);
+        expect(after[environment][group].checkpoint, `${environment} ${group} checkpoint`).to.equal(
+          before[environment][group].checkpoint,
+        );
       }
     }
     expect(after).to.deep.equal(before);
@@ -304,9 +386,14 @@ describe('durability (real process, SIGKILL, replay)', function () {
       const { core, analytics } = after[environment];
       const live = core.collections.applications!.filter((a) => a.status === 'applied');
       for (const usage of core.collections.voucher_usage!) {
-        expect(usage.usage_count, `${environment} ${usage.id}`).to.equal(live.filter((a) => a.voucher_id === usage.id).length);
+        expect(usage.usage_count, `${environment} ${usage.id}`).to.equal(
+          live.filter((a) => a.voucher_id === usage.id).length,
+        );
       }
-      expect(analytics.collections.analytics_daily!.reduce((n, d) => n + (d.uses as number), 0), environment).to.equal(live.length);
+      expect(
+        analytics.collections.analytics_daily!.reduce((n, d) => n + (d.uses as number), 0),
+        environment,
+      ).to.equal(live.length);
     }
   });
 });

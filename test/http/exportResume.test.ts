@@ -22,12 +22,21 @@ describe('exports survive a crash (real process, SIGKILL)', function () {
 
   const call = async (service: RunningService, method: string, urlPath: string, body?: unknown) => {
     const res = await fetch(`${service.base}${urlPath}`, {
-      method, headers: { Authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(15_000),
+      method,
+      headers: {
+        Authorization: `Bearer ${KEY}`,
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(15_000),
     });
     const text = await res.text();
     let parsed: any = text;
-    try { parsed = JSON.parse(text); } catch { /* a file */ }
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      /* a file */
+    }
     return { status: res.status, body: parsed, headers: res.headers };
   };
 
@@ -35,20 +44,35 @@ describe('exports survive a crash (real process, SIGKILL)', function () {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-export-resume-'));
     // The job waits a minute before it starts: the kill lands while it is still processing.
     const first = await startService({ DATA_DIR: dataDir, VOUCHER_API_KEYS: KEY, EXPORT_JOB_DELAY_MS: '60000' });
-    const voucher = (await call(first, 'POST', '/v1/vouchers', { code: 'RESUME10', type: 'percentage', value: 10 })).body;
+    const voucher = (await call(first, 'POST', '/v1/vouchers', { code: 'RESUME10', type: 'percentage', value: 10 }))
+      .body;
     const applied: Array<{ applied_at: string; discount_amount: number }> = [];
-    for (const [orderId, value] of [['r1', 10_000], ['r2', 5_000]] as const) {
-      const res = await call(first, 'POST', '/v1/vouchers/apply', { code: 'RESUME10', order_id: orderId, order: { value }, customer: { id: `cus_${orderId}` } });
+    for (const [orderId, value] of [
+      ['r1', 10_000],
+      ['r2', 5_000],
+    ] as const) {
+      const res = await call(first, 'POST', '/v1/vouchers/apply', {
+        code: 'RESUME10',
+        order_id: orderId,
+        order: { value },
+        customer: { id: `cus_${orderId}` },
+      });
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
       applied.push(res.body);
     }
-    const created = await call(first, 'POST', '/v1/analytics/export', { voucher_ids: [voucher.id], metrics: ['uses', 'discount', 'unique_customers'] });
+    const created = await call(first, 'POST', '/v1/analytics/export', {
+      voucher_ids: [voucher.id],
+      metrics: ['uses', 'discount', 'unique_customers'],
+    });
     expect(created.status, JSON.stringify(created.body)).to.equal(202);
     const id = created.body.export_id as string;
     expect(created.body.status).to.equal('processing');
     const early = await call(first, 'GET', `/v1/analytics/export/${id}/download`);
     expect(early.status).to.equal(409);
-    expect(early.body.error).to.deep.include({ code: 'EXPORT_NOT_READY', details: { export_id: id, status: 'processing' } });
+    expect(early.body.error).to.deep.include({
+      code: 'EXPORT_NOT_READY',
+      details: { export_id: id, status: 'processing' },
+    });
 
     first.proc.child.kill('SIGKILL');
     await exitWithin(first.proc, 10_000);
@@ -65,14 +89,27 @@ describe('exports survive a crash (real process, SIGKILL)', function () {
     for (const a of applied) {
       const day = a.applied_at.slice(0, 10);
       const entry = byDay.get(day) ?? { uses: 0, discount: 0, customers: 0 };
-      byDay.set(day, { uses: entry.uses + 1, discount: entry.discount + a.discount_amount, customers: entry.customers + 1 });
+      byDay.set(day, {
+        uses: entry.uses + 1,
+        discount: entry.discount + a.discount_amount,
+        customers: entry.customers + 1,
+      });
     }
     for (const row of rows) {
       const want = byDay.get(row.date!) ?? { uses: 0, discount: 0, customers: 0 };
-      expect(row, row.date).to.deep.equal({ voucher_id: voucher.id, code: 'RESUME10', date: row.date, uses: String(want.uses), discount: String(want.discount), unique_customers: String(want.customers) });
+      expect(row, row.date).to.deep.equal({
+        voucher_id: voucher.id,
+        code: 'RESUME10',
+        date: row.date,
+        uses: String(want.uses),
+        discount: String(want.discount),
+        unique_customers: String(want.customers),
+      });
     }
     expect(rows.reduce((n, r) => n + Number(r.discount), 0)).to.equal(1_000 + 500);
-    expect(fs.readdirSync(path.join(dataDir, 'sandbox', 'exports')).filter((f) => f.endsWith('.tmp'))).to.deep.equal([]);
+    expect(fs.readdirSync(path.join(dataDir, 'sandbox', 'exports')).filter((f) => f.endsWith('.tmp'))).to.deep.equal(
+      [],
+    );
     second.proc.child.kill('SIGTERM');
     await exitWithin(second.proc, 15_000);
   });

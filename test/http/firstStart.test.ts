@@ -17,19 +17,25 @@ describe('first start (real process)', () => {
   let dataDir: string;
   let first: RunningService | undefined;
 
-  before(() => { dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'first-start-')); });
+  before(() => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'first-start-'));
+  });
   after(async () => {
     await killAll();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   const listWith = (service: RunningService, key: string) =>
-    fetch(`${service.base}/v1/vouchers`, { headers: { Authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(5_000) });
+    fetch(`${service.base}/v1/vouchers`, {
+      headers: { Authorization: `Bearer ${key}` },
+      signal: AbortSignal.timeout(5_000),
+    });
 
   it('prints one sandbox and one production key that work, and stores only their hashes', async () => {
     first = await startService({ DATA_DIR: dataDir, VOUCHER_API_KEYS: '', LOG_LEVEL: 'info' });
     const deadline = Date.now() + 5_000;
-    while (!first.proc.stdout().includes('production  sk_live_') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (!first.proc.stdout().includes('production  sk_live_') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     const printed = [...new Set(first.proc.stdout().match(KEY) ?? [])];
     const sandbox = printed.filter((k) => k.startsWith('sk_test_'));
     const production = printed.filter((k) => k.startsWith('sk_live_'));
@@ -40,13 +46,19 @@ describe('first start (real process)', () => {
     expect((await listWith(first, sandbox[0]!)).status).to.equal(200);
     expect((await listWith(first, production[0]!)).status).to.equal(200);
     // the keys are on the terminal once, in the welcome box, never in a JSON log line
-    const logLines = first.proc.stdout().split('\n').filter((line) => line.startsWith('{'));
+    const logLines = first.proc
+      .stdout()
+      .split('\n')
+      .filter((line) => line.startsWith('{'));
     expect(logLines.length).to.be.greaterThan(0);
     for (const line of logLines) expect(line).not.to.match(KEY);
 
     first.proc.child.kill('SIGTERM');
     expect((await exitWithin(first.proc, 10_000)).code).to.equal(0);
-    const bytes = fs.readdirSync(path.join(dataDir, 'account')).map((f) => fs.readFileSync(path.join(dataDir, 'account', f)).toString('latin1')).join('');
+    const bytes = fs
+      .readdirSync(path.join(dataDir, 'account'))
+      .map((f) => fs.readFileSync(path.join(dataDir, 'account', f)).toString('latin1'))
+      .join('');
     for (const key of [...sandbox, ...production]) {
       expect(bytes).not.to.include(key);
       expect(bytes).to.include(hashKey(key));
@@ -55,7 +67,8 @@ describe('first start (real process)', () => {
     // the next start prints no key, says how to get one, and the first keys still work
     const second = await startService({ DATA_DIR: dataDir, VOUCHER_API_KEYS: '' });
     const until = Date.now() + 5_000;
-    while (!second.proc.stdout().includes('VOUCHER_API_KEYS') && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    while (!second.proc.stdout().includes('VOUCHER_API_KEYS') && Date.now() < until)
+      await new Promise((r) => setTimeout(r, 50));
     expect(second.proc.stdout()).not.to.match(KEY);
     expect(second.proc.stdout()).to.include('VOUCHER_API_KEYS');
     expect((await listWith(second, sandbox[0]!)).status).to.equal(200);
@@ -69,7 +82,13 @@ describe('first start (real process)', () => {
     await new Promise<void>((resolve) => squatter.listen(port, '127.0.0.1', resolve));
     const freshDir = fs.mkdtempSync(path.join(os.tmpdir(), 'first-start-busy-'));
     try {
-      const proc = run(['src/main.ts'], { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: freshDir, VOUCHER_API_KEYS: '', LOG_LEVEL: 'warn' });
+      const proc = run(['src/main.ts'], {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATA_DIR: freshDir,
+        VOUCHER_API_KEYS: '',
+        LOG_LEVEL: 'warn',
+      });
       const { code } = await exitWithin(proc, 20_000);
       expect(code, proc.output()).to.equal(1);
       expect(proc.output()).to.match(/failed to start: listen EADDRINUSE/);

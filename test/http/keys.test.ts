@@ -33,23 +33,30 @@ interface CliResult {
 const children = new Set<ChildProcess>();
 
 /** Runs a command in the project root with DATA_DIR set; resolves once it exited and its output is read. */
-const run = (command: string, args: string[], dataDir: string): Promise<CliResult> => new Promise((resolve, reject) => {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir };
-  delete env.VOUCHER_API_KEYS;
-  const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  let stdout = '';
-  let stderr = '';
-  let exitedAt = 0;
-  child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-  child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-  child.once('error', reject);
-  child.once('exit', () => { exitedAt = Date.now(); });
-  child.once('close', (code, signal) => {
-    children.delete(child);
-    resolve({ code, signal, stdout, stderr, exitedAt: exitedAt || Date.now() });
+const run = (command: string, args: string[], dataDir: string): Promise<CliResult> =>
+  new Promise((resolve, reject) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir };
+    delete env.VOUCHER_API_KEYS;
+    const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let stdout = '';
+    let stderr = '';
+    let exitedAt = 0;
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.once('error', reject);
+    child.once('exit', () => {
+      exitedAt = Date.now();
+    });
+    child.once('close', (code, signal) => {
+      children.delete(child);
+      resolve({ code, signal, stdout, stderr, exitedAt: exitedAt || Date.now() });
+    });
   });
-});
 
 /** `node --import tsx scripts/keys.ts …`, as the lead would run it. */
 const keysCli = (dataDir: string, ...args: string[]): Promise<CliResult> =>
@@ -75,7 +82,8 @@ const expectError = (res: TestResponse, status: number, code: string, details: u
 
 /** Every file under `dir`, recursively, with its raw bytes. */
 const readTree = (dir: string): Array<{ file: string; bytes: Buffer }> =>
-  fs.readdirSync(dir, { recursive: true, withFileTypes: true })
+  fs
+    .readdirSync(dir, { recursive: true, withFileTypes: true })
     .filter((entry) => entry.isFile())
     .map((entry) => {
       const file = path.join(entry.parentPath, entry.name);
@@ -96,11 +104,16 @@ describe('API keys across processes (keys CLI as a child process)', function () 
 
     before(async () => {
       service = await TestService.start();
-      production = await service.createVoucher({ code: 'LIVEONLY', type: 'fixed', value: 100 }, {
-        key: (await service.embedded.keys.create('production', 'setup')).key,
-      });
+      production = await service.createVoucher(
+        { code: 'LIVEONLY', type: 'fixed', value: 100 },
+        {
+          key: (await service.embedded.keys.create('production', 'setup')).key,
+        },
+      );
     });
-    after(async () => { await service?.stop(); });
+    after(async () => {
+      await service?.stop();
+    });
 
     /**
      * Polls GET /v1/vouchers with `key` every 50 ms until it answers `expected`; the request that
@@ -113,19 +126,32 @@ describe('API keys across processes (keys CLI as a child process)', function () 
         const res = await service.get('/v1/vouchers', { key });
         seen.push(res.status);
         if (res.status === expected) {
-          expect(sentAt - from, `ms from the CLI's exit to the first ${expected} (statuses: ${seen.join(',')})`).to.be.at.most(PROPAGATION_MS);
-          expect(seen.slice(0, -1).every((s) => s === other), `statuses before ${expected}: ${seen.join(',')}`).to.equal(true);
+          expect(
+            sentAt - from,
+            `ms from the CLI's exit to the first ${expected} (statuses: ${seen.join(',')})`,
+          ).to.be.at.most(PROPAGATION_MS);
+          expect(
+            seen.slice(0, -1).every((s) => s === other),
+            `statuses before ${expected}: ${seen.join(',')}`,
+          ).to.equal(true);
           return res;
         }
         if (Date.now() - from >= PROPAGATION_MS) {
-          expect.fail(`still ${res.status} ${JSON.stringify(res.body)} ${Date.now() - from} ms after the CLI exited (statuses: ${seen.join(',')})`);
+          expect.fail(
+            `still ${res.status} ${JSON.stringify(res.body)} ${Date.now() - from} ms after the CLI exited (statuses: ${seen.join(',')})`,
+          );
         }
         await sleep(POLL_MS);
       }
     };
 
     it('a key revoked by the CLI is 401 INVALID_API_KEY in the running service within a second', async () => {
-      const { key, record } = await service.embedded.keys.create('sandbox', 'Revoke me', ['vouchers:read', 'vouchers:write'], 'test-suite');
+      const { key, record } = await service.embedded.keys.create(
+        'sandbox',
+        'Revoke me',
+        ['vouchers:read', 'vouchers:write'],
+        'test-suite',
+      );
       const bystander = await service.embedded.keys.create('sandbox', 'Bystander', ['vouchers:read']);
       expect((await service.get('/v1/vouchers', { key })).status).to.equal(200);
 
@@ -141,40 +167,83 @@ describe('API keys across processes (keys CLI as a child process)', function () 
       expect(service.embedded.keys.get(record.id)).to.deep.include({ revokedAt: revoked.revoked_at, revokedBy: 'cli' });
       // only that key: another key keeps working, and the revoked one stays revoked
       expect((await service.get('/v1/vouchers', { key: bystander.key })).status).to.equal(200);
-      expectError(await service.post('/v1/vouchers', { code: 'AFTERREVOKE', type: 'fixed', value: 1 }, { key }), 401, 'INVALID_API_KEY', {});
+      expectError(
+        await service.post('/v1/vouchers', { code: 'AFTERREVOKE', type: 'fixed', value: 1 }, { key }),
+        401,
+        'INVALID_API_KEY',
+        {},
+      );
 
       // The audit trail: created by the suite, revoked by the CLI, with names, scopes and times.
-      const events = (await service.embedded.account.events.readStream(API_KEYS_STREAM)).filter((e) => e.data.id === record.id);
+      const events = (await service.embedded.account.events.readStream(API_KEYS_STREAM)).filter(
+        (e) => e.data.id === record.id,
+      );
       expect(events.map((e) => e.type)).to.deep.equal(['ApiKeyCreated', 'ApiKeyRevoked']);
       expect(events[0]!.data).to.deep.equal({
-        id: record.id, name: 'Revoke me', environment: 'sandbox', scopes: ['vouchers:read', 'vouchers:write'],
-        prefix: 'sk_test_', last4: key.slice(-4), hash: sha256(key), createdAt: '2026-01-15T12:00:00Z', createdBy: 'test-suite',
+        id: record.id,
+        name: 'Revoke me',
+        environment: 'sandbox',
+        scopes: ['vouchers:read', 'vouchers:write'],
+        prefix: 'sk_test_',
+        last4: key.slice(-4),
+        hash: sha256(key),
+        createdAt: '2026-01-15T12:00:00Z',
+        createdBy: 'test-suite',
       });
       expect(events[1]!.data).to.deep.equal({ id: record.id, revokedAt: revoked.revoked_at, revokedBy: 'cli' });
     });
 
     it('a key created by the CLI works in the running service within a second, in its environment and scopes', async () => {
-      const cli = await keysCli(service.dataDir, 'create', '--env', 'production', '--scopes', 'vouchers:read', '--name', 'From CLI', '--json');
+      const cli = await keysCli(
+        service.dataDir,
+        'create',
+        '--env',
+        'production',
+        '--scopes',
+        'vouchers:read',
+        '--name',
+        'From CLI',
+        '--json',
+      );
       const created = jsonLine(cli);
       expect(created.key).to.match(/^sk_live_[A-Za-z0-9]{32}$/);
 
       const res = await pollUntil(created.key, 200, 401, cli.exitedAt);
       expect((res.body.data as Array<{ id: string }>).map((v) => v.id)).to.include(production.id);
       expect((await service.get(`/v1/vouchers/${production.id}`, { key: created.key })).status).to.equal(200);
-      expectError(await service.delete(`/v1/vouchers/${production.id}`, { key: created.key }), 403, 'INSUFFICIENT_PERMISSIONS', { required_scope: 'vouchers:delete' });
-      expect(service.embedded.keys.get(created.id)).to.deep.include({ name: 'From CLI', environment: 'production', scopes: ['vouchers:read'], createdBy: 'cli' });
+      expectError(
+        await service.delete(`/v1/vouchers/${production.id}`, { key: created.key }),
+        403,
+        'INSUFFICIENT_PERMISSIONS',
+        { required_scope: 'vouchers:delete' },
+      );
+      expect(service.embedded.keys.get(created.id)).to.deep.include({
+        name: 'From CLI',
+        environment: 'production',
+        scopes: ['vouchers:read'],
+        createdBy: 'cli',
+      });
 
-      const events = (await service.embedded.account.events.readStream(API_KEYS_STREAM)).filter((e) => e.data.id === created.id);
+      const events = (await service.embedded.account.events.readStream(API_KEYS_STREAM)).filter(
+        (e) => e.data.id === created.id,
+      );
       expect(events.map((e) => e.type)).to.deep.equal(['ApiKeyCreated']);
-      expect(events[0]!.data).to.deep.include({ name: 'From CLI', environment: 'production', scopes: ['vouchers:read'], createdBy: 'cli', createdAt: created.created_at });
+      expect(events[0]!.data).to.deep.include({
+        name: 'From CLI',
+        environment: 'production',
+        scopes: ['vouchers:read'],
+        createdBy: 'cli',
+        createdAt: created.created_at,
+      });
     });
 
     it("the CLI's list shows the last use the service recorded", async () => {
       const { key, record } = await service.embedded.keys.create('sandbox', 'Used', ['vouchers:read']);
       service.clock.set('2026-01-15T12:34:56.700Z');
       expect((await service.get('/v1/vouchers', { key })).status).to.equal(200);
-      const listed = (jsonLine(await keysCli(service.dataDir, 'list', '--json')) as Array<{ id: string; last_used_at: string | null }>)
-        .find((k) => k.id === record.id);
+      const listed = (
+        jsonLine(await keysCli(service.dataDir, 'list', '--json')) as Array<{ id: string; last_used_at: string | null }>
+      ).find((k) => k.id === record.id);
       expect(listed?.last_used_at).to.equal('2026-01-15T12:34:56Z');
     });
   });
@@ -184,19 +253,39 @@ describe('API keys across processes (keys CLI as a child process)', function () 
     let sandbox: { id: string; key: string };
     let production: { id: string; key: string };
 
-    before(() => { dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keys-cli-')); });
-    after(() => { fs.rmSync(dataDir, { recursive: true, force: true }); });
+    before(() => {
+      dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keys-cli-'));
+    });
+    after(() => {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    });
 
     const list = async (): Promise<any[]> => jsonLine(await keysCli(dataDir, 'list', '--json'));
 
     it('create --env sandbox --scopes … --name … --json prints exactly {id, key, name, environment, scopes, created_at}', async () => {
       const startedAt = Math.floor(Date.now() / 1000) * 1000;
-      const result = await keysCli(dataDir, 'create', '--env', 'sandbox', '--scopes', 'vouchers:read,vouchers:redeem', '--name', 'Checkout', '--json');
+      const result = await keysCli(
+        dataDir,
+        'create',
+        '--env',
+        'sandbox',
+        '--scopes',
+        'vouchers:read,vouchers:redeem',
+        '--name',
+        'Checkout',
+        '--json',
+      );
       const created = jsonLine(result);
-      expect(result.stdout).to.equal(`${JSON.stringify({
-        id: created.id, key: created.key, name: 'Checkout', environment: 'sandbox',
-        scopes: ['vouchers:read', 'vouchers:redeem'], created_at: created.created_at,
-      })}\n`);
+      expect(result.stdout).to.equal(
+        `${JSON.stringify({
+          id: created.id,
+          key: created.key,
+          name: 'Checkout',
+          environment: 'sandbox',
+          scopes: ['vouchers:read', 'vouchers:redeem'],
+          created_at: created.created_at,
+        })}\n`,
+      );
       expect(created.id).to.match(/^key_[A-Za-z0-9]{16}$/);
       expect(created.key).to.match(/^sk_test_[A-Za-z0-9]{32}$/);
       expect(created.created_at).to.match(ISO_SECONDS);
@@ -210,9 +299,18 @@ describe('API keys across processes (keys CLI as a child process)', function () 
       expect(created.key).to.match(/^sk_live_[A-Za-z0-9]{32}$/);
       expect(created.environment).to.equal('production');
       expect(created.name).to.equal('CLI key');
-      expect(created.scopes).to.deep.equal(['vouchers:read', 'vouchers:write', 'vouchers:delete', 'vouchers:redeem', 'analytics:read', 'webhooks:manage']);
+      expect(created.scopes).to.deep.equal([
+        'vouchers:read',
+        'vouchers:write',
+        'vouchers:delete',
+        'vouchers:redeem',
+        'analytics:read',
+        'webhooks:manage',
+      ]);
       production = created;
-      const reordered = jsonLine(await keysCli(dataDir, 'create', '--env', 'sandbox', '--scopes', 'webhooks:manage, vouchers:read', '--json'));
+      const reordered = jsonLine(
+        await keysCli(dataDir, 'create', '--env', 'sandbox', '--scopes', 'webhooks:manage, vouchers:read', '--json'),
+      );
       expect(reordered.scopes).to.deep.equal(['vouchers:read', 'webhooks:manage']);
     });
 
@@ -228,9 +326,16 @@ describe('API keys across processes (keys CLI as a child process)', function () 
       }
       const entry = listed.find((k) => k.id === sandbox.id)!;
       expect(entry).to.deep.equal({
-        id: sandbox.id, name: 'Checkout', environment: 'sandbox', scopes: ['vouchers:read', 'vouchers:redeem'],
-        key_hint: `sk_test_…${sandbox.key.slice(-4)}`, created_at: entry.created_at, created_by: 'cli',
-        last_used_at: null, revoked_at: null, revoked_by: null,
+        id: sandbox.id,
+        name: 'Checkout',
+        environment: 'sandbox',
+        scopes: ['vouchers:read', 'vouchers:redeem'],
+        key_hint: `sk_test_…${sandbox.key.slice(-4)}`,
+        created_at: entry.created_at,
+        created_by: 'cli',
+        last_used_at: null,
+        revoked_at: null,
+        revoked_by: null,
       });
       expect(listed.find((k) => k.id === production.id)!.key_hint).to.equal(`sk_live_…${production.key.slice(-4)}`);
     });
@@ -255,7 +360,10 @@ describe('API keys across processes (keys CLI as a child process)', function () 
     const USAGE_ERRORS: Array<[string, string[]]> = [
       ['create without --env', ['create', '--json']],
       ['create with an unknown environment', ['create', '--env', 'staging', '--json']],
-      ['create with an unknown scope', ['create', '--env', 'sandbox', '--scopes', 'vouchers:read,vouchers:admin', '--json']],
+      [
+        'create with an unknown scope',
+        ['create', '--env', 'sandbox', '--scopes', 'vouchers:read,vouchers:admin', '--json'],
+      ],
       ['create with an empty scope list', ['create', '--env', 'sandbox', '--scopes', '', '--json']],
       ['an unknown option', ['create', '--env', 'sandbox', '--admin', '--json']],
       ['an unknown command', ['rotate', '--json']],
@@ -272,7 +380,9 @@ describe('API keys across processes (keys CLI as a child process)', function () 
     }
 
     it('made no key on any error: still the three keys created above', async () => {
-      expect((await list()).map((k) => k.id)).to.include.members([sandbox.id, production.id]).and.have.length(3);
+      expect((await list()).map((k) => k.id))
+        .to.include.members([sandbox.id, production.id])
+        .and.have.length(3);
     });
 
     it('runs through npm as documented: npm run -s keys -- list --json prints one JSON line', async () => {
@@ -299,11 +409,21 @@ describe('API keys across processes (keys CLI as a child process)', function () 
       const account = Buffer.concat(files.filter((f) => f.file.startsWith(`account${path.sep}`)).map((f) => f.bytes));
       for (const key of keys) {
         for (const { file, bytes } of files) {
-          for (const [form, needle] of [['key', key], ['random part', key.slice(8)], ['base64', Buffer.from(key).toString('base64')], ['hex', Buffer.from(key).toString('hex')]]) {
-            expect(bytes.includes(needle!), `${when}: the ${form} of ${key.slice(0, 12)}… occurs in ${file}`).to.equal(false);
+          for (const [form, needle] of [
+            ['key', key],
+            ['random part', key.slice(8)],
+            ['base64', Buffer.from(key).toString('base64')],
+            ['hex', Buffer.from(key).toString('hex')],
+          ]) {
+            expect(bytes.includes(needle!), `${when}: the ${form} of ${key.slice(0, 12)}… occurs in ${file}`).to.equal(
+              false,
+            );
           }
         }
-        expect(account.includes(sha256(key)), `${when}: the SHA-256 of ${key.slice(0, 12)}… is in the account store`).to.equal(true);
+        expect(
+          account.includes(sha256(key)),
+          `${when}: the SHA-256 of ${key.slice(0, 12)}… is in the account store`,
+        ).to.equal(true);
       }
     };
 
@@ -311,15 +431,32 @@ describe('API keys across processes (keys CLI as a child process)', function () 
       service = await TestService.start();
       dataDir = service.dataDir;
       const inProcess = await service.embedded.keys.create('sandbox', 'in process');
-      const production = await service.embedded.keys.create('production', 'in process, live', ['vouchers:write', 'vouchers:read']);
+      const production = await service.embedded.keys.create('production', 'in process, live', [
+        'vouchers:write',
+        'vouchers:read',
+      ]);
       const fromCli = jsonLine(await keysCli(dataDir, 'create', '--env', 'sandbox', '--name', 'cli', '--json'));
       // used too: last use, idempotency records, vouchers and their events are written with the key in hand
-      expect((await service.post('/v1/vouchers', { code: 'HASHED', type: 'fixed', value: 100 }, { key: inProcess.key, headers: { 'Idempotency-Key': 'hash-check-1' } })).status).to.equal(201);
-      expect((await service.post('/v1/vouchers', { code: 'HASHEDLIVE', type: 'fixed', value: 100 }, { key: production.key })).status).to.equal(201);
+      expect(
+        (
+          await service.post(
+            '/v1/vouchers',
+            { code: 'HASHED', type: 'fixed', value: 100 },
+            { key: inProcess.key, headers: { 'Idempotency-Key': 'hash-check-1' } },
+          )
+        ).status,
+      ).to.equal(201);
+      expect(
+        (await service.post('/v1/vouchers', { code: 'HASHEDLIVE', type: 'fixed', value: 100 }, { key: production.key }))
+          .status,
+      ).to.equal(201);
       for (const { key } of [inProcess, production, fromCli]) await service.get('/v1/vouchers', { key });
       const keys = [inProcess.key, production.key, fromCli.key as string];
 
-      expect(readTree(dataDir).some((f) => f.file.endsWith('-wal')), 'a WAL file exists while running').to.equal(true);
+      expect(
+        readTree(dataDir).some((f) => f.file.endsWith('-wal')),
+        'a WAL file exists while running',
+      ).to.equal(true);
       expectOnlyHashes(keys, 'while running');
 
       await service.stop(true);

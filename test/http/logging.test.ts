@@ -11,21 +11,45 @@ describe('request logging', () => {
 
   before(async () => {
     lines = [];
-    const sink = new Writable({ write(chunk: Buffer, _enc, done) { lines.push(...chunk.toString().split('\n').filter(Boolean)); done(); } });
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(...chunk.toString().split('\n').filter(Boolean));
+        done();
+      },
+    });
     service = await TestService.start({ logger: createLogger('info', sink) });
   });
-  after(async () => { await service.stop(); });
+  after(async () => {
+    await service.stop();
+  });
 
-  const requestLines = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request' || l.msg === 'request failed');
+  const requestLines = () =>
+    lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.msg === 'request' || l.msg === 'request failed');
 
   it('writes one line per request with request id, method, path, status, duration and key id', async () => {
-    const created = await service.post('/v1/vouchers', { code: 'LOGGED1', type: 'fixed', value: 100 }, { headers: { 'X-Request-Id': 'req-log-1' } });
+    const created = await service.post(
+      '/v1/vouchers',
+      { code: 'LOGGED1', type: 'fixed', value: 100 },
+      { headers: { 'X-Request-Id': 'req-log-1' } },
+    );
     expect(created.status).to.equal(201);
-    await service.post('/v1/vouchers/validate', { code: 'nope', order: { value: 1 } }, { headers: { 'X-Request-Id': 'req-log-2' } });
+    await service.post(
+      '/v1/vouchers/validate',
+      { code: 'nope', order: { value: 1 } },
+      { headers: { 'X-Request-Id': 'req-log-2' } },
+    );
     await new Promise((resolve) => setImmediate(resolve));
     const [first, second] = ['req-log-1', 'req-log-2'].map((id) => requestLines().filter((l) => l.req_id === id));
     expect(first).to.have.length(1);
-    expect(first![0]).to.include({ method: 'POST', path: '/v1/vouchers', status: 201, environment: 'sandbox', level: 30 });
+    expect(first![0]).to.include({
+      method: 'POST',
+      path: '/v1/vouchers',
+      status: 201,
+      environment: 'sandbox',
+      level: 30,
+    });
     expect(first![0]!.duration_ms).to.be.a('number').at.least(0);
     expect(first![0]!.key_id).to.match(/^key_cfg_/);
     expect(second![0]).to.include({ status: 404, error_code: 'VOUCHER_NOT_FOUND' });
@@ -34,23 +58,45 @@ describe('request logging', () => {
   it('never writes an API key, whatever the request carries', async () => {
     await service.get('/v1/vouchers', { key: PRODUCTION_KEY });
     await service.get('/v1/vouchers?key=sk_test_InTheQuery', { key: 'sk_test_WrongKeyThatIsNotValid000000000' });
-    await service.post('/v1/vouchers', { code: 'LOGGED2', type: 'fixed', value: 100 }, { headers: { 'X-Api-Key': SANDBOX_KEY } });
+    await service.post(
+      '/v1/vouchers',
+      { code: 'LOGGED2', type: 'fixed', value: 100 },
+      { headers: { 'X-Api-Key': SANDBOX_KEY } },
+    );
     await new Promise((resolve) => setImmediate(resolve));
     const all = lines.join('\n');
     expect(requestLines().length).to.be.at.least(3);
-    for (const secret of [SANDBOX_KEY, PRODUCTION_KEY, 'sk_test_WrongKeyThatIsNotValid000000000', 'sk_test_InTheQuery']) {
+    for (const secret of [
+      SANDBOX_KEY,
+      PRODUCTION_KEY,
+      'sk_test_WrongKeyThatIsNotValid000000000',
+      'sk_test_InTheQuery',
+    ]) {
       expect(all).not.to.include(secret);
     }
   });
 
   it('names the error code of every error answer, body errors of compressed bodies included', async () => {
-    const post = (id: string, headers: Record<string, string>, body: Buffer | string) => fetch(`${service.baseUrl}/v1/vouchers`, {
-      method: 'POST', body, headers: { Authorization: `Bearer ${SANDBOX_KEY}`, 'X-Request-Id': id, ...headers },
-    });
+    const post = (id: string, headers: Record<string, string>, body: Buffer | string) =>
+      fetch(`${service.baseUrl}/v1/vouchers`, {
+        method: 'POST',
+        body,
+        headers: { Authorization: `Bearer ${SANDBOX_KEY}`, 'X-Request-Id': id, ...headers },
+      });
     // A gzip body goes to body-parser (src/http/body.ts); a plain one is read by the service itself.
-    expect((await post('req-log-gz', { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }, zlib.gzipSync('{not json'))).status).to.equal(400);
+    expect(
+      (
+        await post(
+          'req-log-gz',
+          { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' },
+          zlib.gzipSync('{not json'),
+        )
+      ).status,
+    ).to.equal(400);
     expect((await post('req-log-plain', { 'Content-Type': 'application/json' }, '{not json')).status).to.equal(400);
-    expect((await post('req-log-enc', { 'Content-Type': 'application/json', 'Content-Encoding': 'compress' }, 'x')).status).to.equal(415);
+    expect(
+      (await post('req-log-enc', { 'Content-Type': 'application/json', 'Content-Encoding': 'compress' }, 'x')).status,
+    ).to.equal(415);
     await new Promise((resolve) => setImmediate(resolve));
     const codeOf = (id: string) => requestLines().find((l) => l.req_id === id)?.error_code;
     expect(codeOf('req-log-gz')).to.equal('INVALID_REQUEST');

@@ -26,17 +26,56 @@ const codesOf = (response: Json | undefined): string[] => {
  * every route validates its body before it looks anything up).
  */
 const BODY_OPERATIONS = [
-  { template: '/vouchers', method: 'post', schema: schemas.createVoucherSchema, required: true, path: '/v1/vouchers', body: { code: 'OAS_SHAPE', type: 'fixed', value: 100 } },
-  { template: '/vouchers/{voucher_id}', method: 'put', schema: schemas.updateVoucherSchema, required: true, path: '/v1/vouchers/v_OasNoSuchVoucher1', body: { status: 'active' } },
-  { template: '/vouchers/validate', method: 'post', schema: schemas.validateSchema, required: true, path: '/v1/vouchers/validate', body: { code: 'OAS_NONE', order: { value: 1000 } } },
-  { template: '/vouchers/apply', method: 'post', schema: schemas.applySchema, required: true, path: '/v1/vouchers/apply', body: { code: 'OAS_NONE', order_id: 'oas-order-1' } },
   {
-    template: '/vouchers/applications/{application_id}/rollback', method: 'post', schema: schemas.rollbackSchema, required: false,
-    path: '/v1/vouchers/applications/va_OasNoSuchApplication1/rollback', body: { reason: 'test' },
+    template: '/vouchers',
+    method: 'post',
+    schema: schemas.createVoucherSchema,
+    required: true,
+    path: '/v1/vouchers',
+    body: { code: 'OAS_SHAPE', type: 'fixed', value: 100 },
+  },
+  {
+    template: '/vouchers/{voucher_id}',
+    method: 'put',
+    schema: schemas.updateVoucherSchema,
+    required: true,
+    path: '/v1/vouchers/v_OasNoSuchVoucher1',
+    body: { status: 'active' },
+  },
+  {
+    template: '/vouchers/validate',
+    method: 'post',
+    schema: schemas.validateSchema,
+    required: true,
+    path: '/v1/vouchers/validate',
+    body: { code: 'OAS_NONE', order: { value: 1000 } },
+  },
+  {
+    template: '/vouchers/apply',
+    method: 'post',
+    schema: schemas.applySchema,
+    required: true,
+    path: '/v1/vouchers/apply',
+    body: { code: 'OAS_NONE', order_id: 'oas-order-1' },
+  },
+  {
+    template: '/vouchers/applications/{application_id}/rollback',
+    method: 'post',
+    schema: schemas.rollbackSchema,
+    required: false,
+    path: '/v1/vouchers/applications/va_OasNoSuchApplication1/rollback',
+    body: { reason: 'test' },
   },
 ] as const;
 const VOUCHER_BODY_OPERATIONS = BODY_OPERATIONS.map(({ method, template }) => `${method.toUpperCase()} ${template}`);
-const EXPORT_OPERATION = { template: '/analytics/export', method: 'post', schema: exportSchema, required: true, path: '/v1/analytics/export', body: { voucher_ids: ['v_OasNoSuchVoucher1'], metrics: ['uses'] } };
+const EXPORT_OPERATION = {
+  template: '/analytics/export',
+  method: 'post',
+  schema: exportSchema,
+  required: true,
+  path: '/v1/analytics/export',
+  body: { voucher_ids: ['v_OasNoSuchVoucher1'], metrics: ['uses'] },
+};
 const ALL_BODY_OPERATIONS = [...BODY_OPERATIONS, EXPORT_OPERATION];
 
 describe('OpenAPI document: request schemas and error responses agree with the service', () => {
@@ -49,8 +88,12 @@ describe('OpenAPI document: request schemas and error responses agree with the s
     expect(res.status).to.equal(200);
     doc = res.body;
   });
-  after(async () => { await service.stop(); });
-  afterEach(() => { sinon.restore(); });
+  after(async () => {
+    await service.stop();
+  });
+  afterEach(() => {
+    sinon.restore();
+  });
 
   const operation = (template: string, method: string): Json => {
     const op = doc.paths[template]?.[method];
@@ -58,8 +101,7 @@ describe('OpenAPI document: request schemas and error responses agree with the s
     return op;
   };
 
-  const send = (method: string, path: string, body: unknown) =>
-    service.request(method.toUpperCase(), path, body);
+  const send = (method: string, path: string, body: unknown) => service.request(method.toUpperCase(), path, body);
 
   describe('request schemas', () => {
     it('serves, as the request body schema of each operation with a JSON body, exactly the schema object ajv compiles for its route', () => {
@@ -83,10 +125,15 @@ describe('OpenAPI document: request schemas and error responses agree with the s
         const query = ((operation(template, 'get').parameters ?? []) as Json[]).filter((p) => p.in === 'query');
         const properties = schema.properties as Record<string, object>;
         const required = ('required' in schema ? schema.required : []) as string[];
-        expect(query.map((p) => p.name), template).to.deep.equal(Object.keys(properties));
+        expect(
+          query.map((p) => p.name),
+          template,
+        ).to.deep.equal(Object.keys(properties));
         for (const parameter of query) {
           expect(parameter.schema, `${template} ?${parameter.name}`).to.deep.equal(properties[parameter.name]);
-          expect(parameter.required, `${template} ?${parameter.name} required`).to.equal(required.includes(parameter.name));
+          expect(parameter.required, `${template} ?${parameter.name} required`).to.equal(
+            required.includes(parameter.name),
+          );
         }
       }
     });
@@ -103,7 +150,10 @@ describe('OpenAPI document: request schemas and error responses agree with the s
         const unknown = await send(method, path, { ...body, not_in_the_document: 1 });
         expect(unknown.status, `${route} ${JSON.stringify(unknown.body)}`).to.equal(400);
         expect(unknown.body.error.code, route).to.equal('INVALID_REQUEST');
-        expect(unknown.body.error.details, route).to.deep.include({ field: 'not_in_the_document', message: 'is not allowed' });
+        expect(unknown.body.error.details, route).to.deep.include({
+          field: 'not_in_the_document',
+          message: 'is not allowed',
+        });
 
         // required in the document → the API rejects the body without it, by name
         for (const member of (served.required ?? []) as string[]) {
@@ -111,16 +161,27 @@ describe('OpenAPI document: request schemas and error responses agree with the s
           const res = await send(method, path, without);
           expect(res.status, `${route} without ${member}`).to.equal(400);
           expect(res.body.error.code, `${route} without ${member}`).to.equal('INVALID_REQUEST');
-          expect(res.body.error.details, `${route} without ${member}`).to.deep.include({ field: member, message: 'is required' });
+          expect(res.body.error.details, `${route} without ${member}`).to.deep.include({
+            field: member,
+            message: 'is required',
+          });
         }
 
         // every member the document lists passes the additionalProperties check (its value may still be wrong)
         const everything = await send(method, path, Object.fromEntries(listed.map((name) => [name, null])));
-        const problems = Array.isArray(everything.body?.error?.details) ? everything.body.error.details as Json[] : [];
-        expect(problems.filter((p) => p.message === 'is not allowed'), route).to.deep.equal([]);
+        const problems = Array.isArray(everything.body?.error?.details)
+          ? (everything.body.error.details as Json[])
+          : [];
+        expect(
+          problems.filter((p) => p.message === 'is not allowed'),
+          route,
+        ).to.deep.equal([]);
       }
       // the create schema the document serves requires exactly code and type
-      expect(operation('/vouchers', 'post').requestBody.content['application/json'].schema.required).to.deep.equal(['code', 'type']);
+      expect(operation('/vouchers', 'post').requestBody.content['application/json'].schema.required).to.deep.equal([
+        'code',
+        'type',
+      ]);
     });
   });
 
@@ -128,7 +189,10 @@ describe('OpenAPI document: request schemas and error responses agree with the s
     const expectListed = (template: string, method: string, status: number, code: string): void => {
       const response = operation(template, method).responses[String(status)];
       expect(response, `${method.toUpperCase()} ${template} ${status}`).to.be.an('object');
-      expect(response.content['application/json'].schema, `${method.toUpperCase()} ${template} ${status}`).to.deep.equal({ $ref: '#/components/schemas/Error' });
+      expect(
+        response.content['application/json'].schema,
+        `${method.toUpperCase()} ${template} ${status}`,
+      ).to.deep.equal({ $ref: '#/components/schemas/Error' });
       expect(codesOf(response), `${method.toUpperCase()} ${template} ${status}`).to.include(code);
     };
 
@@ -140,7 +204,8 @@ describe('OpenAPI document: request schemas and error responses agree with the s
     it('lists 413 PAYLOAD_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE on every operation with a JSON body, and the service answers them there', async () => {
       const withBody: string[] = [];
       for (const [template, item] of Object.entries(doc.paths as Record<string, Json>)) {
-        for (const [method, op] of Object.entries(item)) if (op?.requestBody) withBody.push(`${method.toUpperCase()} ${template}`);
+        for (const [method, op] of Object.entries(item))
+          if (op?.requestBody) withBody.push(`${method.toUpperCase()} ${template}`);
       }
       expect(withBody.sort()).to.deep.equal([...VOUCHER_BODY_OPERATIONS, 'POST /analytics/export'].sort());
 
@@ -149,27 +214,52 @@ describe('OpenAPI document: request schemas and error responses agree with the s
         const route = `${method.toUpperCase()} ${template}`;
         expectListed(template, method, 413, 'PAYLOAD_TOO_LARGE');
         expectListed(template, method, 415, 'UNSUPPORTED_MEDIA_TYPE');
-        const big = await service.request(method.toUpperCase(), path, undefined, { raw: tooLarge, headers: { 'Content-Type': 'application/json' } });
+        const big = await service.request(method.toUpperCase(), path, undefined, {
+          raw: tooLarge,
+          headers: { 'Content-Type': 'application/json' },
+        });
         expectAnswer(big, 413, 'PAYLOAD_TOO_LARGE', `${route} over 1 MB`);
         expect(big.body.error.details, route).to.deep.equal({ max_bytes: 1_048_576 });
-        const text = await service.request(method.toUpperCase(), path, undefined, { raw: JSON.stringify(body), headers: { 'Content-Type': 'text/plain' } });
+        const text = await service.request(method.toUpperCase(), path, undefined, {
+          raw: JSON.stringify(body),
+          headers: { 'Content-Type': 'text/plain' },
+        });
         expectAnswer(text, 415, 'UNSUPPORTED_MEDIA_TYPE', `${route} as text/plain`);
       }
     });
 
     it('lists 409 CONCURRENT_MODIFICATION on PUT and DELETE /vouchers/{voucher_id} and on rollback, and the service answers it when every write loses the race', async () => {
-      for (const [template, method] of [['/vouchers/{voucher_id}', 'put'], ['/vouchers/{voucher_id}', 'delete'], ['/vouchers/applications/{application_id}/rollback', 'post'],
-        ['/vouchers/apply', 'post'], ['/vouchers/validate', 'post']] as const) {
+      for (const [template, method] of [
+        ['/vouchers/{voucher_id}', 'put'],
+        ['/vouchers/{voucher_id}', 'delete'],
+        ['/vouchers/applications/{application_id}/rollback', 'post'],
+        ['/vouchers/apply', 'post'],
+        ['/vouchers/validate', 'post'],
+      ] as const) {
         expectListed(template, method, 409, 'CONCURRENT_MODIFICATION');
       }
       const voucher = await service.createVoucher({ code: 'OAS_RACE', type: 'fixed', value: 100 });
-      const applied = await service.post('/v1/vouchers/apply', { code: 'OAS_RACE', order_id: 'oas-race-1', order: { value: 1000 } });
+      const applied = await service.post('/v1/vouchers/apply', {
+        code: 'OAS_RACE',
+        order_id: 'oas-race-1',
+        order: { value: 1000 },
+      });
       expect(applied.status, JSON.stringify(applied.body)).to.equal(201);
 
       loseEveryRace(service.sandbox.events);
-      expectAnswer(await service.put(`/v1/vouchers/${voucher.id}`, { value: 200 }), 409, 'CONCURRENT_MODIFICATION', 'PUT');
+      expectAnswer(
+        await service.put(`/v1/vouchers/${voucher.id}`, { value: 200 }),
+        409,
+        'CONCURRENT_MODIFICATION',
+        'PUT',
+      );
       expectAnswer(await service.delete(`/v1/vouchers/${voucher.id}`), 409, 'CONCURRENT_MODIFICATION', 'DELETE');
-      expectAnswer(await service.post(`/v1/vouchers/applications/${applied.body.id}/rollback`, {}), 409, 'CONCURRENT_MODIFICATION', 'rollback');
+      expectAnswer(
+        await service.post(`/v1/vouchers/applications/${applied.body.id}/rollback`, {}),
+        409,
+        'CONCURRENT_MODIFICATION',
+        'rollback',
+      );
       sinon.restore();
       expect((await service.put(`/v1/vouchers/${voucher.id}`, { value: 200 })).status).to.equal(200);
     });
@@ -177,11 +267,32 @@ describe('OpenAPI document: request schemas and error responses agree with the s
     it('lists 400 INVALID_REQUEST where a route validates a body or query that had no 400: rollback, GET /vouchers/{voucher_id}, GET /vouchers/{voucher_id}/applications, the export reads', async () => {
       const voucher = await service.createVoucher({ code: 'OAS_QUERY', type: 'fixed', value: 100 });
       const cases = [
-        { template: '/vouchers/applications/{application_id}/rollback', method: 'post', request: () => service.post('/v1/vouchers/applications/va_OasNoSuchApplication1/rollback', { reason: 'x'.repeat(501) }) },
-        { template: '/vouchers/{voucher_id}', method: 'get', request: () => service.get(`/v1/vouchers/${voucher.id}?expand=all`) },
-        { template: '/vouchers/{voucher_id}/applications', method: 'get', request: () => service.get(`/v1/vouchers/${voucher.id}/applications?limit=0`) },
-        { template: '/analytics/export/{export_id}', method: 'get', request: () => service.get('/v1/analytics/export/export_OasNoSuchExport1?x=1') },
-        { template: '/analytics/export/{export_id}/download', method: 'get', request: () => service.get('/v1/analytics/export/export_OasNoSuchExport1/download?x=1') },
+        {
+          template: '/vouchers/applications/{application_id}/rollback',
+          method: 'post',
+          request: () =>
+            service.post('/v1/vouchers/applications/va_OasNoSuchApplication1/rollback', { reason: 'x'.repeat(501) }),
+        },
+        {
+          template: '/vouchers/{voucher_id}',
+          method: 'get',
+          request: () => service.get(`/v1/vouchers/${voucher.id}?expand=all`),
+        },
+        {
+          template: '/vouchers/{voucher_id}/applications',
+          method: 'get',
+          request: () => service.get(`/v1/vouchers/${voucher.id}/applications?limit=0`),
+        },
+        {
+          template: '/analytics/export/{export_id}',
+          method: 'get',
+          request: () => service.get('/v1/analytics/export/export_OasNoSuchExport1?x=1'),
+        },
+        {
+          template: '/analytics/export/{export_id}/download',
+          method: 'get',
+          request: () => service.get('/v1/analytics/export/export_OasNoSuchExport1/download?x=1'),
+        },
       ];
       for (const { template, method, request } of cases) {
         expectListed(template, method, 400, 'INVALID_REQUEST');
@@ -189,7 +300,7 @@ describe('OpenAPI document: request schemas and error responses agree with the s
       }
     });
 
-    it('lists 500 INTERNAL_ERROR on every operation, and keeps the export\'s own 500 EXPORT_FAILED', () => {
+    it("lists 500 INTERNAL_ERROR on every operation, and keeps the export's own 500 EXPORT_FAILED", () => {
       for (const [template, item] of Object.entries(doc.paths as Record<string, Json>)) {
         for (const [method, op] of Object.entries(item)) {
           if (!op?.responses) continue;

@@ -16,9 +16,15 @@ const expectErrorShape = (res: { status: number; body: any }, status: number, co
 describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, request ids', () => {
   let service: TestService;
 
-  before(async () => { service = await TestService.start(); });
-  after(async () => { await service.stop(); });
-  afterEach(() => { sinon.restore(); });
+  before(async () => {
+    service = await TestService.start();
+  });
+  after(async () => {
+    await service.stop();
+  });
+  afterEach(() => {
+    sinon.restore();
+  });
 
   describe('authentication', () => {
     it('answers 401 MISSING_API_KEY without an Authorization header', async () => {
@@ -27,14 +33,25 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
       expect(res.headers.get('content-type')).to.match(/^application\/json/);
     });
 
-    for (const header of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer ', SANDBOX_KEY, `Token ${SANDBOX_KEY}`, `Bearer ${SANDBOX_KEY} extra`]) {
+    for (const header of [
+      'Basic dXNlcjpwYXNz',
+      'Bearer',
+      'Bearer ',
+      SANDBOX_KEY,
+      `Token ${SANDBOX_KEY}`,
+      `Bearer ${SANDBOX_KEY} extra`,
+    ]) {
       it(`answers 401 MISSING_API_KEY for a malformed header "${header.slice(0, 20)}…"`, async () => {
         const res = await service.get('/v1/vouchers', { key: null, headers: { Authorization: header } });
         expectErrorShape(res, 401, 'MISSING_API_KEY', {});
       });
     }
 
-    for (const key of ['sk_test_UnknownKeyUnknownKey000000001', 'sk_live_UnknownKeyUnknownKey000000001', 'not_a_key_at_all']) {
+    for (const key of [
+      'sk_test_UnknownKeyUnknownKey000000001',
+      'sk_live_UnknownKeyUnknownKey000000001',
+      'not_a_key_at_all',
+    ]) {
       it(`answers 401 INVALID_API_KEY for an unknown key ${key.slice(0, 8)}…`, async () => {
         expectErrorShape(await service.get('/v1/vouchers', { key }), 401, 'INVALID_API_KEY', {});
       });
@@ -43,9 +60,15 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
     it('checks the key before the body: POST without a key is 401, not 400', async () => {
       const res = await service.post('/v1/vouchers', { nonsense: true }, { key: null });
       expectErrorShape(res, 401, 'MISSING_API_KEY', {});
-      const create = await service.post('/v1/vouchers', { code: 'NOAUTH', type: 'fixed', value: 100 }, { key: 'sk_test_UnknownKeyUnknownKey000000001' });
+      const create = await service.post(
+        '/v1/vouchers',
+        { code: 'NOAUTH', type: 'fixed', value: 100 },
+        { key: 'sk_test_UnknownKeyUnknownKey000000001' },
+      );
       expect(create.status).to.equal(401);
-      expect((await service.post('/v1/vouchers/validate', { code: 'NOAUTH', order: { value: 1000 } })).status).to.equal(404);
+      expect((await service.post('/v1/vouchers/validate', { code: 'NOAUTH', order: { value: 1000 } })).status).to.equal(
+        404,
+      );
     });
 
     it('accepts the bearer scheme in any case', async () => {
@@ -67,7 +90,10 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
       const fromProduction = await service.get(`/v1/vouchers/${sand.id}`, { key: PRODUCTION_KEY });
       expectErrorShape(fromProduction, 404, 'VOUCHER_NOT_FOUND', { voucher_id: sand.id });
 
-      const prodOnly = await service.createVoucher({ code: 'PRODONLY', type: 'fixed', value: 100 }, { key: PRODUCTION_KEY });
+      const prodOnly = await service.createVoucher(
+        { code: 'PRODONLY', type: 'fixed', value: 100 },
+        { key: PRODUCTION_KEY },
+      );
       const sandboxList = await service.get('/v1/vouchers?limit=100', { key: SANDBOX_KEY });
       const productionList = await service.get('/v1/vouchers?limit=100', { key: PRODUCTION_KEY });
       const sandboxIds = sandboxList.body.data.map((v: any) => v.id);
@@ -79,29 +105,61 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
       expect(productionList.body.total).to.equal(2);
 
       // each environment validates and applies its own voucher
-      expect((await service.post('/v1/vouchers/validate', { code: 'ENVCODE', order: { value: 1000 } }, { key: SANDBOX_KEY })).body.discount_amount).to.equal(300);
-      expect((await service.post('/v1/vouchers/validate', { code: 'ENVCODE', order: { value: 1000 } }, { key: PRODUCTION_KEY })).body.discount_amount).to.equal(700);
-      const unknown = await service.post('/v1/vouchers/validate', { code: 'PRODONLY', order: { value: 1000 } }, { key: SANDBOX_KEY });
+      expect(
+        (await service.post('/v1/vouchers/validate', { code: 'ENVCODE', order: { value: 1000 } }, { key: SANDBOX_KEY }))
+          .body.discount_amount,
+      ).to.equal(300);
+      expect(
+        (
+          await service.post(
+            '/v1/vouchers/validate',
+            { code: 'ENVCODE', order: { value: 1000 } },
+            { key: PRODUCTION_KEY },
+          )
+        ).body.discount_amount,
+      ).to.equal(700);
+      const unknown = await service.post(
+        '/v1/vouchers/validate',
+        { code: 'PRODONLY', order: { value: 1000 } },
+        { key: SANDBOX_KEY },
+      );
       expect(unknown.status).to.equal(404);
       expect(unknown.body.error.code).to.equal('VOUCHER_NOT_FOUND');
       expect(unknown.body.error.details.suggestions).to.not.include('PRODONLY');
 
-      const applied = await service.post('/v1/vouchers/apply', { code: 'ENVCODE', order_id: 'env-1', order: { value: 1000 } }, { key: PRODUCTION_KEY });
+      const applied = await service.post(
+        '/v1/vouchers/apply',
+        { code: 'ENVCODE', order_id: 'env-1', order: { value: 1000 } },
+        { key: PRODUCTION_KEY },
+      );
       expect(applied.status).to.equal(201);
       expect((await service.get(`/v1/vouchers/${prod.id}`, { key: PRODUCTION_KEY })).body.usage_count).to.equal(1);
       expect((await service.get(`/v1/vouchers/${sand.id}`, { key: SANDBOX_KEY })).body.usage_count).to.equal(0);
-      const rollback = await service.post(`/v1/vouchers/applications/${applied.body.id}/rollback`, undefined, { key: SANDBOX_KEY });
+      const rollback = await service.post(`/v1/vouchers/applications/${applied.body.id}/rollback`, undefined, {
+        key: SANDBOX_KEY,
+      });
       expectErrorShape(rollback, 404, 'APPLICATION_NOT_FOUND', { application_id: applied.body.id });
       expect((await service.put(`/v1/vouchers/${prod.id}`, { value: 1 }, { key: SANDBOX_KEY })).status).to.equal(404);
       expect((await service.delete(`/v1/vouchers/${prod.id}`, { key: SANDBOX_KEY })).status).to.equal(404);
-      expect((await service.get(`/v1/vouchers/${prod.id}`, { key: PRODUCTION_KEY })).body).to.include({ status: 'active', value: 700 });
-      expect((await service.sandbox.events.readStream(`voucher-${prod.id}`))).to.deep.equal([]);
+      expect((await service.get(`/v1/vouchers/${prod.id}`, { key: PRODUCTION_KEY })).body).to.include({
+        status: 'active',
+        value: 700,
+      });
+      expect(await service.sandbox.events.readStream(`voucher-${prod.id}`)).to.deep.equal([]);
     });
 
     it('keeps Idempotency-Keys per environment', async () => {
       const headers = { 'Idempotency-Key': 'env-key-1' };
-      const a = await service.post('/v1/vouchers', { code: 'IDEMENV', type: 'fixed', value: 100 }, { key: SANDBOX_KEY, headers });
-      const b = await service.post('/v1/vouchers', { code: 'IDEMENV', type: 'fixed', value: 100 }, { key: PRODUCTION_KEY, headers });
+      const a = await service.post(
+        '/v1/vouchers',
+        { code: 'IDEMENV', type: 'fixed', value: 100 },
+        { key: SANDBOX_KEY, headers },
+      );
+      const b = await service.post(
+        '/v1/vouchers',
+        { code: 'IDEMENV', type: 'fixed', value: 100 },
+        { key: PRODUCTION_KEY, headers },
+      );
       expect(a.status).to.equal(201);
       expect(b.status).to.equal(201);
       expect(b.headers.get('idempotent-replayed')).to.equal(null);
@@ -117,89 +175,134 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
     });
 
     it('answers unknown paths with 404 whatever the key (no key, a bad key)', async () => {
-      expectErrorShape(await service.get('/v1/nothing-here', { key: null }), 404, 'NOT_FOUND', { path: '/v1/nothing-here' });
-      expectErrorShape(await service.get('/v1/nothing-here', { key: 'sk_test_unknown' }), 404, 'NOT_FOUND', { path: '/v1/nothing-here' });
+      expectErrorShape(await service.get('/v1/nothing-here', { key: null }), 404, 'NOT_FOUND', {
+        path: '/v1/nothing-here',
+      });
+      expectErrorShape(await service.get('/v1/nothing-here', { key: 'sk_test_unknown' }), 404, 'NOT_FOUND', {
+        path: '/v1/nothing-here',
+      });
       // a known path still asks for the key first
       expect((await service.get('/v1/vouchers', { key: null })).status).to.equal(401);
     });
 
     it('answers a body over 1 MB with 413 PAYLOAD_TOO_LARGE {max_bytes}', async () => {
       const big = JSON.stringify({ code: 'BIG', type: 'fixed', value: 100, padding: 'x'.repeat(1_100_000) });
-      const res = await service.post('/v1/vouchers', undefined, { raw: big, headers: { 'Content-Type': 'application/json' } });
+      const res = await service.post('/v1/vouchers', undefined, {
+        raw: big,
+        headers: { 'Content-Type': 'application/json' },
+      });
       expectErrorShape(res, 413, 'PAYLOAD_TOO_LARGE', { max_bytes: 1_048_576 });
     });
 
     it('accepts a body just under 1 MB (then rejects its unknown member with 400)', async () => {
       const body = JSON.stringify({ code: 'NEARLIMIT', type: 'fixed', value: 100, padding: 'x'.repeat(1_000_000) });
-      const res = await service.post('/v1/vouchers', undefined, { raw: body, headers: { 'Content-Type': 'application/json' } });
+      const res = await service.post('/v1/vouchers', undefined, {
+        raw: body,
+        headers: { 'Content-Type': 'application/json' },
+      });
       expect(res.status).to.equal(400);
       expect(res.body.error.details).to.deep.equal([{ field: 'padding', message: 'is not allowed' }]);
     });
 
     it('answers a text/plain body with 415 UNSUPPORTED_MEDIA_TYPE', async () => {
       const res = await service.post('/v1/vouchers', undefined, {
-        raw: JSON.stringify({ code: 'PLAIN', type: 'fixed', value: 100 }), headers: { 'Content-Type': 'text/plain' },
+        raw: JSON.stringify({ code: 'PLAIN', type: 'fixed', value: 100 }),
+        headers: { 'Content-Type': 'text/plain' },
       });
       expectErrorShape(res, 415, 'UNSUPPORTED_MEDIA_TYPE', {});
-      const form = await service.post('/v1/vouchers', undefined, { raw: 'code=PLAIN&type=fixed', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+      const form = await service.post('/v1/vouchers', undefined, {
+        raw: 'code=PLAIN&type=fixed',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      });
       expectErrorShape(form, 415, 'UNSUPPORTED_MEDIA_TYPE', {});
-      expect((await service.post('/v1/vouchers/validate', { code: 'PLAIN', order: { value: 1000 } })).status).to.equal(404);
+      expect((await service.post('/v1/vouchers/validate', { code: 'PLAIN', order: { value: 1000 } })).status).to.equal(
+        404,
+      );
     });
 
     it('accepts application/json with a charset', async () => {
       const res = await service.post('/v1/vouchers', undefined, {
-        raw: JSON.stringify({ code: 'CHARSET', type: 'fixed', value: 100 }), headers: { 'Content-Type': 'application/json; charset=utf-8' },
+        raw: JSON.stringify({ code: 'CHARSET', type: 'fixed', value: 100 }),
+        headers: { 'Content-Type': 'application/json; charset=utf-8' },
       });
       expect(res.status).to.equal(201);
     });
 
     it('answers unparseable JSON with 400 INVALID_REQUEST', async () => {
-      const res = await service.post('/v1/vouchers', undefined, { raw: '{"code": "BROKEN",', headers: { 'Content-Type': 'application/json' } });
+      const res = await service.post('/v1/vouchers', undefined, {
+        raw: '{"code": "BROKEN",',
+        headers: { 'Content-Type': 'application/json' },
+      });
       expect(res.status).to.equal(400);
       expect(res.body.error.code).to.equal('INVALID_REQUEST');
       expect(res.body.error.details).to.be.an('array').with.length(1);
       expect(res.body.error.details[0].field).to.equal('body');
-      const scalar = await service.post('/v1/vouchers', undefined, { raw: '"just a string"', headers: { 'Content-Type': 'application/json' } });
+      const scalar = await service.post('/v1/vouchers', undefined, {
+        raw: '"just a string"',
+        headers: { 'Content-Type': 'application/json' },
+      });
       expect(scalar.status).to.equal(400);
       expect(scalar.body.error.code).to.equal('INVALID_REQUEST');
     });
 
     describe('bodies the plain reader hands to body-parser, or reads in pieces', () => {
       /** POST with node:http, so the body can be compressed or sent in chunks without a length. */
-      const send = (urlPath: string, headers: Record<string, string>, pieces: Buffer[]) => new Promise<{ status: number; body: any }>((resolve, reject) => {
-        const req = http.request(`${service.baseUrl}${urlPath}`, { method: 'POST', headers: { Authorization: `Bearer ${SANDBOX_KEY}`, ...headers } }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
+      const send = (urlPath: string, headers: Record<string, string>, pieces: Buffer[]) =>
+        new Promise<{ status: number; body: any }>((resolve, reject) => {
+          const req = http.request(
+            `${service.baseUrl}${urlPath}`,
+            { method: 'POST', headers: { Authorization: `Bearer ${SANDBOX_KEY}`, ...headers } },
+            (res) => {
+              const chunks: Buffer[] = [];
+              res.on('data', (c: Buffer) => chunks.push(c));
+              res.on('end', () =>
+                resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }),
+              );
+            },
+          );
+          req.on('error', reject);
+          for (const piece of pieces) req.write(piece);
+          req.end();
         });
-        req.on('error', reject);
-        for (const piece of pieces) req.write(piece);
-        req.end();
-      });
       const voucher = (code: string) => Buffer.from(JSON.stringify({ code, type: 'fixed', value: 100 }));
 
       it('accepts a gzip-compressed JSON body (Content-Encoding: gzip)', async () => {
-        const res = await send('/v1/vouchers', { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }, [zlib.gzipSync(voucher('GZIPPED'))]);
+        const res = await send('/v1/vouchers', { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }, [
+          zlib.gzipSync(voucher('GZIPPED')),
+        ]);
         expect(res.status, JSON.stringify(res.body)).to.equal(201);
         expect(res.body.code).to.equal('GZIPPED');
       });
 
       it('answers a charset other than UTF-8 with 415 UNSUPPORTED_MEDIA_TYPE', async () => {
-        const res = await send('/v1/vouchers', { 'Content-Type': 'application/json; charset=latin1' }, [voucher('LATIN')]);
+        const res = await send('/v1/vouchers', { 'Content-Type': 'application/json; charset=latin1' }, [
+          voucher('LATIN'),
+        ]);
         expectErrorShape(res, 415, 'UNSUPPORTED_MEDIA_TYPE', {});
       });
 
       it('reads a chunked body sent in pieces, and counts a chunked body over 1 MB as it arrives (413)', async () => {
         const body = voucher('CHUNKED');
         const pieces = [body.subarray(0, 5), body.subarray(5, 17), body.subarray(17)];
-        const res = await send('/v1/vouchers', { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }, pieces);
+        const res = await send(
+          '/v1/vouchers',
+          { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' },
+          pieces,
+        );
         expect(res.status, JSON.stringify(res.body)).to.equal(201);
         expect(res.body.code).to.equal('CHUNKED');
-        const big = Buffer.from(JSON.stringify({ code: 'BIGCHUNKS', type: 'fixed', value: 100, padding: 'x'.repeat(1_100_000) }));
-        const tooBig = await send('/v1/vouchers', { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' },
-          Array.from({ length: Math.ceil(big.length / 65_536) }, (_, i) => big.subarray(i * 65_536, (i + 1) * 65_536)));
+        const big = Buffer.from(
+          JSON.stringify({ code: 'BIGCHUNKS', type: 'fixed', value: 100, padding: 'x'.repeat(1_100_000) }),
+        );
+        const tooBig = await send(
+          '/v1/vouchers',
+          { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' },
+          Array.from({ length: Math.ceil(big.length / 65_536) }, (_, i) => big.subarray(i * 65_536, (i + 1) * 65_536)),
+        );
         expectErrorShape(tooBig, 413, 'PAYLOAD_TOO_LARGE', { max_bytes: 1_048_576 });
-        expect((await service.get('/v1/vouchers?limit=100')).body.data.map((v: any) => v.code)).to.not.include('BIGCHUNKS');
+        expect((await service.get('/v1/vouchers?limit=100')).body.data.map((v: any) => v.code)).to.not.include(
+          'BIGCHUNKS',
+        );
       });
     });
 
@@ -251,8 +354,12 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
       expect(doc.info.title).to.be.a('string').that.is.not.empty;
       expect(doc.info.version).to.be.a('string').that.is.not.empty;
       expect(doc.paths).to.include.all.keys(
-        '/vouchers', '/vouchers/validate', '/vouchers/apply', '/vouchers/{voucher_id}',
-        '/vouchers/{voucher_id}/applications', '/vouchers/applications/{application_id}/rollback',
+        '/vouchers',
+        '/vouchers/validate',
+        '/vouchers/apply',
+        '/vouchers/{voucher_id}',
+        '/vouchers/{voucher_id}/applications',
+        '/vouchers/applications/{application_id}/rollback',
       );
       expect(doc.paths['/vouchers']).to.include.all.keys('get', 'post');
       expect(doc.paths['/vouchers/{voucher_id}']).to.include.all.keys('get', 'put', 'delete');

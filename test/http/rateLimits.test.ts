@@ -4,7 +4,12 @@ import { MemoryStore } from 'express-rate-limit';
 import sinon, { type SinonFakeTimers } from 'sinon';
 import type { Guard } from '../../src/http/auth.ts';
 import { buildOpenApi } from '../../src/http/openapi.ts';
-import { DEFAULT_RATE_LIMITS, defaultRateLimitConfig, RATE_LIMIT_GROUPS, type RateLimitGroup } from '../../src/http/rateLimits.ts';
+import {
+  DEFAULT_RATE_LIMITS,
+  defaultRateLimitConfig,
+  RATE_LIMIT_GROUPS,
+  type RateLimitGroup,
+} from '../../src/http/rateLimits.ts';
 import { analyticsRoutes } from '../../src/http/routes/analytics.ts';
 import { voucherRoutes } from '../../src/http/routes/vouchers.ts';
 import { PRODUCTION_KEY, SANDBOX_KEY, TestService, type TestResponse } from '../support/harness.ts';
@@ -39,18 +44,24 @@ const GROUPS: GroupCase[] = [
   {
     group: 'read',
     limit: 100,
-    send: (s, i, key) => [
-      () => s.get('/v1/vouchers?limit=1', { key }),
-      () => s.get('/v1/vouchers/v_unknown', { key }),
-      () => s.get('/v1/vouchers/v_unknown/applications', { key }),
-    ][i % 3]!(),
+    send: (s, i, key) =>
+      [
+        () => s.get('/v1/vouchers?limit=1', { key }),
+        () => s.get('/v1/vouchers/v_unknown', { key }),
+        () => s.get('/v1/vouchers/v_unknown/applications', { key }),
+      ][i % 3]!(),
     expected: (i) => (i % 3 === 0 ? 200 : 404),
   },
   {
     group: 'create',
     limit: 50,
     // The first creates a voucher; the others are invalid (400) and count all the same.
-    send: (s, i, key) => s.post('/v1/vouchers', i === 1 ? { code: `RL${(codes += 1)}`, type: 'percentage', value: 10 } : { type: 'nope' }, { key }),
+    send: (s, i, key) =>
+      s.post(
+        '/v1/vouchers',
+        i === 1 ? { code: `RL${(codes += 1)}`, type: 'percentage', value: 10 } : { type: 'nope' },
+        { key },
+      ),
     expected: (i) => (i === 1 ? 201 : 400),
   },
   {
@@ -69,11 +80,12 @@ const GROUPS: GroupCase[] = [
     group: 'other',
     limit: 100,
     // Update, delete and rollback share one counter.
-    send: (s, i, key) => [
-      () => s.put('/v1/vouchers/v_unknown', { value: 5 }, { key }),
-      () => s.delete('/v1/vouchers/v_unknown', { key }),
-      () => s.post('/v1/vouchers/applications/va_unknown/rollback', {}, { key }),
-    ][i % 3]!(),
+    send: (s, i, key) =>
+      [
+        () => s.put('/v1/vouchers/v_unknown', { value: 5 }, { key }),
+        () => s.delete('/v1/vouchers/v_unknown', { key }),
+        () => s.post('/v1/vouchers/applications/va_unknown/rollback', {}, { key }),
+      ][i % 3]!(),
     expected: () => 404,
   },
 ];
@@ -89,7 +101,9 @@ const expect429 = (res: TestResponse, limit: number, reset = RESET_1, resetIso =
   expect(res.body).to.deep.equal({
     error: { code: 'RATE_LIMIT_EXCEEDED', message: res.body.error.message, details: { limit, reset_at: resetIso } },
   });
-  expect(res.body.error.message).to.be.a('string').and.match(/rate limit/i);
+  expect(res.body.error.message)
+    .to.be.a('string')
+    .and.match(/rate limit/i);
   expect(res.headers.get('Retry-After')).to.equal(retryAfter);
   expect(headersOf(res)).to.deep.equal({ limit: String(limit), remaining: '0', reset: String(reset) });
 };
@@ -99,7 +113,11 @@ const exhaust = async (service: TestService, c: GroupCase, key?: string): Promis
   for (let i = 1; i <= c.limit; i += 1) {
     const res = await c.send(service, i, key);
     expect(res.status, `${c.group} request ${i}: ${JSON.stringify(res.body)}`).to.equal(c.expected(i));
-    expect(headersOf(res), `${c.group} request ${i}`).to.deep.equal({ limit: String(c.limit), remaining: String(c.limit - i), reset: String(RESET_1) });
+    expect(headersOf(res), `${c.group} request ${i}`).to.deep.equal({
+      limit: String(c.limit),
+      remaining: String(c.limit - i),
+      reset: String(RESET_1),
+    });
   }
 };
 
@@ -132,7 +150,11 @@ describe('HTTP rate limits', () => {
 
         const fromOther = await c.send(service, 1, other);
         expect(fromOther.status).to.equal(c.expected(1));
-        expect(headersOf(fromOther)).to.deep.equal({ limit: String(c.limit), remaining: String(c.limit - 1), reset: String(RESET_1) });
+        expect(headersOf(fromOther)).to.deep.equal({
+          limit: String(c.limit),
+          remaining: String(c.limit - 1),
+          reset: String(RESET_1),
+        });
         const fromProduction = await c.send(service, 1, PRODUCTION_KEY);
         expect(fromProduction.status).to.not.equal(429);
         expect(fromProduction.headers.get('X-RateLimit-Remaining')).to.equal(String(c.limit - 1));
@@ -144,7 +166,11 @@ describe('HTTP rate limits', () => {
         for (const other of GROUPS.filter((g) => g.group !== c.group)) {
           const res = await other.send(service, 1);
           expect(res.status, other.group).to.equal(other.expected(1));
-          expect(headersOf(res), other.group).to.deep.equal({ limit: String(other.limit), remaining: String(other.limit - 1), reset: String(RESET_1) });
+          expect(headersOf(res), other.group).to.deep.equal({
+            limit: String(other.limit),
+            remaining: String(other.limit - 1),
+            reset: String(RESET_1),
+          });
         }
       });
     });
@@ -153,11 +179,14 @@ describe('HTTP rate limits', () => {
   it('gives every route its group: GET /vouchers, /vouchers/{id} and /vouchers/{id}/applications share one counter, as do PUT, DELETE and rollback', async () => {
     // Covered by the cycling requests above; here the counter is read after each route once.
     const read = [
-      await service.get('/v1/vouchers'), await service.get('/v1/vouchers/v_x'), await service.get('/v1/vouchers/v_x/applications'),
+      await service.get('/v1/vouchers'),
+      await service.get('/v1/vouchers/v_x'),
+      await service.get('/v1/vouchers/v_x/applications'),
     ].map((r) => r.headers.get('X-RateLimit-Remaining'));
     expect(read).to.deep.equal(['99', '98', '97']);
     const other = [
-      await service.put('/v1/vouchers/v_x', { value: 1 }), await service.delete('/v1/vouchers/v_x'),
+      await service.put('/v1/vouchers/v_x', { value: 1 }),
+      await service.delete('/v1/vouchers/v_x'),
       await service.post('/v1/vouchers/applications/va_x/rollback', {}),
     ].map((r) => r.headers.get('X-RateLimit-Remaining'));
     expect(other).to.deep.equal(['99', '98', '97']);
@@ -174,7 +203,11 @@ describe('HTTP rate limits', () => {
     clock.tick(1); // the window has ended: a fresh one starts with this request
     const res = await create.send(service, 53);
     expect(res.status).to.equal(400);
-    expect(headersOf(res)).to.deep.equal({ limit: '50', remaining: '49', reset: String(Math.ceil((T0 + 120_000) / 1000)) });
+    expect(headersOf(res)).to.deep.equal({
+      limit: '50',
+      remaining: '49',
+      reset: String(Math.ceil((T0 + 120_000) / 1000)),
+    });
   });
 
   it('counts a request the key lacks the scope for (the limit runs before the scope check): 403 with the headers, then 429', async () => {
@@ -191,11 +224,21 @@ describe('HTTP rate limits', () => {
   it('counts and labels body errors of a limited endpoint too: 415, 413 and unparseable JSON carry the headers', async () => {
     const answers = [
       await service.post('/v1/vouchers', undefined, { raw: 'code=X', headers: { 'Content-Type': 'text/plain' } }),
-      await service.post('/v1/vouchers', undefined, { raw: JSON.stringify({ code: 'X'.repeat(1_100_000) }) , headers: { 'Content-Type': 'application/json' } }),
-      await service.post('/v1/vouchers', undefined, { raw: '{"code":', headers: { 'Content-Type': 'application/json' } }),
+      await service.post('/v1/vouchers', undefined, {
+        raw: JSON.stringify({ code: 'X'.repeat(1_100_000) }),
+        headers: { 'Content-Type': 'application/json' },
+      }),
+      await service.post('/v1/vouchers', undefined, {
+        raw: '{"code":',
+        headers: { 'Content-Type': 'application/json' },
+      }),
     ];
     expect(answers.map((r) => r.status)).to.deep.equal([415, 413, 400]);
-    expect(answers.map((r) => r.body.error.code)).to.deep.equal(['UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'INVALID_REQUEST']);
+    expect(answers.map((r) => r.body.error.code)).to.deep.equal([
+      'UNSUPPORTED_MEDIA_TYPE',
+      'PAYLOAD_TOO_LARGE',
+      'INVALID_REQUEST',
+    ]);
     expect(answers.map((r) => r.headers.get('X-RateLimit-Remaining'))).to.deep.equal(['49', '48', '47']);
   });
 
@@ -221,27 +264,49 @@ describe('HTTP rate limits', () => {
         const seen = { group, keys: [] as string[] };
         made.push(seen);
         const increment = store.increment.bind(store);
-        store.increment = async (key: string) => { seen.keys.push(key); return increment(key); };
+        store.increment = async (key: string) => {
+          seen.keys.push(key);
+          return increment(key);
+        };
         return store;
       },
     });
     await service.post('/v1/vouchers/validate', { code: 'UNKNOWN', order: ORDER });
     await service.post('/v1/vouchers/validate', { code: 'UNKNOWN', order: ORDER }, { key: PRODUCTION_KEY });
-    expect(made.map((m) => m.group)).to.have.members(['read', 'create', 'validate', 'apply', 'other', 'performance', 'trends', 'customers', 'export']);
+    expect(made.map((m) => m.group)).to.have.members([
+      'read',
+      'create',
+      'validate',
+      'apply',
+      'other',
+      'performance',
+      'trends',
+      'customers',
+      'export',
+    ]);
     const validate = made.find((m) => m.group === 'validate')!;
-    expect(validate.keys).to.deep.equal([service.embedded.keys.authenticate(SANDBOX_KEY)!.id, service.embedded.keys.authenticate(PRODUCTION_KEY)!.id]);
+    expect(validate.keys).to.deep.equal([
+      service.embedded.keys.authenticate(SANDBOX_KEY)!.id,
+      service.embedded.keys.authenticate(PRODUCTION_KEY)!.id,
+    ]);
     for (const m of made.filter((x) => x.group !== 'validate')) expect(m.keys).to.deep.equal([]);
   });
 });
 
 describe('HTTP rate limits: operator settings', () => {
   let service: TestService | undefined;
-  afterEach(async () => { await service?.stop(); service = undefined; });
+  afterEach(async () => {
+    await service?.stop();
+    service = undefined;
+  });
 
   it('applies overrides: {validate: 3} gives 3, the other groups keep their defaults', async () => {
-    service = await TestService.start({ rateLimits: { enabled: true, windowMs: 60_000, limits: { ...DEFAULT_RATE_LIMITS, validate: 3 } } });
+    service = await TestService.start({
+      rateLimits: { enabled: true, windowMs: 60_000, limits: { ...DEFAULT_RATE_LIMITS, validate: 3 } },
+    });
     const statuses: number[] = [];
-    for (let i = 0; i < 4; i += 1) statuses.push((await service.post('/v1/vouchers/validate', { code: 'UNKNOWN', order: ORDER })).status);
+    for (let i = 0; i < 4; i += 1)
+      statuses.push((await service.post('/v1/vouchers/validate', { code: 'UNKNOWN', order: ORDER })).status);
     expect(statuses).to.deep.equal([404, 404, 404, 429]);
     expect((await service.get('/v1/vouchers')).headers.get('X-RateLimit-Limit')).to.equal('100');
   });
@@ -263,7 +328,9 @@ describe('HTTP rate limits: operator settings', () => {
     const after = Date.now();
     const reset = res.headers.get('X-RateLimit-Reset')!;
     expect(reset).to.match(/^\d+$/);
-    expect(Number(reset)).to.be.at.least(Math.ceil((before + 60_000) / 1000)).and.at.most(Math.ceil((after + 60_000) / 1000));
+    expect(Number(reset))
+      .to.be.at.least(Math.ceil((before + 60_000) / 1000))
+      .and.at.most(Math.ceil((after + 60_000) / 1000));
     expect(res.headers.get('X-RateLimit-Limit')).to.equal('100');
     expect(res.headers.get('X-RateLimit-Remaining')).to.equal('99');
   });
@@ -271,10 +338,15 @@ describe('HTTP rate limits: operator settings', () => {
 
 describe('rate limit groups of the routes, and the OpenAPI document', () => {
   type Operation = { 'x-rate-limit-group'?: string; responses: Record<string, { headers?: Record<string, unknown> }> };
-  const doc = buildOpenApi() as { paths: Record<string, Record<string, Operation>>; components: { headers: Record<string, unknown> } };
-  const operations = Object.entries(doc.paths).flatMap(([template, item]) => Object.entries(item)
-    .filter(([method]) => ['get', 'post', 'put', 'delete', 'patch'].includes(method))
-    .map(([method, op]) => ({ route: `${method.toUpperCase()} ${template.replace(/\{[^}]+\}/g, ':id')}`, op })));
+  const doc = buildOpenApi() as {
+    paths: Record<string, Record<string, Operation>>;
+    components: { headers: Record<string, unknown> };
+  };
+  const operations = Object.entries(doc.paths).flatMap(([template, item]) =>
+    Object.entries(item)
+      .filter(([method]) => ['get', 'post', 'put', 'delete', 'patch'].includes(method))
+      .map(([method, op]) => ({ route: `${method.toUpperCase()} ${template.replace(/\{[^}]+\}/g, ':id')}`, op })),
+  );
 
   it('the router gives every route the group the OpenAPI document names (x-rate-limit-group)', () => {
     // A guard whose only middleware remembers the group, so each route tells its group.
@@ -283,31 +355,61 @@ describe('rate limit groups of the routes, and the OpenAPI document', () => {
       marker.group = group;
       return marker;
     };
-    type Layer = { route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: { group?: RateLimitGroup } }> } };
-    const served = Object.fromEntries(([...voucherRoutes(guard).stack, ...analyticsRoutes(guard).stack] as Layer[]).filter((l) => l.route).flatMap(({ route }) =>
-      Object.keys(route!.methods).map((m) => [`${m.toUpperCase()} ${route!.path.replace(/:[A-Za-z]+/g, ':id')}`, route!.stack[0]!.handle.group])));
+    type Layer = {
+      route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: { group?: RateLimitGroup } }> };
+    };
+    const served = Object.fromEntries(
+      ([...voucherRoutes(guard).stack, ...analyticsRoutes(guard).stack] as Layer[])
+        .filter((l) => l.route)
+        .flatMap(({ route }) =>
+          Object.keys(route!.methods).map((m) => [
+            `${m.toUpperCase()} ${route!.path.replace(/:[A-Za-z]+/g, ':id')}`,
+            route!.stack[0]!.handle.group,
+          ]),
+        ),
+    );
     const documented = Object.fromEntries(operations.map(({ route, op }) => [route, op['x-rate-limit-group']]));
     expect(served).to.deep.equal(documented);
     expect(served).to.deep.equal({
-      'POST /vouchers': 'create', 'GET /vouchers': 'read', 'POST /vouchers/validate': 'validate', 'POST /vouchers/apply': 'apply',
-      'POST /vouchers/applications/:id/rollback': 'other', 'GET /vouchers/:id': 'read', 'GET /vouchers/:id/applications': 'read',
-      'PUT /vouchers/:id': 'other', 'DELETE /vouchers/:id': 'other',
-      'GET /analytics/vouchers/:id/performance': 'performance', 'GET /analytics/vouchers/:id/trends': 'trends',
-      'GET /analytics/vouchers/:id/customers': 'customers', 'POST /analytics/export': 'export',
-      'GET /analytics/export/:id': 'other', 'GET /analytics/export/:id/download': 'other',
+      'POST /vouchers': 'create',
+      'GET /vouchers': 'read',
+      'POST /vouchers/validate': 'validate',
+      'POST /vouchers/apply': 'apply',
+      'POST /vouchers/applications/:id/rollback': 'other',
+      'GET /vouchers/:id': 'read',
+      'GET /vouchers/:id/applications': 'read',
+      'PUT /vouchers/:id': 'other',
+      'DELETE /vouchers/:id': 'other',
+      'GET /analytics/vouchers/:id/performance': 'performance',
+      'GET /analytics/vouchers/:id/trends': 'trends',
+      'GET /analytics/vouchers/:id/customers': 'customers',
+      'POST /analytics/export': 'export',
+      'GET /analytics/export/:id': 'other',
+      'GET /analytics/export/:id/download': 'other',
     });
     for (const group of Object.values(served)) expect(RATE_LIMIT_GROUPS).to.include(group);
   });
 
   it('documents 429 and the three headers on every response of every operation (but 401)', () => {
-    expect(doc.components.headers).to.have.all.keys('X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After');
+    expect(doc.components.headers).to.have.all.keys(
+      'X-RateLimit-Limit',
+      'X-RateLimit-Remaining',
+      'X-RateLimit-Reset',
+      'Retry-After',
+    );
     expect(operations).to.have.length(9 + 6); // voucher routes + analytics routes
     for (const { route, op } of operations) {
       expect(op.responses, route).to.have.property('429');
       expect(op.responses['429']!.headers, route).to.have.property('Retry-After');
       for (const [status, response] of Object.entries(op.responses)) {
-        if (status === '401') expect(response.headers ?? {}, `${route} ${status}`).to.not.have.property('X-RateLimit-Limit');
-        else expect(response.headers, `${route} ${status}`).to.include.all.keys('X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset');
+        if (status === '401')
+          expect(response.headers ?? {}, `${route} ${status}`).to.not.have.property('X-RateLimit-Limit');
+        else
+          expect(response.headers, `${route} ${status}`).to.include.all.keys(
+            'X-RateLimit-Limit',
+            'X-RateLimit-Remaining',
+            'X-RateLimit-Reset',
+          );
       }
     }
   });

@@ -10,14 +10,21 @@ const iso = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 const ORDER = {
   value: 10_000,
   currency: 'EUR',
-  items: [{ id: 'A', price: 3333, quantity: 2 }, { id: 'B', price: 1001, quantity: 3 }],
+  items: [
+    { id: 'A', price: 3333, quantity: 2 },
+    { id: 'B', price: 1001, quantity: 3 },
+  ],
 };
 
 describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
   let service: TestService;
 
-  before(async () => { service = await TestService.start(); });
-  after(async () => { await service.stop(); });
+  before(async () => {
+    service = await TestService.start();
+  });
+  after(async () => {
+    await service.stop();
+  });
 
   const voucherEvents = async (id: string): Promise<string[]> =>
     (await service.sandbox.events.readStream(`voucher-${id}`)).map((e) => e.type);
@@ -32,7 +39,12 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
   describe('POST /v1/vouchers/validate', () => {
     let save15: any;
     before(async () => {
-      save15 = await service.createVoucher({ code: 'SAVE15', type: 'percentage', value: 15, conditions: { min_order_value: 5000 } });
+      save15 = await service.createVoucher({
+        code: 'SAVE15',
+        type: 'percentage',
+        value: 15,
+        conditions: { min_order_value: 5000 },
+      });
     });
 
     it('returns the full validation result with exact cents', async () => {
@@ -58,11 +70,16 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
 
     it('adds customer_eligible only when a customer is sent, and echoes the order currency', async () => {
       const res = await service.post('/v1/vouchers/validate', {
-        code: 'SAVE15', order: { value: 8000, currency: 'GBP' }, customer: { id: 'cust-9', segment: 'vip' },
+        code: 'SAVE15',
+        order: { value: 8000, currency: 'GBP' },
+        customer: { id: 'cust-9', segment: 'vip' },
       });
       expect(res.status).to.equal(200);
       expect(res.body.validation_details).to.deep.equal({
-        min_order_value_met: true, usage_limit_not_exceeded: true, valid_date_range: true, customer_eligible: true,
+        min_order_value_met: true,
+        usage_limit_not_exceeded: true,
+        valid_date_range: true,
+        customer_eligible: true,
       });
       expect(res.body.currency).to.equal('GBP');
       expect(res.body.discount_amount).to.equal(1200);
@@ -73,13 +90,20 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     it('rounds half up to the cent', async () => {
       await service.createVoucher({ code: 'HALFUP', type: 'percentage', value: 12.5 });
       // 12.5% of 1,004 = 125.5 → 126; of 1,003 = 125.375 → 125
-      expect((await service.post('/v1/vouchers/validate', { code: 'HALFUP', order: { value: 1004 } })).body.discount_amount).to.equal(126);
-      expect((await service.post('/v1/vouchers/validate', { code: 'HALFUP', order: { value: 1003 } })).body.discount_amount).to.equal(125);
+      expect(
+        (await service.post('/v1/vouchers/validate', { code: 'HALFUP', order: { value: 1004 } })).body.discount_amount,
+      ).to.equal(126);
+      expect(
+        (await service.post('/v1/vouchers/validate', { code: 'HALFUP', order: { value: 1003 } })).body.discount_amount,
+      ).to.equal(125);
     });
 
     it('never discounts more than the base (fixed above the order value)', async () => {
       await service.createVoucher({ code: 'BIGFIXED', type: 'fixed', value: 5000 });
-      const res = await service.post('/v1/vouchers/validate', { code: 'BIGFIXED', order: { value: 3000, currency: 'USD' } });
+      const res = await service.post('/v1/vouchers/validate', {
+        code: 'BIGFIXED',
+        order: { value: 3000, currency: 'USD' },
+      });
       expect(res.body).to.include({ discount_amount: 3000, final_amount: 0, currency: 'USD' });
     });
 
@@ -124,11 +148,20 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     it('agrees with apply on an order id that already carries the voucher', async () => {
       const v = await service.createVoucher({ code: 'USEDORDER', type: 'fixed', value: 500 });
       const order = { id: 'used-order-1', value: 4000, currency: 'EUR' };
-      expect((await service.post('/v1/vouchers/apply', { code: 'USEDORDER', order_id: order.id, order })).status).to.equal(201);
+      expect(
+        (await service.post('/v1/vouchers/apply', { code: 'USEDORDER', order_id: order.id, order })).status,
+      ).to.equal(201);
       // another order under the same id: apply would be 409, so validate is too
-      const other = await service.post('/v1/vouchers/validate', { code: 'USEDORDER', order: { ...order, value: 9000 } });
+      const other = await service.post('/v1/vouchers/validate', {
+        code: 'USEDORDER',
+        order: { ...order, value: 9000 },
+      });
       expectError(other, 409, 'VOUCHER_ALREADY_APPLIED', { order_id: order.id, voucher_id: v.id });
-      const otherCustomer = await service.post('/v1/vouchers/validate', { code: 'USEDORDER', order, customer: { id: 'someone-else' } });
+      const otherCustomer = await service.post('/v1/vouchers/validate', {
+        code: 'USEDORDER',
+        order,
+        customer: { id: 'someone-else' },
+      });
       expect(otherCustomer.status).to.equal(409);
       // the same order validates as before
       const same = await service.post('/v1/vouchers/validate', { code: 'USEDORDER', order });
@@ -137,15 +170,29 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('rejects an order below the minimum: VOUCHER_INVALID {reason, min_required, current_value, currency}', async () => {
-      const res = await service.post('/v1/vouchers/validate', { code: 'SAVE15', order: { value: 4999, currency: 'USD' } });
-      expectError(res, 400, 'VOUCHER_INVALID', { reason: 'min_order_value', min_required: 5000, current_value: 4999, currency: 'USD' });
+      const res = await service.post('/v1/vouchers/validate', {
+        code: 'SAVE15',
+        order: { value: 4999, currency: 'USD' },
+      });
+      expectError(res, 400, 'VOUCHER_INVALID', {
+        reason: 'min_order_value',
+        min_required: 5000,
+        current_value: 4999,
+        currency: 'USD',
+      });
     });
 
     it('rejects an inactive voucher: VOUCHER_INVALID reason inactive', async () => {
       await service.createVoucher({ code: 'OFFNOW', type: 'fixed', value: 100 });
-      const id = (await service.post('/v1/vouchers/validate', { code: 'OFFNOW', order: { value: 1000 } })).body.voucher.id;
+      const id = (await service.post('/v1/vouchers/validate', { code: 'OFFNOW', order: { value: 1000 } })).body.voucher
+        .id;
       expect((await service.put(`/v1/vouchers/${id}`, { status: 'inactive' })).status).to.equal(200);
-      expectError(await service.post('/v1/vouchers/validate', { code: 'OFFNOW', order: { value: 1000 } }), 400, 'VOUCHER_INVALID', { reason: 'inactive' });
+      expectError(
+        await service.post('/v1/vouchers/validate', { code: 'OFFNOW', order: { value: 1000 } }),
+        400,
+        'VOUCHER_INVALID',
+        { reason: 'inactive' },
+      );
     });
 
     it('rejects a voucher before valid_from: VOUCHER_INVALID reason not_yet_valid', async () => {
@@ -158,38 +205,88 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
 
     it('rejects an order in another currency: VOUCHER_INVALID reason currency_mismatch', async () => {
       await service.createVoucher({ code: 'USDONLY', type: 'fixed', value: 100, currency: 'USD' });
-      const res = await service.post('/v1/vouchers/validate', { code: 'USDONLY', order: { value: 1000, currency: 'EUR' } });
-      expectError(res, 400, 'VOUCHER_INVALID', { reason: 'currency_mismatch', required_currency: 'USD', current_currency: 'EUR' });
-      const ok = await service.post('/v1/vouchers/validate', { code: 'USDONLY', order: { value: 1000, currency: 'USD' } });
+      const res = await service.post('/v1/vouchers/validate', {
+        code: 'USDONLY',
+        order: { value: 1000, currency: 'EUR' },
+      });
+      expectError(res, 400, 'VOUCHER_INVALID', {
+        reason: 'currency_mismatch',
+        required_currency: 'USD',
+        current_currency: 'EUR',
+      });
+      const ok = await service.post('/v1/vouchers/validate', {
+        code: 'USDONLY',
+        order: { value: 1000, currency: 'USD' },
+      });
       expect(ok.body).to.include({ discount_amount: 100, currency: 'USD' });
     });
 
     it('requires customer.id for a voucher with customer_limit: VOUCHER_INVALID reason customer_required', async () => {
       await service.createVoucher({ code: 'PERCUST', type: 'fixed', value: 100, conditions: { customer_limit: 1 } });
-      expectError(await service.post('/v1/vouchers/validate', { code: 'PERCUST', order: { value: 1000 } }),
-        400, 'VOUCHER_INVALID', { reason: 'customer_required' });
-      expectError(await service.post('/v1/vouchers/validate', { code: 'PERCUST', order: { value: 1000 }, customer: { segment: 'vip' } }),
-        400, 'VOUCHER_INVALID', { reason: 'customer_required' });
+      expectError(
+        await service.post('/v1/vouchers/validate', { code: 'PERCUST', order: { value: 1000 } }),
+        400,
+        'VOUCHER_INVALID',
+        { reason: 'customer_required' },
+      );
+      expectError(
+        await service.post('/v1/vouchers/validate', {
+          code: 'PERCUST',
+          order: { value: 1000 },
+          customer: { segment: 'vip' },
+        }),
+        400,
+        'VOUCHER_INVALID',
+        { reason: 'customer_required' },
+      );
     });
 
     it('rejects an order with no eligible item: VOUCHER_INVALID reason no_eligible_items', async () => {
-      await service.createVoucher({ code: 'SHOESONLY', type: 'percentage', value: 10, conditions: { product_ids: ['shoe'], excluded_product_ids: ['hat'] } });
-      const res = await service.post('/v1/vouchers/validate', { code: 'SHOESONLY', order: { value: 5000, items: [{ id: 'hat', price: 2500, quantity: 2 }] } });
-      expectError(res, 400, 'VOUCHER_INVALID', { reason: 'no_eligible_items', product_ids: ['shoe'], excluded_product_ids: ['hat'] });
+      await service.createVoucher({
+        code: 'SHOESONLY',
+        type: 'percentage',
+        value: 10,
+        conditions: { product_ids: ['shoe'], excluded_product_ids: ['hat'] },
+      });
+      const res = await service.post('/v1/vouchers/validate', {
+        code: 'SHOESONLY',
+        order: { value: 5000, items: [{ id: 'hat', price: 2500, quantity: 2 }] },
+      });
+      expectError(res, 400, 'VOUCHER_INVALID', {
+        reason: 'no_eligible_items',
+        product_ids: ['shoe'],
+        excluded_product_ids: ['hat'],
+      });
       // the eligible line alone forms the base: 10% of 3 × 1,234 = 370.2 → 370
       const ok = await service.post('/v1/vouchers/validate', {
-        code: 'SHOESONLY', order: { value: 9000, items: [{ id: 'hat', price: 2500, quantity: 2 }, { id: 'shoe', price: 1234, quantity: 3 }] },
+        code: 'SHOESONLY',
+        order: {
+          value: 9000,
+          items: [
+            { id: 'hat', price: 2500, quantity: 2 },
+            { id: 'shoe', price: 1234, quantity: 3 },
+          ],
+        },
       });
       expect(ok.body).to.include({ discount_amount: 370, final_amount: 8630 });
-      expect(ok.body.applied_to).to.deep.equal([{ item_id: 'shoe', original_price: 3702, discount_amount: 370, final_price: 3332 }]);
+      expect(ok.body.applied_to).to.deep.equal([
+        { item_id: 'shoe', original_price: 3702, discount_amount: 370, final_price: 3332 },
+      ]);
       expect(ok.body.conditions_met).to.deep.equal(['active', 'product_ids', 'excluded_product_ids']);
     });
 
     it('rejects an expired voucher: VOUCHER_EXPIRED {expired_at, current_time}', async () => {
       const start = service.clock.now();
       const until = iso(new Date(start.getTime() + 10 * MINUTE));
-      await service.createVoucher({ code: 'SHORTLIVED', type: 'fixed', value: 100, conditions: { valid_until: until } });
-      expect((await service.post('/v1/vouchers/validate', { code: 'SHORTLIVED', order: { value: 1000 } })).status).to.equal(200);
+      await service.createVoucher({
+        code: 'SHORTLIVED',
+        type: 'fixed',
+        value: 100,
+        conditions: { valid_until: until },
+      });
+      expect(
+        (await service.post('/v1/vouchers/validate', { code: 'SHORTLIVED', order: { value: 1000 } })).status,
+      ).to.equal(200);
       service.clock.advance(11 * MINUTE);
       const res = await service.post('/v1/vouchers/validate', { code: 'SHORTLIVED', order: { value: 1000 } });
       expectError(res, 400, 'VOUCHER_EXPIRED', { expired_at: until, current_time: iso(service.clock.now()) });
@@ -197,31 +294,58 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
 
     it('rejects a used-up voucher: USAGE_LIMIT_EXCEEDED total_uses', async () => {
       await service.createVoucher({ code: 'ONCE', type: 'fixed', value: 100, conditions: { max_uses: 1 } });
-      expect((await service.post('/v1/vouchers/apply', { code: 'ONCE', order_id: 'once-1', order: { value: 1000 } })).status).to.equal(201);
+      expect(
+        (await service.post('/v1/vouchers/apply', { code: 'ONCE', order_id: 'once-1', order: { value: 1000 } })).status,
+      ).to.equal(201);
       const res = await service.post('/v1/vouchers/validate', { code: 'ONCE', order: { value: 1000 } });
       expectError(res, 400, 'USAGE_LIMIT_EXCEEDED', { max_uses: 1, current_uses: 1, limit_type: 'total_uses' });
-      const applied = await service.post('/v1/vouchers/apply', { code: 'ONCE', order_id: 'once-2', order: { value: 1000 } });
+      const applied = await service.post('/v1/vouchers/apply', {
+        code: 'ONCE',
+        order_id: 'once-2',
+        order: { value: 1000 },
+      });
       expectError(applied, 400, 'USAGE_LIMIT_EXCEEDED', { max_uses: 1, current_uses: 1, limit_type: 'total_uses' });
     });
 
     it('rejects a customer past customer_limit: USAGE_LIMIT_EXCEEDED customer_uses', async () => {
       await service.createVoucher({ code: 'TWICEEACH', type: 'fixed', value: 100, conditions: { customer_limit: 2 } });
       for (const orderId of ['tw-1', 'tw-2']) {
-        const res = await service.post('/v1/vouchers/apply', { code: 'TWICEEACH', order_id: orderId, order: { value: 1000 }, customer: { id: 'alice' } });
+        const res = await service.post('/v1/vouchers/apply', {
+          code: 'TWICEEACH',
+          order_id: orderId,
+          order: { value: 1000 },
+          customer: { id: 'alice' },
+        });
         expect(res.status).to.equal(201);
       }
-      const res = await service.post('/v1/vouchers/validate', { code: 'TWICEEACH', order: { value: 1000 }, customer: { id: 'alice' } });
+      const res = await service.post('/v1/vouchers/validate', {
+        code: 'TWICEEACH',
+        order: { value: 1000 },
+        customer: { id: 'alice' },
+      });
       expectError(res, 400, 'USAGE_LIMIT_EXCEEDED', { max_uses: 2, current_uses: 2, limit_type: 'customer_uses' });
-      const applied = await service.post('/v1/vouchers/apply', { code: 'TWICEEACH', order_id: 'tw-3', order: { value: 1000 }, customer: { id: 'alice' } });
+      const applied = await service.post('/v1/vouchers/apply', {
+        code: 'TWICEEACH',
+        order_id: 'tw-3',
+        order: { value: 1000 },
+        customer: { id: 'alice' },
+      });
       expectError(applied, 400, 'USAGE_LIMIT_EXCEEDED', { max_uses: 2, current_uses: 2, limit_type: 'customer_uses' });
       // another customer is not affected
-      const bob = await service.post('/v1/vouchers/validate', { code: 'TWICEEACH', order: { value: 1000 }, customer: { id: 'bob' } });
+      const bob = await service.post('/v1/vouchers/validate', {
+        code: 'TWICEEACH',
+        order: { value: 1000 },
+        customer: { id: 'bob' },
+      });
       expect(bob.status).to.equal(200);
       expect(bob.body.conditions_met).to.deep.equal(['active', 'customer_limit']);
     });
 
     it('rejects item lines above order.value and bad order shapes with INVALID_REQUEST', async () => {
-      const over = await service.post('/v1/vouchers/validate', { code: 'SAVE15', order: { value: 1000, items: [{ id: 'x', price: 600, quantity: 2 }] } });
+      const over = await service.post('/v1/vouchers/validate', {
+        code: 'SAVE15',
+        order: { value: 1000, items: [{ id: 'x', price: 600, quantity: 2 }] },
+      });
       expect(over.status).to.equal(400);
       expect(over.body.error.details.map((d: any) => d.field)).to.deep.equal(['order.items']);
       const missing = await service.post('/v1/vouchers/validate', { code: 'SAVE15' });
@@ -232,10 +356,19 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('changes nothing: usage_count stays 0 and no event is recorded', async () => {
-      const v = await service.createVoucher({ code: 'LOOKONLY', type: 'fixed', value: 100, conditions: { max_uses: 1 } });
+      const v = await service.createVoucher({
+        code: 'LOOKONLY',
+        type: 'fixed',
+        value: 100,
+        conditions: { max_uses: 1 },
+      });
       const head = await service.sandbox.events.headPosition();
       for (let i = 0; i < 3; i += 1) {
-        const res = await service.post('/v1/vouchers/validate', { code: 'LOOKONLY', order: { id: `look-${i}`, value: 1000 }, customer: { id: 'c' } });
+        const res = await service.post('/v1/vouchers/validate', {
+          code: 'LOOKONLY',
+          order: { id: `look-${i}`, value: 1000 },
+          customer: { id: 'c' },
+        });
         expect(res.status).to.equal(200);
       }
       expect(await service.sandbox.events.headPosition()).to.equal(head);
@@ -249,26 +382,49 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
   describe('POST /v1/vouchers/apply', () => {
     let v: any;
     before(async () => {
-      v = await service.createVoucher({ code: 'APPLY10', type: 'percentage', value: 10, conditions: { min_order_value: 1000 } });
+      v = await service.createVoucher({
+        code: 'APPLY10',
+        type: 'percentage',
+        value: 10,
+        conditions: { min_order_value: 1000 },
+      });
     });
 
     it('applies: 201 with the application; usage_count rises; one VoucherApplied event', async () => {
       service.clock.set('2026-05-05T05:05:05.555Z');
-      const res = await service.post('/v1/vouchers/apply', { code: 'apply10', order_id: 'order-1', order: ORDER, customer: { id: 'cust-1' } });
+      const res = await service.post('/v1/vouchers/apply', {
+        code: 'apply10',
+        order_id: 'order-1',
+        order: ORDER,
+        customer: { id: 'cust-1' },
+      });
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
       expect(res.headers.get('idempotent-replayed')).to.equal(null);
       expect(res.body.id).to.match(/^va_[A-Za-z0-9]{16,}$/);
       // 10% of 9,669 = 966.9 → 967
       expect(res.body).to.deep.equal({
-        id: res.body.id, voucher: { id: v.id, code: 'APPLY10' }, order_id: 'order-1', customer_id: 'cust-1',
-        discount_amount: 967, final_amount: 9033, currency: 'EUR', status: 'applied', applied_at: '2026-05-05T05:05:05Z',
+        id: res.body.id,
+        voucher: { id: v.id, code: 'APPLY10' },
+        order_id: 'order-1',
+        customer_id: 'cust-1',
+        discount_amount: 967,
+        final_amount: 9033,
+        currency: 'EUR',
+        status: 'applied',
+        applied_at: '2026-05-05T05:05:05Z',
       });
       const fetched = await service.get(`/v1/vouchers/${v.id}`);
       expect(fetched.body.usage_count).to.equal(1);
       expect(fetched.body.usage_history).to.have.length(1);
       expect(fetched.body.usage_history[0]).to.deep.equal({
-        id: res.body.id, order_id: 'order-1', customer_id: 'cust-1', discount_amount: 967, final_amount: 9033,
-        currency: 'EUR', status: 'applied', applied_at: '2026-05-05T05:05:05Z',
+        id: res.body.id,
+        order_id: 'order-1',
+        customer_id: 'cust-1',
+        discount_amount: 967,
+        final_amount: 9033,
+        currency: 'EUR',
+        status: 'applied',
+        applied_at: '2026-05-05T05:05:05Z',
       });
       expect(await voucherEvents(v.id)).to.deep.equal(['VoucherCreated', 'VoucherApplied']);
     });
@@ -279,12 +435,21 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
       for (const body of [
         { code: 'APPLY10', order_id: 'order-1', order: ORDER, customer: { id: 'cust-1' } },
         { code: 'APPLY10', order_id: 'order-1' }, // no order and customer: the stored application
-        { code: 'APPLY10', order_id: 'order-1', order: { ...ORDER, items: ORDER.items.map((i) => ({ quantity: i.quantity, price: i.price, id: i.id })) } },
+        {
+          code: 'APPLY10',
+          order_id: 'order-1',
+          order: { ...ORDER, items: ORDER.items.map((i) => ({ quantity: i.quantity, price: i.price, id: i.id })) },
+        },
       ]) {
         const res = await service.post('/v1/vouchers/apply', body);
         expect(res.status, JSON.stringify(res.body)).to.equal(200);
         expect(res.headers.get('idempotent-replayed')).to.equal('true');
-        expect(res.body).to.include({ id: first.id, applied_at: '2026-05-05T05:05:05Z', discount_amount: 967, final_amount: 9033 });
+        expect(res.body).to.include({
+          id: first.id,
+          applied_at: '2026-05-05T05:05:05Z',
+          discount_amount: 967,
+          final_amount: 9033,
+        });
       }
       expect(await voucherEvents(v.id)).to.deep.equal(['VoucherCreated', 'VoucherApplied']);
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(1);
@@ -292,29 +457,72 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
 
     it('rejects a repeat with another order value, items or customer: 409 VOUCHER_ALREADY_APPLIED {order_id, voucher_id}', async () => {
       const details = { order_id: 'order-1', voucher_id: v.id };
-      expectError(await service.post('/v1/vouchers/apply', { code: 'APPLY10', order_id: 'order-1', order: { ...ORDER, value: 10_001 }, customer: { id: 'cust-1' } }),
-        409, 'VOUCHER_ALREADY_APPLIED', details);
-      expectError(await service.post('/v1/vouchers/apply', { code: 'APPLY10', order_id: 'order-1', order: { ...ORDER, items: [ORDER.items[0]] } }),
-        409, 'VOUCHER_ALREADY_APPLIED', details);
-      expectError(await service.post('/v1/vouchers/apply', { code: 'APPLY10', order_id: 'order-1', order: ORDER, customer: { id: 'cust-2' } }),
-        409, 'VOUCHER_ALREADY_APPLIED', details);
-      expectError(await service.post('/v1/vouchers/apply', { code: 'APPLY10', order_id: 'order-1', customer: { id: 'cust-2' } }),
-        409, 'VOUCHER_ALREADY_APPLIED', details);
+      expectError(
+        await service.post('/v1/vouchers/apply', {
+          code: 'APPLY10',
+          order_id: 'order-1',
+          order: { ...ORDER, value: 10_001 },
+          customer: { id: 'cust-1' },
+        }),
+        409,
+        'VOUCHER_ALREADY_APPLIED',
+        details,
+      );
+      expectError(
+        await service.post('/v1/vouchers/apply', {
+          code: 'APPLY10',
+          order_id: 'order-1',
+          order: { ...ORDER, items: [ORDER.items[0]] },
+        }),
+        409,
+        'VOUCHER_ALREADY_APPLIED',
+        details,
+      );
+      expectError(
+        await service.post('/v1/vouchers/apply', {
+          code: 'APPLY10',
+          order_id: 'order-1',
+          order: ORDER,
+          customer: { id: 'cust-2' },
+        }),
+        409,
+        'VOUCHER_ALREADY_APPLIED',
+        details,
+      );
+      expectError(
+        await service.post('/v1/vouchers/apply', { code: 'APPLY10', order_id: 'order-1', customer: { id: 'cust-2' } }),
+        409,
+        'VOUCHER_ALREADY_APPLIED',
+        details,
+      );
       expect(await voucherEvents(v.id)).to.deep.equal(['VoucherCreated', 'VoucherApplied']);
     });
 
     it('applies with only order_id from the quote kept by validate (same discount)', async () => {
-      const quote = await service.post('/v1/vouchers/validate', { code: 'APPLY10', order: { ...ORDER, id: 'order-q1' }, customer: { id: 'cust-q' } });
+      const quote = await service.post('/v1/vouchers/validate', {
+        code: 'APPLY10',
+        order: { ...ORDER, id: 'order-q1' },
+        customer: { id: 'cust-q' },
+      });
       expect(quote.status).to.equal(200);
       expect(quote.body.discount_amount).to.equal(967);
       service.clock.advance(29 * MINUTE);
       const res = await service.post('/v1/vouchers/apply', { code: 'APPLY10', order_id: 'order-q1' });
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
-      expect(res.body).to.include({ order_id: 'order-q1', customer_id: 'cust-q', discount_amount: 967, final_amount: 9033, currency: 'EUR' });
+      expect(res.body).to.include({
+        order_id: 'order-q1',
+        customer_id: 'cust-q',
+        discount_amount: 967,
+        final_amount: 9033,
+        currency: 'EUR',
+      });
     });
 
     it('forgets the quote after 30 minutes: 400 INVALID_REQUEST field order', async () => {
-      expect((await service.post('/v1/vouchers/validate', { code: 'APPLY10', order: { id: 'order-q2', value: 2000 } })).status).to.equal(200);
+      expect(
+        (await service.post('/v1/vouchers/validate', { code: 'APPLY10', order: { id: 'order-q2', value: 2000 } }))
+          .status,
+      ).to.equal(200);
       service.clock.advance(31 * MINUTE);
       const res = await service.post('/v1/vouchers/apply', { code: 'APPLY10', order_id: 'order-q2' });
       expect(res.status).to.equal(400);
@@ -332,7 +540,10 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
 
     it('does not use a quote of another order id or another voucher', async () => {
       await service.createVoucher({ code: 'OTHERV', type: 'fixed', value: 100 });
-      expect((await service.post('/v1/vouchers/validate', { code: 'OTHERV', order: { id: 'order-q3', value: 2000 } })).status).to.equal(200);
+      expect(
+        (await service.post('/v1/vouchers/validate', { code: 'OTHERV', order: { id: 'order-q3', value: 2000 } }))
+          .status,
+      ).to.equal(200);
       const res = await service.post('/v1/vouchers/apply', { code: 'APPLY10', order_id: 'order-q3' });
       expect(res.status).to.equal(400);
       expect(res.body.error.details.map((d: any) => d.field)).to.deep.equal(['order']);
@@ -340,7 +551,10 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
 
     it('re-evaluates a quote against the current voucher (validate, deactivate, apply → inactive)', async () => {
       const w = await service.createVoucher({ code: 'REEVAL', type: 'fixed', value: 500 });
-      expect((await service.post('/v1/vouchers/validate', { code: 'REEVAL', order: { id: 'order-r1', value: 3000 } })).status).to.equal(200);
+      expect(
+        (await service.post('/v1/vouchers/validate', { code: 'REEVAL', order: { id: 'order-r1', value: 3000 } }))
+          .status,
+      ).to.equal(200);
       expect((await service.delete(`/v1/vouchers/${w.id}`)).status).to.equal(200);
       const res = await service.post('/v1/vouchers/apply', { code: 'REEVAL', order_id: 'order-r1' });
       expectError(res, 400, 'VOUCHER_INVALID', { reason: 'inactive' });
@@ -349,7 +563,10 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
 
     it('re-evaluates a quote against the current value (validate, update, apply → new discount)', async () => {
       const w = await service.createVoucher({ code: 'REEVAL2', type: 'fixed', value: 500 });
-      expect((await service.post('/v1/vouchers/validate', { code: 'REEVAL2', order: { id: 'order-r2', value: 3000 } })).body.discount_amount).to.equal(500);
+      expect(
+        (await service.post('/v1/vouchers/validate', { code: 'REEVAL2', order: { id: 'order-r2', value: 3000 } })).body
+          .discount_amount,
+      ).to.equal(500);
       expect((await service.put(`/v1/vouchers/${w.id}`, { value: 700 })).status).to.equal(200);
       const res = await service.post('/v1/vouchers/apply', { code: 'REEVAL2', order_id: 'order-r2' });
       expect(res.status).to.equal(201);
@@ -357,8 +574,17 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('rejects an order below the minimum on apply as on validate', async () => {
-      const res = await service.post('/v1/vouchers/apply', { code: 'APPLY10', order_id: 'small', order: { value: 999, currency: 'EUR' } });
-      expectError(res, 400, 'VOUCHER_INVALID', { reason: 'min_order_value', min_required: 1000, current_value: 999, currency: 'EUR' });
+      const res = await service.post('/v1/vouchers/apply', {
+        code: 'APPLY10',
+        order_id: 'small',
+        order: { value: 999, currency: 'EUR' },
+      });
+      expectError(res, 400, 'VOUCHER_INVALID', {
+        reason: 'min_order_value',
+        min_required: 1000,
+        current_value: 999,
+        currency: 'EUR',
+      });
     });
 
     it('answers 404 VOUCHER_NOT_FOUND for an unknown code', async () => {
@@ -378,12 +604,24 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
 
   describe('POST /v1/vouchers/applications/{id}/rollback', () => {
     it('rolls back: 200 rolled_back, usage_count down; a repeat is 200 unchanged; the order can be applied again', async () => {
-      const v = await service.createVoucher({ code: 'ROLLME', type: 'fixed', value: 250, conditions: { customer_limit: 1 } });
-      const applied = await service.post('/v1/vouchers/apply', { code: 'ROLLME', order_id: 'rb-1', order: { value: 1000, currency: 'USD' }, customer: { id: 'carol' } });
+      const v = await service.createVoucher({
+        code: 'ROLLME',
+        type: 'fixed',
+        value: 250,
+        conditions: { customer_limit: 1 },
+      });
+      const applied = await service.post('/v1/vouchers/apply', {
+        code: 'ROLLME',
+        order_id: 'rb-1',
+        order: { value: 1000, currency: 'USD' },
+        customer: { id: 'carol' },
+      });
       expect(applied.status).to.equal(201);
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(1);
 
-      const res = await service.post(`/v1/vouchers/applications/${applied.body.id}/rollback`, { reason: 'order cancelled' });
+      const res = await service.post(`/v1/vouchers/applications/${applied.body.id}/rollback`, {
+        reason: 'order cancelled',
+      });
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(res.body).to.deep.equal({ ...applied.body, status: 'rolled_back' });
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(0);
@@ -391,17 +629,31 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
       const again = await service.post(`/v1/vouchers/applications/${applied.body.id}/rollback`);
       expect(again.status).to.equal(200);
       expect(again.body).to.deep.equal({ ...applied.body, status: 'rolled_back' });
-      expect(await voucherEvents(v.id)).to.deep.equal(['VoucherCreated', 'VoucherApplied', 'VoucherApplicationRolledBack']);
+      expect(await voucherEvents(v.id)).to.deep.equal([
+        'VoucherCreated',
+        'VoucherApplied',
+        'VoucherApplicationRolledBack',
+      ]);
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(0);
 
       const history = await service.get(`/v1/vouchers/${v.id}/applications`);
       expect(history.body.data.map((a: any) => [a.id, a.status])).to.deep.equal([[applied.body.id, 'rolled_back']]);
 
       // the customer's use is given back too (customer_limit 1), and the order is free again
-      const reapplied = await service.post('/v1/vouchers/apply', { code: 'ROLLME', order_id: 'rb-1', order: { value: 1200, currency: 'USD' }, customer: { id: 'carol' } });
+      const reapplied = await service.post('/v1/vouchers/apply', {
+        code: 'ROLLME',
+        order_id: 'rb-1',
+        order: { value: 1200, currency: 'USD' },
+        customer: { id: 'carol' },
+      });
       expect(reapplied.status, JSON.stringify(reapplied.body)).to.equal(201);
       expect(reapplied.body.id).to.not.equal(applied.body.id);
-      expect(reapplied.body).to.include({ order_id: 'rb-1', discount_amount: 250, final_amount: 950, status: 'applied' });
+      expect(reapplied.body).to.include({
+        order_id: 'rb-1',
+        discount_amount: 250,
+        final_amount: 950,
+        status: 'applied',
+      });
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(1);
     });
 
@@ -432,7 +684,11 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
 
       const list = await service.get('/v1/vouchers?limit=100');
       expect(list.body.data.filter((x: any) => x.code === 'IDEMCREATE')).to.have.length(1);
-      expect((await service.sandbox.events.readAll()).filter((e) => e.type === 'VoucherCreated' && (e.data as any).code === 'IDEMCREATE')).to.have.length(1);
+      expect(
+        (await service.sandbox.events.readAll()).filter(
+          (e) => e.type === 'VoucherCreated' && (e.data as any).code === 'IDEMCREATE',
+        ),
+      ).to.have.length(1);
 
       // without the key, the same body is a new request: the code is taken
       const noKey = await service.post('/v1/vouchers', body);
@@ -484,24 +740,38 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
       const headers = { 'Idempotency-Key': 'shared-key' };
       const created = await service.post('/v1/vouchers', { code: 'SCOPEDKEY', type: 'fixed', value: 100 }, { headers });
       expect(created.status).to.equal(201);
-      const applied = await service.post('/v1/vouchers/apply', { code: 'SCOPEDKEY', order_id: 'sk-1', order: { value: 500 } }, { headers });
+      const applied = await service.post(
+        '/v1/vouchers/apply',
+        { code: 'SCOPEDKEY', order_id: 'sk-1', order: { value: 500 } },
+        { headers },
+      );
       expect(applied.status).to.equal(201);
       expect(applied.body.discount_amount).to.equal(100);
     });
 
     it('rejects an over-long key with 400 INVALID_REQUEST', async () => {
-      const res = await service.post('/v1/vouchers', { code: 'LONGKEY', type: 'fixed', value: 100 }, { headers: { 'Idempotency-Key': 'k'.repeat(256) } });
+      const res = await service.post(
+        '/v1/vouchers',
+        { code: 'LONGKEY', type: 'fixed', value: 100 },
+        { headers: { 'Idempotency-Key': 'k'.repeat(256) } },
+      );
       expect(res.status).to.equal(400);
       expect(res.body.error.code).to.equal('INVALID_REQUEST');
     });
   });
 
   describe('a write that keeps losing the race: 409 CONCURRENT_MODIFICATION', () => {
-    afterEach(() => { sinon.restore(); });
+    afterEach(() => {
+      sinon.restore();
+    });
 
     it('on PUT, DELETE, apply and rollback, with details {}, after a bounded number of attempts; nothing is written', async () => {
       const v = await service.createVoucher({ code: 'RACELOST', type: 'fixed', value: 100 });
-      const applied = await service.post('/v1/vouchers/apply', { code: 'RACELOST', order_id: 'race-0', order: { value: 1000, currency: 'USD' } });
+      const applied = await service.post('/v1/vouchers/apply', {
+        code: 'RACELOST',
+        order_id: 'race-0',
+        order: { value: 1000, currency: 'USD' },
+      });
       expect(applied.status).to.equal(201);
       const before = await voucherEvents(v.id);
 
@@ -510,8 +780,22 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
       const putAttempts = single.callCount + multi.callCount;
       expect(putAttempts).to.be.within(2, 10); // retried, but not forever
       expectError(await service.delete(`/v1/vouchers/${v.id}`), 409, 'CONCURRENT_MODIFICATION', {});
-      expectError(await service.post('/v1/vouchers/apply', { code: 'RACELOST', order_id: 'race-1', order: { value: 1000, currency: 'USD' } }), 409, 'CONCURRENT_MODIFICATION', {});
-      expectError(await service.post(`/v1/vouchers/applications/${applied.body.id}/rollback`, {}), 409, 'CONCURRENT_MODIFICATION', {});
+      expectError(
+        await service.post('/v1/vouchers/apply', {
+          code: 'RACELOST',
+          order_id: 'race-1',
+          order: { value: 1000, currency: 'USD' },
+        }),
+        409,
+        'CONCURRENT_MODIFICATION',
+        {},
+      );
+      expectError(
+        await service.post(`/v1/vouchers/applications/${applied.body.id}/rollback`, {}),
+        409,
+        'CONCURRENT_MODIFICATION',
+        {},
+      );
       sinon.restore();
 
       expect(await voucherEvents(v.id)).to.deep.equal(before);

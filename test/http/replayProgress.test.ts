@@ -25,17 +25,24 @@ describe('npm run replay on a terminal', function () {
     for (let i = 0; i < 3; i += 1) await service.createVoucher({ code: `BAR${i}`, type: 'fixed', value: 100 });
     await service.stop(true);
   });
-  after(() => { fs.rmSync(dataDir, { recursive: true, force: true }); });
+  after(() => {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
 
   it('draws a progress bar that reaches 100% for each environment and projection group', async () => {
     const command = `${JSON.stringify(process.execPath)} --import tsx scripts/replay.ts`;
     const { stdout } = await promisify(execFile)('script', ['-qec', command, '/dev/null'], {
-      cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, COLUMNS: '160' }, timeout: 90_000, maxBuffer: 10 * 1024 * 1024,
+      cwd: ROOT,
+      env: { ...process.env, DATA_DIR: dataDir, COLUMNS: '160' },
+      timeout: 90_000,
+      maxBuffer: 10 * 1024 * 1024,
     });
     const screen = stdout.replace(ANSI, '');
     for (const environment of ['sandbox', 'production']) {
       for (const group of ['core', 'analytics']) {
-        expect(screen, screen).to.match(new RegExp(`${environment}\\s+${group} \\[[\\u2588\\u2591]{10,}\\] 100% \\| position (\\d+)/\\1`));
+        expect(screen, screen).to.match(
+          new RegExp(`${environment}\\s+${group} \\[[\\u2588\\u2591]{10,}\\] 100% \\| position (\\d+)/\\1`),
+        );
       }
     }
     // On a terminal the bar replaces the per-group summary lines.

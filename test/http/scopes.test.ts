@@ -68,7 +68,11 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       return res.body;
     },
     apply: async (code: string): Promise<string> => {
-      const res = await service.post('/v1/vouchers/apply', { code, order_id: unique('order-'), order: { value: 10_000 } });
+      const res = await service.post('/v1/vouchers/apply', {
+        code,
+        order_id: unique('order-'),
+        order: { value: 10_000 },
+      });
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
       return res.body.id as string;
     },
@@ -76,7 +80,10 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
 
   const ROUTES: RouteCase[] = [
     {
-      method: 'POST', template: '/vouchers', scope: 'vouchers:write', allowed: 201,
+      method: 'POST',
+      template: '/vouchers',
+      scope: 'vouchers:write',
+      allowed: 201,
       prepare: async () => {
         const code = unique('NEWCODE');
         return {
@@ -95,14 +102,22 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       },
     },
     {
-      method: 'GET', template: '/vouchers', scope: 'vouchers:read', allowed: 200,
+      method: 'GET',
+      template: '/vouchers',
+      scope: 'vouchers:read',
+      allowed: 200,
       prepare: async () => ({
         path: '/v1/vouchers?limit=100',
-        done: (res) => { expect(res.body.data.map((v: { id: string }) => v.id)).to.include(seed.id); },
+        done: (res) => {
+          expect(res.body.data.map((v: { id: string }) => v.id)).to.include(seed.id);
+        },
       }),
     },
     {
-      method: 'POST', template: '/vouchers/validate', scope: 'vouchers:redeem', allowed: 200,
+      method: 'POST',
+      template: '/vouchers/validate',
+      scope: 'vouchers:redeem',
+      allowed: 200,
       prepare: async () => ({
         path: '/v1/vouchers/validate',
         body: { code: seed.code, order: { value: 10_000 } },
@@ -113,13 +128,18 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       }),
     },
     {
-      method: 'POST', template: '/vouchers/apply', scope: 'vouchers:redeem', allowed: 201,
+      method: 'POST',
+      template: '/vouchers/apply',
+      scope: 'vouchers:redeem',
+      allowed: 201,
       prepare: async () => {
         const v = await admin.createVoucher();
         return {
           path: '/v1/vouchers/apply',
           body: { code: v.code, order_id: unique('order-'), order: { value: 10_000 } },
-          unchanged: async () => { expect((await admin.voucher(v.id)).usage_count).to.equal(0); },
+          unchanged: async () => {
+            expect((await admin.voucher(v.id)).usage_count).to.equal(0);
+          },
           done: async (res) => {
             expect(res.body.discount_amount).to.equal(1000);
             expect((await admin.voucher(v.id)).usage_count).to.equal(1);
@@ -128,14 +148,19 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       },
     },
     {
-      method: 'POST', template: '/vouchers/applications/{application_id}/rollback', scope: 'vouchers:redeem', allowed: 200,
+      method: 'POST',
+      template: '/vouchers/applications/{application_id}/rollback',
+      scope: 'vouchers:redeem',
+      allowed: 200,
       prepare: async () => {
         const v = await admin.createVoucher();
         const applicationId = await admin.apply(v.code);
         return {
           path: `/v1/vouchers/applications/${applicationId}/rollback`,
           body: { reason: 'order cancelled' },
-          unchanged: async () => { expect((await admin.voucher(v.id)).usage_count).to.equal(1); },
+          unchanged: async () => {
+            expect((await admin.voucher(v.id)).usage_count).to.equal(1);
+          },
           done: async (res) => {
             expect(res.body.id).to.equal(applicationId);
             expect((await admin.voucher(v.id)).usage_count).to.equal(0);
@@ -144,73 +169,125 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       },
     },
     {
-      method: 'GET', template: '/vouchers/{voucher_id}', scope: 'vouchers:read', allowed: 200,
+      method: 'GET',
+      template: '/vouchers/{voucher_id}',
+      scope: 'vouchers:read',
+      allowed: 200,
       prepare: async () => ({
         path: `/v1/vouchers/${seed.id}`,
-        done: (res) => { expect(res.body.code).to.equal(seed.code); },
+        done: (res) => {
+          expect(res.body.code).to.equal(seed.code);
+        },
       }),
     },
     {
-      method: 'GET', template: '/vouchers/{voucher_id}/applications', scope: 'vouchers:read', allowed: 200,
+      method: 'GET',
+      template: '/vouchers/{voucher_id}/applications',
+      scope: 'vouchers:read',
+      allowed: 200,
       prepare: async () => ({
         path: `/v1/vouchers/${seed.id}/applications`,
-        done: (res) => { expect(res.body.data).to.be.an('array'); },
+        done: (res) => {
+          expect(res.body.data).to.be.an('array');
+        },
       }),
     },
     {
-      method: 'PUT', template: '/vouchers/{voucher_id}', scope: 'vouchers:write', allowed: 200,
+      method: 'PUT',
+      template: '/vouchers/{voucher_id}',
+      scope: 'vouchers:write',
+      allowed: 200,
       prepare: async () => {
         const v = await admin.createVoucher();
         return {
           path: `/v1/vouchers/${v.id}`,
           body: { value: 25 },
-          unchanged: async () => { expect((await admin.voucher(v.id)).value).to.equal(10); },
-          done: async () => { expect((await admin.voucher(v.id)).value).to.equal(25); },
+          unchanged: async () => {
+            expect((await admin.voucher(v.id)).value).to.equal(10);
+          },
+          done: async () => {
+            expect((await admin.voucher(v.id)).value).to.equal(25);
+          },
         };
       },
     },
     {
-      method: 'DELETE', template: '/vouchers/{voucher_id}', scope: 'vouchers:delete', allowed: 200,
+      method: 'DELETE',
+      template: '/vouchers/{voucher_id}',
+      scope: 'vouchers:delete',
+      allowed: 200,
       prepare: async () => {
         const v = await admin.createVoucher();
         return {
           path: `/v1/vouchers/${v.id}`,
-          unchanged: async () => { expect((await admin.voucher(v.id)).status).to.equal('active'); },
-          done: async () => { expect((await admin.voucher(v.id)).status).to.equal('inactive'); },
+          unchanged: async () => {
+            expect((await admin.voucher(v.id)).status).to.equal('active');
+          },
+          done: async () => {
+            expect((await admin.voucher(v.id)).status).to.equal('inactive');
+          },
         };
       },
     },
     ...(['performance', 'trends', 'customers'] as const).map((report): RouteCase => ({
-      method: 'GET', template: `/analytics/vouchers/{voucher_id}/${report}`, scope: 'analytics:read', allowed: 200,
+      method: 'GET',
+      template: `/analytics/vouchers/{voucher_id}/${report}`,
+      scope: 'analytics:read',
+      allowed: 200,
       prepare: async () => ({
         path: `/v1/analytics/vouchers/${seed.id}/${report}`,
-        done: (res) => { expect(res.body.voucher_id).to.equal(seed.id); },
+        done: (res) => {
+          expect(res.body.voucher_id).to.equal(seed.id);
+        },
       }),
     })),
     {
-      method: 'POST', template: '/analytics/export', scope: 'analytics:read', allowed: 202,
+      method: 'POST',
+      template: '/analytics/export',
+      scope: 'analytics:read',
+      allowed: 202,
       prepare: async () => ({
         path: '/v1/analytics/export',
         body: { voucher_ids: [seed.id], metrics: ['uses'] },
         done: async (res) => {
           expect(res.body.status).to.equal('processing');
-          expect((await service.get(`/v1/analytics/export/${res.body.export_id}`)).body.export_id).to.equal(res.body.export_id);
+          expect((await service.get(`/v1/analytics/export/${res.body.export_id}`)).body.export_id).to.equal(
+            res.body.export_id,
+          );
         },
       }),
     },
     {
-      method: 'GET', template: '/analytics/export/{export_id}', scope: 'analytics:read', allowed: 200,
+      method: 'GET',
+      template: '/analytics/export/{export_id}',
+      scope: 'analytics:read',
+      allowed: 200,
       prepare: async () => {
-        const id = (await service.post('/v1/analytics/export', { voucher_ids: [seed.id], metrics: ['uses'] })).body.export_id as string;
-        return { path: `/v1/analytics/export/${id}`, done: (res) => { expect(res.body.export_id).to.equal(id); } };
+        const id = (await service.post('/v1/analytics/export', { voucher_ids: [seed.id], metrics: ['uses'] })).body
+          .export_id as string;
+        return {
+          path: `/v1/analytics/export/${id}`,
+          done: (res) => {
+            expect(res.body.export_id).to.equal(id);
+          },
+        };
       },
     },
     {
-      method: 'GET', template: '/analytics/export/{export_id}/download', scope: 'analytics:read', allowed: 200,
+      method: 'GET',
+      template: '/analytics/export/{export_id}/download',
+      scope: 'analytics:read',
+      allowed: 200,
       prepare: async () => {
-        const id = (await service.post('/v1/analytics/export', { voucher_ids: [seed.id], metrics: ['uses'] })).body.export_id as string;
+        const id = (await service.post('/v1/analytics/export', { voucher_ids: [seed.id], metrics: ['uses'] })).body
+          .export_id as string;
         await waitForExport(() => service.get(`/v1/analytics/export/${id}`));
-        return { path: `/v1/analytics/export/${id}/download`, done: (res) => { expect(String(res.body)).to.match(/^voucher_id,code,date,uses\n/); } };
+        return {
+          path: `/v1/analytics/export/${id}/download`,
+          done: (res) => {
+            expect(String(res.body)).to.match(/^voucher_id,code,date,uses\n/);
+          },
+        };
       },
     },
   ];
@@ -222,16 +299,21 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
     service = await TestService.start();
     seed = await admin.createVoucher();
   });
-  after(async () => { await service.stop(); });
+  after(async () => {
+    await service.stop();
+  });
 
   describe('the table', () => {
     it('names every route the API documents, with the scope the OpenAPI document gives it', async () => {
       const res = await service.get('/v1/openapi.json', { key: null });
       expect(res.status).to.equal(200);
       const documented: Record<string, string> = {};
-      for (const [template, operations] of Object.entries(res.body.paths as Record<string, Record<string, { 'x-scope'?: string }>>)) {
+      for (const [template, operations] of Object.entries(
+        res.body.paths as Record<string, Record<string, { 'x-scope'?: string }>>,
+      )) {
         for (const [method, operation] of Object.entries(operations)) {
-          if (['get', 'post', 'put', 'delete', 'patch'].includes(method)) documented[`${method.toUpperCase()} ${template}`] = String(operation['x-scope']);
+          if (['get', 'post', 'put', 'delete', 'patch'].includes(method))
+            documented[`${method.toUpperCase()} ${template}`] = String(operation['x-scope']);
         }
       }
       const table = Object.fromEntries(ROUTES.map((r) => [`${r.method} ${r.template}`, r.scope]));
@@ -245,17 +327,32 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
         marker.scope = scope;
         return marker;
       }) as unknown as Parameters<typeof voucherRoutes>[0];
-      type RouteLayer = { route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: { scope?: Scope } }> } };
+      type RouteLayer = {
+        route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: { scope?: Scope } }> };
+      };
       const served = ([...voucherRoutes(guard).stack, ...analyticsRoutes(guard).stack] as RouteLayer[])
         .filter((layer) => layer.route)
-        .flatMap(({ route }) => Object.keys(route!.methods).map((m) => [`${m.toUpperCase()} ${normalise(route!.path)}`, route!.stack[0]!.handle.scope]));
+        .flatMap(({ route }) =>
+          Object.keys(route!.methods).map((m) => [
+            `${m.toUpperCase()} ${normalise(route!.path)}`,
+            route!.stack[0]!.handle.scope,
+          ]),
+        );
       expect(served).to.have.length(ROUTES.length);
-      expect(Object.fromEntries(served)).to.deep.equal(Object.fromEntries(ROUTES.map((r) => [`${r.method} ${normalise(r.template)}`, r.scope])));
+      expect(Object.fromEntries(served)).to.deep.equal(
+        Object.fromEntries(ROUTES.map((r) => [`${r.method} ${normalise(r.template)}`, r.scope])),
+      );
     });
 
     it('uses only known scopes, and every voucher and analytics scope guards at least one route', () => {
       for (const r of ROUTES) expect(ALL_SCOPES).to.include(r.scope);
-      expect([...new Set(ROUTES.map((r) => r.scope))]).to.have.members(['vouchers:read', 'vouchers:write', 'vouchers:delete', 'vouchers:redeem', 'analytics:read']);
+      expect([...new Set(ROUTES.map((r) => r.scope))]).to.have.members([
+        'vouchers:read',
+        'vouchers:write',
+        'vouchers:delete',
+        'vouchers:redeem',
+        'analytics:read',
+      ]);
     });
   });
 
@@ -283,9 +380,16 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
         it('checks the scope before the body: an invalid body is 403 without the scope, 400 with it', async () => {
           const request = await route.prepare();
           const invalid = { not_a_field: true };
-          const denied = await service.request(route.method, request.path, invalid, { key: await keyWith(ALL_SCOPES.filter((s) => s !== route.scope), 'denied') });
+          const denied = await service.request(route.method, request.path, invalid, {
+            key: await keyWith(
+              ALL_SCOPES.filter((s) => s !== route.scope),
+              'denied',
+            ),
+          });
           expectError(denied, 403, 'INSUFFICIENT_PERMISSIONS', { required_scope: route.scope });
-          const allowed = await service.request(route.method, request.path, invalid, { key: await keyWith([route.scope], 'allowed') });
+          const allowed = await service.request(route.method, request.path, invalid, {
+            key: await keyWith([route.scope], 'allowed'),
+          });
           expect(allowed.status, JSON.stringify(allowed.body)).to.equal(400);
           expect(allowed.body.error.code).to.equal('INVALID_REQUEST');
         });
@@ -294,7 +398,10 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
   }
 
   it('answers 403 only for the missing scope: the key without vouchers:write still reads', async () => {
-    const key = await keyWith(ALL_SCOPES.filter((s) => s !== 'vouchers:write'), 'reader');
+    const key = await keyWith(
+      ALL_SCOPES.filter((s) => s !== 'vouchers:write'),
+      'reader',
+    );
     const read = await service.get(`/v1/vouchers/${seed.id}`, { key });
     expect(read.status).to.equal(200);
     const write = await service.put(`/v1/vouchers/${seed.id}`, { value: 11 }, { key });
@@ -322,22 +429,35 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       const key = await keyWith([...ALL_SCOPES], 'sandbox, all scopes');
       const notFound = { voucher_id: production.id };
       expectError(await service.get(`/v1/vouchers/${production.id}`, { key }), 404, 'VOUCHER_NOT_FOUND', notFound);
-      expectError(await service.get(`/v1/vouchers/${production.id}/applications`, { key }), 404, 'VOUCHER_NOT_FOUND', notFound);
+      expectError(
+        await service.get(`/v1/vouchers/${production.id}/applications`, { key }),
+        404,
+        'VOUCHER_NOT_FOUND',
+        notFound,
+      );
       expect((await service.put(`/v1/vouchers/${production.id}`, { value: 1 }, { key })).status).to.equal(404);
       expect((await service.delete(`/v1/vouchers/${production.id}`, { key })).status).to.equal(404);
 
-      const validate = await service.post('/v1/vouchers/validate', { code: PROD_CODE, order: { value: 10_000 } }, { key });
+      const validate = await service.post(
+        '/v1/vouchers/validate',
+        { code: PROD_CODE, order: { value: 10_000 } },
+        { key },
+      );
       expect(validate.status, JSON.stringify(validate.body)).to.equal(404);
       expect(validate.body.error.code).to.equal('VOUCHER_NOT_FOUND');
       expect(JSON.stringify(validate.body)).to.not.include(production.id);
-      const apply = await service.post('/v1/vouchers/apply', { code: PROD_CODE, order_id: 'cross-1', order: { value: 10_000 } }, { key });
+      const apply = await service.post(
+        '/v1/vouchers/apply',
+        { code: PROD_CODE, order_id: 'cross-1', order: { value: 10_000 } },
+        { key },
+      );
       expect(apply.status, JSON.stringify(apply.body)).to.equal(404);
       expect(apply.body.error.code).to.equal('VOUCHER_NOT_FOUND');
 
       await expectProductionUntouched();
     });
 
-    it("a sandbox key with every scope does not see production vouchers in the list", async () => {
+    it('a sandbox key with every scope does not see production vouchers in the list', async () => {
       const key = await keyWith([...ALL_SCOPES], 'sandbox lister');
       const res = await service.get('/v1/vouchers?limit=100', { key });
       expect(res.status).to.equal(200);
@@ -348,26 +468,46 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       expect((res.body.data as Array<{ code: string }>).map((v) => v.code)).to.not.include(PROD_CODE);
 
       const prod = await service.get('/v1/vouchers?limit=100', { key: PRODUCTION_KEY });
-      expect((prod.body.data as Array<{ id: string }>).map((v) => v.id)).to.include(production.id).and.not.include(seed.id);
+      expect((prod.body.data as Array<{ id: string }>).map((v) => v.id))
+        .to.include(production.id)
+        .and.not.include(seed.id);
     });
 
     it('a key with fewer scopes is still bound to its environment', async () => {
       const sandboxReader = await keyWith(['vouchers:read'], 'sandbox reader');
-      expectError(await service.get(`/v1/vouchers/${production.id}`, { key: sandboxReader }), 404, 'VOUCHER_NOT_FOUND', { voucher_id: production.id });
+      expectError(
+        await service.get(`/v1/vouchers/${production.id}`, { key: sandboxReader }),
+        404,
+        'VOUCHER_NOT_FOUND',
+        { voucher_id: production.id },
+      );
       expect((await service.get(`/v1/vouchers/${seed.id}`, { key: sandboxReader })).status).to.equal(200);
 
       const productionReader = await keyWith(['vouchers:read'], 'production reader', 'production');
       const own = await service.get(`/v1/vouchers/${production.id}`, { key: productionReader });
       expect(own.status).to.equal(200);
       expect(own.body.code).to.equal(PROD_CODE);
-      expectError(await service.get(`/v1/vouchers/${seed.id}`, { key: productionReader }), 404, 'VOUCHER_NOT_FOUND', { voucher_id: seed.id });
+      expectError(await service.get(`/v1/vouchers/${seed.id}`, { key: productionReader }), 404, 'VOUCHER_NOT_FOUND', {
+        voucher_id: seed.id,
+      });
       const list = await service.get('/v1/vouchers?limit=100', { key: productionReader });
-      expect((list.body.data as Array<{ id: string }>).map((v) => v.id)).to.include(production.id).and.not.include(seed.id);
+      expect((list.body.data as Array<{ id: string }>).map((v) => v.id))
+        .to.include(production.id)
+        .and.not.include(seed.id);
       // and its scopes still apply in its own environment
-      expectError(await service.delete(`/v1/vouchers/${production.id}`, { key: productionReader }), 403, 'INSUFFICIENT_PERMISSIONS', { required_scope: 'vouchers:delete' });
+      expectError(
+        await service.delete(`/v1/vouchers/${production.id}`, { key: productionReader }),
+        403,
+        'INSUFFICIENT_PERMISSIONS',
+        { required_scope: 'vouchers:delete' },
+      );
 
       const sandboxRedeemer = await keyWith(['vouchers:redeem'], 'sandbox redeemer');
-      const validate = await service.post('/v1/vouchers/validate', { code: PROD_CODE, order: { value: 10_000 } }, { key: sandboxRedeemer });
+      const validate = await service.post(
+        '/v1/vouchers/validate',
+        { code: PROD_CODE, order: { value: 10_000 } },
+        { key: sandboxRedeemer },
+      );
       expect(validate.status).to.equal(404);
       expect(validate.body.error.code).to.equal('VOUCHER_NOT_FOUND');
       await expectProductionUntouched();
@@ -375,13 +515,25 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
 
     it('the same code can exist in both environments, each key seeing its own', async () => {
       const sandboxWriter = await keyWith(['vouchers:write', 'vouchers:redeem'], 'sandbox writer');
-      const created = await service.post('/v1/vouchers', { code: PROD_CODE, type: 'fixed', value: 300 }, { key: sandboxWriter });
+      const created = await service.post(
+        '/v1/vouchers',
+        { code: PROD_CODE, type: 'fixed', value: 300 },
+        { key: sandboxWriter },
+      );
       expect(created.status, JSON.stringify(created.body)).to.equal(201);
       expect(created.body.id).to.not.equal(production.id);
-      const sandboxQuote = await service.post('/v1/vouchers/validate', { code: PROD_CODE, order: { value: 10_000 } }, { key: sandboxWriter });
+      const sandboxQuote = await service.post(
+        '/v1/vouchers/validate',
+        { code: PROD_CODE, order: { value: 10_000 } },
+        { key: sandboxWriter },
+      );
       expect(sandboxQuote.body.voucher.id).to.equal(created.body.id);
       expect(sandboxQuote.body.discount_amount).to.equal(300);
-      const productionQuote = await service.post('/v1/vouchers/validate', { code: PROD_CODE, order: { value: 10_000 } }, { key: PRODUCTION_KEY });
+      const productionQuote = await service.post(
+        '/v1/vouchers/validate',
+        { code: PROD_CODE, order: { value: 10_000 } },
+        { key: PRODUCTION_KEY },
+      );
       expect(productionQuote.body.voucher.id).to.equal(production.id);
       expect(productionQuote.body.discount_amount).to.equal(700);
       // the operator's sandbox key is sandbox too

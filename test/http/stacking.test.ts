@@ -13,22 +13,44 @@ const MINUTE = 60_000;
 
 describe('HTTP stacking: vouchers on one order', () => {
   let service: TestService;
-  before(async () => { service = await TestService.start(); });
-  after(async () => { await service.stop(); });
+  before(async () => {
+    service = await TestService.start();
+  });
+  after(async () => {
+    await service.stop();
+  });
 
-  const apply = (code: string, orderId: string, value = 10_000) => service.post('/v1/vouchers/apply', { code, order_id: orderId, order: { value, currency: 'USD' } });
+  const apply = (code: string, orderId: string, value = 10_000) =>
+    service.post('/v1/vouchers/apply', { code, order_id: orderId, order: { value, currency: 'USD' } });
   const applied = async (voucherId: string, orderId: string) =>
-    (await service.sandbox.events.readStream(`voucher-${voucherId}`)).filter((e) => e.type === 'VoucherApplied' && (e.data as any).orderId === orderId);
+    (await service.sandbox.events.readStream(`voucher-${voucherId}`)).filter(
+      (e) => e.type === 'VoucherApplied' && (e.data as any).orderId === orderId,
+    );
   // every order write (record, detach, legacy confirm) is done before its response
-  const orderEvents = async (orderId: string) => (await service.sandbox.events.readStream(`order-${orderId}`)).map((e) => [e.type, (e.data as any).voucherId, (e.data as any).reason ?? (e.data as any).discountAmount ?? null]);
+  const orderEvents = async (orderId: string) =>
+    (await service.sandbox.events.readStream(`order-${orderId}`)).map((e) => [
+      e.type,
+      (e.data as any).voucherId,
+      (e.data as any).reason ?? (e.data as any).discountAmount ?? null,
+    ]);
   const conflict = (res: TestResponse, conflicting: string, reason: string) => {
     expect(res.status, JSON.stringify(res.body)).to.equal(409);
     expect(res.body.error.code).to.equal('STACKING_CONFLICT');
     expect(res.body.error.details).to.include({ conflicting_voucher: conflicting, conflict_reason: reason });
     expect(res.body.error.details.stackable_types).to.be.an('array');
   };
-  const stackable = (code: string, base: number, priority: number, stack_rules: Record<string, unknown> = {}, base_discount_type = 'percentage') =>
-    service.createVoucher({ code, type: 'stackable', config: { base_discount: base, base_discount_type, priority, stack_rules } });
+  const stackable = (
+    code: string,
+    base: number,
+    priority: number,
+    stack_rules: Record<string, unknown> = {},
+    base_discount_type = 'percentage',
+  ) =>
+    service.createVoucher({
+      code,
+      type: 'stackable',
+      config: { base_discount: base, base_discount_type, priority, stack_rules },
+    });
 
   let pct10: any;
   let fix500: any;
@@ -47,7 +69,7 @@ describe('HTTP stacking: vouchers on one order', () => {
       const loser = pair.find((r) => r.status === 409)!;
       const winner = pair.find((r) => r.status === 201)!;
       conflict(loser, winner.body.voucher.code, 'not_stackable');
-      const events = [...await applied(pct10.id, id), ...await applied(fix500.id, id)];
+      const events = [...(await applied(pct10.id, id)), ...(await applied(fix500.id, id))];
       expect(events, id).to.have.length(1);
       expect((events[0]!.data as any).applicationId).to.equal(winner.body.id);
     }
@@ -90,12 +112,12 @@ describe('HTTP stacking: vouchers on one order', () => {
     expect(second.body).to.include({ discount_amount: 1350, final_amount: 8650 });
     // each written in the same atomic append as the voucher's VoucherApplied
     expect(await orderEvents('stack-a')).to.deep.equal([
-      ['OrderVoucherConfirmed', first.body.voucher.id, 1000], ['OrderVoucherConfirmed', second.body.voucher.id, 1350],
+      ['OrderVoucherConfirmed', first.body.voucher.id, 1000],
+      ['OrderVoucherConfirmed', second.body.voucher.id, 1350],
     ]);
     const [applied1] = await applied(first.body.voucher.id, 'stack-a');
     const [order1] = await service.sandbox.events.readStream('order-stack-a');
     expect(order1!.position).to.equal(applied1!.position + 1); // one transaction: adjacent positions
-
   });
 
   it('a stackable voucher after a non-stackable one (which it allows): on the amount left', async () => {
@@ -137,11 +159,16 @@ describe('HTTP stacking: vouchers on one order', () => {
     expect((await apply('FIX500', 'val-1')).status).to.equal(201);
     const res = await service.post('/v1/vouchers/validate', { code: 'PCT10', order: { id: 'val-1', value: 10_000 } });
     conflict(res, 'FIX500', 'not_stackable');
-    const stacked = await service.post('/v1/vouchers/validate', { code: 'STACK1', order: { id: 'val-1', value: 10_000 } });
+    const stacked = await service.post('/v1/vouchers/validate', {
+      code: 'STACK1',
+      order: { id: 'val-1', value: 10_000 },
+    });
     expect(stacked.body).to.include({ discount_amount: 950 }); // 10% of 9500
     expect(stacked.body.validation_details).to.include({ stack_position: 2, prior_discount: 500 });
     // without order.id nothing is known about the order
-    expect((await service.post('/v1/vouchers/validate', { code: 'PCT10', order: { value: 10_000 } })).status).to.equal(200);
+    expect((await service.post('/v1/vouchers/validate', { code: 'PCT10', order: { value: 10_000 } })).status).to.equal(
+      200,
+    );
   });
 
   it('a repeat of the same apply returns the stored application and adds no order event', async () => {
@@ -157,7 +184,11 @@ describe('HTTP stacking: vouchers on one order', () => {
     conflict(await apply('FIX500', 'rb-1'), 'PCT10', 'not_stackable');
     expect((await service.post(`/v1/vouchers/applications/${first.body.id}/rollback`, {})).status).to.equal(200);
     expect((await apply('FIX500', 'rb-1')).status).to.equal(201);
-    expect((await orderEvents('rb-1')).map((e) => e[0])).to.deep.equal(['OrderVoucherConfirmed', 'OrderVoucherDetached', 'OrderVoucherConfirmed']);
+    expect((await orderEvents('rb-1')).map((e) => e[0])).to.deep.equal([
+      'OrderVoucherConfirmed',
+      'OrderVoucherDetached',
+      'OrderVoucherConfirmed',
+    ]);
   });
 
   describe('the crash window of older versions (attach, apply and confirm were three appends)', () => {
@@ -165,17 +196,47 @@ describe('HTTP stacking: vouchers on one order', () => {
     const crashed = async (orderId: string, withApplication: boolean) => {
       const ctx = service.sandbox;
       const now = service.clock.now();
-      const { result: voucher } = await ctx.vouchers.execute(`voucher-${pct10.id}`, { decide: () => [], result: (s) => stackProfile(s!) });
-      await ctx.events.appendToStream(`order-${orderId}`, [{
-        type: 'OrderVoucherAttached',
-        data: {
-          voucherId: voucher.voucherId, code: voucher.code, voucherType: voucher.type, priority: voucher.priority, orderValue: 10_000,
-          orderId, applicationId: 'va_crashed0000000000', attachedAt: isoSeconds(now),
-        },
-      }], { expectedRevision: 'no_stream' });
+      const { result: voucher } = await ctx.vouchers.execute(`voucher-${pct10.id}`, {
+        decide: () => [],
+        result: (s) => stackProfile(s!),
+      });
+      await ctx.events.appendToStream(
+        `order-${orderId}`,
+        [
+          {
+            type: 'OrderVoucherAttached',
+            data: {
+              voucherId: voucher.voucherId,
+              code: voucher.code,
+              voucherType: voucher.type,
+              priority: voucher.priority,
+              orderValue: 10_000,
+              orderId,
+              applicationId: 'va_crashed0000000000',
+              attachedAt: isoSeconds(now),
+            },
+          },
+        ],
+        { expectedRevision: 'no_stream' },
+      );
       if (!withApplication) return;
       await ctx.vouchers.execute(`voucher-${pct10.id}`, {
-        decide: (s) => decide({ type: 'ApplyVoucher', data: { voucherId: pct10.id, applicationId: 'va_crashed0000000000', orderId, order: { value: 10_000, currency: 'USD' }, orderFingerprint: 'x', customerFingerprint: 'y' }, metadata: { now } }, s),
+        decide: (s) =>
+          decide(
+            {
+              type: 'ApplyVoucher',
+              data: {
+                voucherId: pct10.id,
+                applicationId: 'va_crashed0000000000',
+                orderId,
+                order: { value: 10_000, currency: 'USD' },
+                orderFingerprint: 'x',
+                customerFingerprint: 'y',
+              },
+              metadata: { now },
+            },
+            s,
+          ),
         result: () => undefined,
       });
     };
@@ -185,16 +246,19 @@ describe('HTTP stacking: vouchers on one order', () => {
       conflict(await apply('FIX500', 'crash-1'), 'PCT10', 'not_stackable');
       service.clock.advance(2 * MINUTE + 1000);
       expect((await apply('FIX500', 'crash-1')).status).to.equal(201);
-      expect((await orderEvents('crash-1')).map((e) => e.slice(0, 1).concat(e[2] === 'abandoned' ? ['abandoned'] : []))).to.deep.equal([
-        ['OrderVoucherAttached'], ['OrderVoucherDetached', 'abandoned'], ['OrderVoucherConfirmed'],
-      ]);
+      expect(
+        (await orderEvents('crash-1')).map((e) => e.slice(0, 1).concat(e[2] === 'abandoned' ? ['abandoned'] : [])),
+      ).to.deep.equal([['OrderVoucherAttached'], ['OrderVoucherDetached', 'abandoned'], ['OrderVoucherConfirmed']]);
     });
 
     it('VoucherApplied recorded: after 2 minutes it is confirmed, and still blocks a second non-stackable', async () => {
       await crashed('crash-2', true);
       service.clock.advance(2 * MINUTE + 1000);
       conflict(await apply('FIX500', 'crash-2'), 'PCT10', 'not_stackable');
-      expect((await orderEvents('crash-2')).map((e) => e[0])).to.deep.equal(['OrderVoucherAttached', 'OrderVoucherConfirmed']);
+      expect((await orderEvents('crash-2')).map((e) => e[0])).to.deep.equal([
+        'OrderVoucherAttached',
+        'OrderVoucherConfirmed',
+      ]);
       expect((await orderEvents('crash-2'))[1]![2]).to.equal(1000);
     });
 
@@ -203,7 +267,10 @@ describe('HTTP stacking: vouchers on one order', () => {
       const again = await service.post('/v1/vouchers/apply', { code: 'PCT10', order_id: 'crash-3' });
       expect(again.status).to.equal(200);
       expect(again.body.id).to.equal('va_crashed0000000000');
-      expect((await orderEvents('crash-3')).map((e) => e[0])).to.deep.equal(['OrderVoucherAttached', 'OrderVoucherConfirmed']);
+      expect((await orderEvents('crash-3')).map((e) => e[0])).to.deep.equal([
+        'OrderVoucherAttached',
+        'OrderVoucherConfirmed',
+      ]);
     });
   });
 });

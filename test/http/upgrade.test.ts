@@ -26,7 +26,10 @@ describe('upgrade: core read models of an older fold', () => {
       const voucher = await first.createVoucher({ code: 'UPGRADE10', type: 'percentage', value: 10 });
       voucherId = voucher.id;
       for (const order of ['u1', 'u2', 'u3']) {
-        expect((await first.post('/v1/vouchers/apply', { code: 'UPGRADE10', order_id: order, order: { value: 10_000 } })).status).to.equal(201);
+        expect(
+          (await first.post('/v1/vouchers/apply', { code: 'UPGRADE10', order_id: order, order: { value: 10_000 } }))
+            .status,
+        ).to.equal(201);
       }
       expected = (await first.get(`/v1/vouchers/${voucherId}`)).body;
       expect(expected.usage_count).to.equal(3);
@@ -41,7 +44,10 @@ describe('upgrade: core read models of an older fold', () => {
     const doc = await reads.get('vouchers', voucherId);
     await reads.reset(collectionsOf(coreProjections), CORE_CHECKPOINT);
     await reads.writeBatch({
-      upserts: [{ collection: 'vouchers', doc: { ...doc!, usage_count: 7 } }, { collection: 'vouchers', doc: { id: 'v_GONE', code: 'GONE' } }],
+      upserts: [
+        { collection: 'vouchers', doc: { ...doc!, usage_count: 7 } },
+        { collection: 'vouchers', doc: { id: 'v_GONE', code: 'GONE' } },
+      ],
       checkpoint: { name: OLDER_CHECKPOINT, position: head },
     });
     await reads.close();
@@ -70,7 +76,12 @@ describe('upgrade: analytics read models in the core read store', () => {
     try {
       const voucher = await first.createVoucher({ code: 'MOVED10', type: 'percentage', value: 10 });
       for (const order of ['m1', 'm2']) {
-        const res = await first.post('/v1/vouchers/apply', { code: 'MOVED10', order_id: order, customer: { id: 'c1' }, order: { value: 10_000 } });
+        const res = await first.post('/v1/vouchers/apply', {
+          code: 'MOVED10',
+          order_id: order,
+          customer: { id: 'c1' },
+          order: { value: 10_000 },
+        });
         expect(res.status).to.equal(201);
       }
       head = await first.sandbox.events.headPosition();
@@ -88,7 +99,9 @@ describe('upgrade: analytics read models in the core read store', () => {
     for (const suffix of ['', '-wal', '-shm']) fs.rmSync(`${files.analytics}${suffix}`, { force: true });
     const reads = SqliteReadStore.open(files.reads);
     await reads.writeBatch({
-      upserts: [{ collection: 'analytics_daily', doc: { id: 'stale', voucher_id: 'v_X', date: '2026-01-01', uses: 99 } }],
+      upserts: [
+        { collection: 'analytics_daily', doc: { id: 'stale', voucher_id: 'v_X', date: '2026-01-01', uses: 99 } },
+      ],
       checkpoint: { name: ANALYTICS_GROUP.checkpoint, position: head },
     });
     await reads.close();
@@ -112,9 +125,16 @@ describe('analytics read models with PROJECTORS=inline', () => {
     const service = await TestService.start({ projectors: 'inline' });
     try {
       const voucher = await service.createVoucher({ code: 'INLINE10', type: 'percentage', value: 10 });
-      const res = await service.post('/v1/vouchers/apply', { code: 'INLINE10', order_id: 'i1', customer: { id: 'c1' }, order: { value: 10_000 } });
+      const res = await service.post('/v1/vouchers/apply', {
+        code: 'INLINE10',
+        order_id: 'i1',
+        customer: { id: 'c1' },
+        order: { value: 10_000 },
+      });
       expect(res.status).to.equal(201);
-      expect(await service.sandbox.analytics.waitFor(await service.sandbox.events.headPosition(), 10_000)).to.equal(true);
+      expect(await service.sandbox.analytics.waitFor(await service.sandbox.events.headPosition(), 10_000)).to.equal(
+        true,
+      );
       const performance = await service.get(`/v1/analytics/vouchers/${voucher.id}/performance`);
       expect(performance.body.performance).to.include({ total_uses: 1, total_discount: 1_000 });
       expect(await service.sandbox.analyticsReads.count('analytics_daily')).to.equal(1);

@@ -25,14 +25,20 @@ const expectInvalid = (res: { status: number; body: any }, fields: string[]): vo
 describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
   let service: TestService;
 
-  before(async () => { service = await TestService.start(); });
-  after(async () => { await service.stop(); });
+  before(async () => {
+    service = await TestService.start();
+  });
+  after(async () => {
+    await service.stop();
+  });
 
   describe('POST /v1/vouchers', () => {
     it('creates a voucher: 201, Location, body fields, status active, usage_count 0, second-precision created_at', async () => {
       service.clock.set('2026-01-15T12:00:00.789Z');
       const res = await service.post('/v1/vouchers', {
-        code: 'Summer20', type: 'percentage', value: 20,
+        code: 'Summer20',
+        type: 'percentage',
+        value: 20,
         conditions: { min_order_value: 5000, max_uses: 10, valid_until: '2026-12-31T23:59:59.500+01:00' },
       });
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
@@ -44,7 +50,11 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       expect(body.value).to.equal(20);
       expect(body.status).to.equal('active');
       expect(body.usage_count).to.equal(0);
-      expect(body.conditions).to.deep.equal({ min_order_value: 5000, max_uses: 10, valid_until: '2026-12-31T22:59:59Z' });
+      expect(body.conditions).to.deep.equal({
+        min_order_value: 5000,
+        max_uses: 10,
+        valid_until: '2026-12-31T22:59:59Z',
+      });
       expect(body.created_at).to.equal('2026-01-15T12:00:00Z');
       expect(body.created_at).to.match(ISO_SECONDS);
       expect(body.updated_at).to.equal('2026-01-15T12:00:00Z');
@@ -69,10 +79,31 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       ['empty code', { code: '', type: 'percentage', value: 10 }, ['code']],
       ['unknown type', { code: 'BADTYPE', type: 'mystery', value: 10 }, ['type']],
       ['bogo without config', { code: 'BOGO1', type: 'bogo' }, ['config']],
-      ['config on a percentage voucher', { code: 'PCTCFG', type: 'percentage', value: 10, config: { buy_quantity: 1 } }, ['config']],
-      ['value on a tiered voucher', { code: 'TIERVAL', type: 'tiered', value: 10, config: { tiers: [{ min_value: 0, max_value: null, discount: 5, discount_type: 'percentage' }] } }, ['value']],
-      ['bogo config member of the wrong JSON type', { code: 'BOGOSTR', type: 'bogo', config: { buy_quantity: 'two', get_quantity: 1 } }, ['config.buy_quantity']],
-      ['unknown member in a tiered config', { code: 'TIEREXTRA', type: 'tiered', config: { tiers: [], colour: 'red' } }, ['config.colour']],
+      [
+        'config on a percentage voucher',
+        { code: 'PCTCFG', type: 'percentage', value: 10, config: { buy_quantity: 1 } },
+        ['config'],
+      ],
+      [
+        'value on a tiered voucher',
+        {
+          code: 'TIERVAL',
+          type: 'tiered',
+          value: 10,
+          config: { tiers: [{ min_value: 0, max_value: null, discount: 5, discount_type: 'percentage' }] },
+        },
+        ['value'],
+      ],
+      [
+        'bogo config member of the wrong JSON type',
+        { code: 'BOGOSTR', type: 'bogo', config: { buy_quantity: 'two', get_quantity: 1 } },
+        ['config.buy_quantity'],
+      ],
+      [
+        'unknown member in a tiered config',
+        { code: 'TIEREXTRA', type: 'tiered', config: { tiers: [], colour: 'red' } },
+        ['config.colour'],
+      ],
       ['percentage 101', { code: 'PCT101', type: 'percentage', value: 101 }, ['value']],
       ['percentage with 3 decimals', { code: 'PCT3DEC', type: 'percentage', value: 12.345 }, ['value']],
       ['negative percentage', { code: 'PCTNEG', type: 'percentage', value: -1 }, ['value']],
@@ -83,15 +114,41 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       ['missing value (fixed)', { code: 'NOVALUEF', type: 'fixed' }, ['value']],
       ['value as a string', { code: 'STRVALUE', type: 'fixed', value: '500' }, ['value']],
       ['unknown top-level member', { code: 'EXTRA1', type: 'fixed', value: 500, colour: 'red' }, ['colour']],
-      ['unknown member in conditions', { code: 'EXTRA2', type: 'fixed', value: 500, conditions: { max_usage: 3 } }, ['conditions.max_usage']],
-      ['valid_from after valid_until', {
-        code: 'DATES1', type: 'fixed', value: 500,
-        conditions: { valid_from: '2026-06-01T00:00:00Z', valid_until: '2026-05-01T00:00:00Z' },
-      }, ['conditions.valid_until']],
-      ['valid_until not a timestamp', { code: 'DATES2', type: 'fixed', value: 500, conditions: { valid_until: 'tomorrow' } }, ['conditions.valid_until']],
-      ['max_uses 0', { code: 'MAXUSE0', type: 'fixed', value: 500, conditions: { max_uses: 0 } }, ['conditions.max_uses']],
-      ['customer_limit 0', { code: 'CUSTLIM0', type: 'fixed', value: 500, conditions: { customer_limit: 0 } }, ['conditions.customer_limit']],
-      ['min_order_value with cents fraction', { code: 'MINFRAC', type: 'fixed', value: 500, conditions: { min_order_value: 10.5 } }, ['conditions.min_order_value']],
+      [
+        'unknown member in conditions',
+        { code: 'EXTRA2', type: 'fixed', value: 500, conditions: { max_usage: 3 } },
+        ['conditions.max_usage'],
+      ],
+      [
+        'valid_from after valid_until',
+        {
+          code: 'DATES1',
+          type: 'fixed',
+          value: 500,
+          conditions: { valid_from: '2026-06-01T00:00:00Z', valid_until: '2026-05-01T00:00:00Z' },
+        },
+        ['conditions.valid_until'],
+      ],
+      [
+        'valid_until not a timestamp',
+        { code: 'DATES2', type: 'fixed', value: 500, conditions: { valid_until: 'tomorrow' } },
+        ['conditions.valid_until'],
+      ],
+      [
+        'max_uses 0',
+        { code: 'MAXUSE0', type: 'fixed', value: 500, conditions: { max_uses: 0 } },
+        ['conditions.max_uses'],
+      ],
+      [
+        'customer_limit 0',
+        { code: 'CUSTLIM0', type: 'fixed', value: 500, conditions: { customer_limit: 0 } },
+        ['conditions.customer_limit'],
+      ],
+      [
+        'min_order_value with cents fraction',
+        { code: 'MINFRAC', type: 'fixed', value: 500, conditions: { min_order_value: 10.5 } },
+        ['conditions.min_order_value'],
+      ],
     ];
 
     for (const [name, body, fields] of invalidCases) {
@@ -109,18 +166,30 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     });
 
     it('reports every invalid field at once', async () => {
-      const res = await service.post('/v1/vouchers', { code: 'bad code', type: 'mystery', extra: 1, conditions: { max_uses: 0 } });
+      const res = await service.post('/v1/vouchers', {
+        code: 'bad code',
+        type: 'mystery',
+        extra: 1,
+        conditions: { max_uses: 0 },
+      });
       expectInvalid(res, ['code', 'type', 'extra', 'conditions.max_uses']);
     });
 
     it('creates nothing when the request is invalid (the code stays free)', async () => {
-      expectInvalid(await service.post('/v1/vouchers', { code: 'FREELATER', type: 'percentage', value: 101 }), ['value']);
+      expectInvalid(await service.post('/v1/vouchers', { code: 'FREELATER', type: 'percentage', value: 101 }), [
+        'value',
+      ]);
       const res = await service.post('/v1/vouchers', { code: 'FREELATER', type: 'percentage', value: 10 });
       expect(res.status).to.equal(201);
     });
 
     it('accepts percentage 0 and 100 and two decimals', async () => {
-      for (const [code, value] of [['PCT0', 0], ['PCT100', 100], ['PCT1250', 12.5], ['PCT3333', 33.33]] as const) {
+      for (const [code, value] of [
+        ['PCT0', 0],
+        ['PCT100', 100],
+        ['PCT1250', 12.5],
+        ['PCT3333', 33.33],
+      ] as const) {
         const res = await service.post('/v1/vouchers', { code, type: 'percentage', value });
         expect(res.status, `${code}: ${JSON.stringify(res.body)}`).to.equal(201);
         expect(res.body.value).to.equal(value);
@@ -128,8 +197,12 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     });
 
     it('accepts a 64-character code and fixed 1 and 100000000', async () => {
-      expect((await service.post('/v1/vouchers', { code: `${'B'.repeat(63)}_`, type: 'fixed', value: 1 })).status).to.equal(201);
-      expect((await service.post('/v1/vouchers', { code: 'FIXMAX', type: 'fixed', value: 100_000_000 })).status).to.equal(201);
+      expect(
+        (await service.post('/v1/vouchers', { code: `${'B'.repeat(63)}_`, type: 'fixed', value: 1 })).status,
+      ).to.equal(201);
+      expect(
+        (await service.post('/v1/vouchers', { code: 'FIXMAX', type: 'fixed', value: 100_000_000 })).status,
+      ).to.equal(201);
     });
 
     it('rejects a taken code with 409 DUPLICATE_VOUCHER_CODE {code, voucher_id}, also case-insensitively', async () => {
@@ -162,14 +235,23 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       svc.clock.set('2026-03-02T10:00:00Z');
       ids.F1 = (await svc.createVoucher({ code: 'F1', type: 'fixed', value: 300 })).id;
       svc.clock.set('2026-03-03T10:00:00Z');
-      ids.P2 = (await svc.createVoucher({ code: 'P2', type: 'percentage', value: 20, conditions: { valid_until: '2026-03-10T00:00:00Z' } })).id;
+      ids.P2 = (
+        await svc.createVoucher({
+          code: 'P2',
+          type: 'percentage',
+          value: 20,
+          conditions: { valid_until: '2026-03-10T00:00:00Z' },
+        })
+      ).id;
       svc.clock.set('2026-03-04T10:00:00Z');
       ids.F2 = (await svc.createVoucher({ code: 'F2', type: 'fixed', value: 700 })).id;
       svc.clock.set('2026-03-05T10:00:00Z');
       ids.P3 = (await svc.createVoucher({ code: 'P3', type: 'percentage', value: 30 })).id;
       expect((await svc.delete(`/v1/vouchers/${ids.F2}`)).status).to.equal(200);
     });
-    after(async () => { await svc.stop(); });
+    after(async () => {
+      await svc.stop();
+    });
 
     const codes = (res: { body: any }): string[] => res.body.data.map((v: any) => v.code);
 
@@ -182,7 +264,15 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       expect(res.body.offset).to.equal(0);
       expect(res.body.has_more).to.equal(false);
       const p2 = res.body.data[2];
-      expect(p2).to.include({ id: ids.P2, code: 'P2', type: 'percentage', value: 20, status: 'active', usage_count: 0, created_at: '2026-03-03T10:00:00Z' });
+      expect(p2).to.include({
+        id: ids.P2,
+        code: 'P2',
+        type: 'percentage',
+        value: 20,
+        status: 'active',
+        usage_count: 0,
+        created_at: '2026-03-03T10:00:00Z',
+      });
     });
 
     it('pages with limit and offset', async () => {
@@ -215,7 +305,13 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       expect(expired.body.total).to.equal(1);
       expect(expired.body.data[0].status).to.equal('expired');
       const all = await svc.get('/v1/vouchers');
-      expect(all.body.data.map((v: any) => v.status)).to.deep.equal(['active', 'inactive', 'expired', 'active', 'active']);
+      expect(all.body.data.map((v: any) => v.status)).to.deep.equal([
+        'active',
+        'inactive',
+        'expired',
+        'active',
+        'active',
+      ]);
     });
 
     it('filters by type', async () => {
@@ -230,7 +326,9 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       expect(codes(after)).to.deep.equal(['P3', 'F2', 'P2']);
       const before = await svc.get('/v1/vouchers?created_before=2026-03-03T00:00:00Z');
       expect(codes(before)).to.deep.equal(['F1', 'P1']);
-      const between = await svc.get(`/v1/vouchers?created_after=${encodeURIComponent('2026-03-02T00:00:00+00:00')}&created_before=2026-03-04T12:00:00Z`);
+      const between = await svc.get(
+        `/v1/vouchers?created_after=${encodeURIComponent('2026-03-02T00:00:00+00:00')}&created_before=2026-03-04T12:00:00Z`,
+      );
       expect(codes(between)).to.deep.equal(['F2', 'P2', 'F1']);
       expect(between.body.total).to.equal(3);
       const combined = await svc.get('/v1/vouchers?created_after=2026-03-02T00:00:00Z&type=percentage');
@@ -238,8 +336,14 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     });
 
     const badQueries: Array<[string, string]> = [
-      ['limit=0', 'limit'], ['limit=101', 'limit'], ['offset=-1', 'offset'], ['limit=abc', 'limit'],
-      ['status=deleted', 'status'], ['type=mystery', 'type'], ['created_after=yesterday', 'created_after'], ['sort=code', 'sort'],
+      ['limit=0', 'limit'],
+      ['limit=101', 'limit'],
+      ['offset=-1', 'offset'],
+      ['limit=abc', 'limit'],
+      ['status=deleted', 'status'],
+      ['type=mystery', 'type'],
+      ['created_after=yesterday', 'created_after'],
+      ['sort=code', 'sort'],
     ];
     for (const [query, field] of badQueries) {
       it(`rejects ?${query} with 400 INVALID_REQUEST naming ${field}`, async () => {
@@ -266,24 +370,37 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     it('returns the voucher with conditions, usage_count, usage_history newest first', async () => {
       service.clock.set('2026-02-01T09:00:00Z');
       const v = await service.createVoucher({
-        code: 'HISTORY1', type: 'fixed', value: 250,
+        code: 'HISTORY1',
+        type: 'fixed',
+        value: 250,
         conditions: { min_order_value: 1000, customer_limit: 5, product_ids: ['sku-1'] },
       });
       for (const [i, orderId] of ['ord-a', 'ord-b', 'ord-c'].entries()) {
         service.clock.set(`2026-02-01T09:0${i + 1}:00Z`);
         const res = await service.post('/v1/vouchers/apply', {
-          code: 'HISTORY1', order_id: orderId, customer: { id: 'cust-1' },
+          code: 'HISTORY1',
+          order_id: orderId,
+          customer: { id: 'cust-1' },
           order: { value: 2000 + i, currency: 'USD', items: [{ id: 'sku-1', price: 1000, quantity: 2 }] },
         });
         expect(res.status, JSON.stringify(res.body)).to.equal(201);
       }
       const res = await service.get(`/v1/vouchers/${v.id}`);
       expect(res.status).to.equal(200);
-      expect(res.body).to.include({ id: v.id, code: 'HISTORY1', type: 'fixed', value: 250, status: 'active', usage_count: 3 });
+      expect(res.body).to.include({
+        id: v.id,
+        code: 'HISTORY1',
+        type: 'fixed',
+        value: 250,
+        status: 'active',
+        usage_count: 3,
+      });
       expect(res.body.conditions).to.deep.equal({ min_order_value: 1000, customer_limit: 5, product_ids: ['sku-1'] });
       expect(res.body.created_at).to.equal('2026-02-01T09:00:00Z');
       expect(res.body.updated_at).to.equal('2026-02-01T09:00:00Z');
-      expect(res.body.usage_history.map((u: any) => [u.order_id, u.discount_amount, u.final_amount, u.applied_at])).to.deep.equal([
+      expect(
+        res.body.usage_history.map((u: any) => [u.order_id, u.discount_amount, u.final_amount, u.applied_at]),
+      ).to.deep.equal([
         ['ord-c', 250, 1752, '2026-02-01T09:03:00Z'],
         ['ord-b', 250, 1751, '2026-02-01T09:02:00Z'],
         ['ord-a', 250, 1750, '2026-02-01T09:01:00Z'],
@@ -295,7 +412,11 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     it('keeps only the latest 100 applications in usage_history; /applications pages through all of them', async () => {
       const v = await service.createVoucher({ code: 'MANYUSES', type: 'fixed', value: 100 });
       for (let i = 1; i <= 102; i += 1) {
-        const res = await service.post('/v1/vouchers/apply', { code: 'MANYUSES', order_id: `bulk-${i}`, order: { value: 1000 + i } });
+        const res = await service.post('/v1/vouchers/apply', {
+          code: 'MANYUSES',
+          order_id: `bulk-${i}`,
+          order: { value: 1000 + i },
+        });
         expect(res.status).to.equal(201);
       }
       const res = await service.get(`/v1/vouchers/${v.id}`);
@@ -310,10 +431,22 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       expect(page1.body.data.map((a: any) => a.order_id)).to.deep.equal(
         Array.from({ length: 10 }, (_, i) => `bulk-${102 - i}`),
       );
-      expect(page1.body.data[0]).to.include({ order_id: 'bulk-102', discount_amount: 100, final_amount: 1002, status: 'applied' });
-      expect(Object.keys(page1.body.data[0]).sort()).to.deep.equal(
-        ['applied_at', 'currency', 'customer_id', 'discount_amount', 'final_amount', 'id', 'order_id', 'status'],
-      );
+      expect(page1.body.data[0]).to.include({
+        order_id: 'bulk-102',
+        discount_amount: 100,
+        final_amount: 1002,
+        status: 'applied',
+      });
+      expect(Object.keys(page1.body.data[0]).sort()).to.deep.equal([
+        'applied_at',
+        'currency',
+        'customer_id',
+        'discount_amount',
+        'final_amount',
+        'id',
+        'order_id',
+        'status',
+      ]);
 
       const last = await service.get(`/v1/vouchers/${v.id}/applications?limit=100&offset=100`);
       expect(last.body.data.map((a: any) => a.order_id)).to.deep.equal(['bulk-2', 'bulk-1']);
@@ -332,7 +465,10 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       expect(empty.body).to.deep.equal({ data: [], total: 0, limit: 10, offset: 0, has_more: false });
       const unknown = await service.get('/v1/vouchers/v_DoesNotExist0000000000/applications');
       expect(unknown.status).to.equal(404);
-      expect(unknown.body.error).to.deep.include({ code: 'VOUCHER_NOT_FOUND', details: { voucher_id: 'v_DoesNotExist0000000000' } });
+      expect(unknown.body.error).to.deep.include({
+        code: 'VOUCHER_NOT_FOUND',
+        details: { voucher_id: 'v_DoesNotExist0000000000' },
+      });
     });
 
     it('answers 404 VOUCHER_NOT_FOUND {voucher_id} for an unknown id, also a malformed one', async () => {
@@ -350,25 +486,43 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     it('updates only what is sent and merges conditions; null removes a condition', async () => {
       service.clock.set('2026-04-01T08:00:00Z');
       const v = await service.createVoucher({
-        code: 'UPDATE1', type: 'percentage', value: 10,
+        code: 'UPDATE1',
+        type: 'percentage',
+        value: 10,
         conditions: { min_order_value: 2000, max_uses: 100, customer_limit: 2, valid_until: '2026-12-31T00:00:00Z' },
       });
       service.clock.set('2026-04-02T08:30:00.250Z');
       const res = await service.put(`/v1/vouchers/${v.id}`, { conditions: { max_uses: 50, customer_limit: null } });
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(res.body).to.include({ id: v.id, code: 'UPDATE1', type: 'percentage', value: 10, status: 'active' });
-      expect(res.body.conditions).to.deep.equal({ min_order_value: 2000, max_uses: 50, valid_until: '2026-12-31T00:00:00Z' });
+      expect(res.body.conditions).to.deep.equal({
+        min_order_value: 2000,
+        max_uses: 50,
+        valid_until: '2026-12-31T00:00:00Z',
+      });
       expect(res.body.updated_at).to.equal('2026-04-02T08:30:00Z');
       expect(res.body.created_at).to.equal('2026-04-01T08:00:00Z');
 
       const value = await service.put(`/v1/vouchers/${v.id}`, { value: 12.5 });
       expect(value.status).to.equal(200);
       expect(value.body.value).to.equal(12.5);
-      expect(value.body.conditions).to.deep.equal({ min_order_value: 2000, max_uses: 50, valid_until: '2026-12-31T00:00:00Z' });
+      expect(value.body.conditions).to.deep.equal({
+        min_order_value: 2000,
+        max_uses: 50,
+        valid_until: '2026-12-31T00:00:00Z',
+      });
 
       const fetched = await service.get(`/v1/vouchers/${v.id}`);
-      expect(fetched.body).to.include({ value: 12.5, updated_at: '2026-04-02T08:30:00Z', created_at: '2026-04-01T08:00:00Z' });
-      expect(fetched.body.conditions).to.deep.equal({ min_order_value: 2000, max_uses: 50, valid_until: '2026-12-31T00:00:00Z' });
+      expect(fetched.body).to.include({
+        value: 12.5,
+        updated_at: '2026-04-02T08:30:00Z',
+        created_at: '2026-04-01T08:00:00Z',
+      });
+      expect(fetched.body.conditions).to.deep.equal({
+        min_order_value: 2000,
+        max_uses: 50,
+        valid_until: '2026-12-31T00:00:00Z',
+      });
 
       // the new value is what validate uses: 12.5% of 4000 = 500
       const validated = await service.post('/v1/vouchers/validate', { code: 'UPDATE1', order: { value: 4000 } });
@@ -386,12 +540,20 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       expect(rejected.body.error).to.deep.include({ code: 'VOUCHER_INVALID', details: { reason: 'inactive' } });
       const on = await service.put(`/v1/vouchers/${v.id}`, { status: 'active' });
       expect(on.body.status).to.equal('active');
-      expect((await service.post('/v1/vouchers/validate', { code: 'STATUS1', order: { value: 1000 } })).status).to.equal(200);
+      expect(
+        (await service.post('/v1/vouchers/validate', { code: 'STATUS1', order: { value: 1000 } })).status,
+      ).to.equal(200);
     });
 
     it('rejects immutable fields with one "is immutable" detail per field', async () => {
       const v = await service.createVoucher({ code: 'IMMUT1', type: 'fixed', value: 100 });
-      const res = await service.put(`/v1/vouchers/${v.id}`, { code: 'OTHER', type: 'percentage', created_at: '2020-01-01T00:00:00Z', id: 'v_x', value: 200 });
+      const res = await service.put(`/v1/vouchers/${v.id}`, {
+        code: 'OTHER',
+        type: 'percentage',
+        created_at: '2020-01-01T00:00:00Z',
+        id: 'v_x',
+        value: 200,
+      });
       expect(res.status).to.equal(400);
       expect(res.body.error.code).to.equal('INVALID_REQUEST');
       expect(res.body.error.details).to.have.deep.members([
@@ -408,13 +570,21 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     });
 
     it('rejects invalid updates: percentage 150, fixed 0, bad status, unknown members, dates out of order after the merge', async () => {
-      const pct = await service.createVoucher({ code: 'UPDPCT', type: 'percentage', value: 10, conditions: { valid_from: '2026-05-01T00:00:00Z' } });
+      const pct = await service.createVoucher({
+        code: 'UPDPCT',
+        type: 'percentage',
+        value: 10,
+        conditions: { valid_from: '2026-05-01T00:00:00Z' },
+      });
       expectInvalid(await service.put(`/v1/vouchers/${pct.id}`, { value: 150 }), ['value']);
       expectInvalid(await service.put(`/v1/vouchers/${pct.id}`, { value: 10.005 }), ['value']);
       expectInvalid(await service.put(`/v1/vouchers/${pct.id}`, { status: 'expired' }), ['status']);
       expectInvalid(await service.put(`/v1/vouchers/${pct.id}`, { colour: 'red' }), ['colour']);
       expectInvalid(await service.put(`/v1/vouchers/${pct.id}`, { conditions: { bogus: 1 } }), ['conditions.bogus']);
-      expectInvalid(await service.put(`/v1/vouchers/${pct.id}`, { conditions: { valid_until: '2026-04-01T00:00:00Z' } }), ['conditions.valid_until']);
+      expectInvalid(
+        await service.put(`/v1/vouchers/${pct.id}`, { conditions: { valid_until: '2026-04-01T00:00:00Z' } }),
+        ['conditions.valid_until'],
+      );
       const fixed = await service.createVoucher({ code: 'UPDFIX', type: 'fixed', value: 100 });
       expectInvalid(await service.put(`/v1/vouchers/${fixed.id}`, { value: 0 }), ['value']);
       expectInvalid(await service.put(`/v1/vouchers/${fixed.id}`, { value: 99.5 }), ['value']);
@@ -426,18 +596,27 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     it('answers 404 VOUCHER_NOT_FOUND for an unknown id', async () => {
       const res = await service.put('/v1/vouchers/v_DoesNotExist0000000000', { value: 5 });
       expect(res.status).to.equal(404);
-      expect(res.body.error).to.deep.include({ code: 'VOUCHER_NOT_FOUND', details: { voucher_id: 'v_DoesNotExist0000000000' } });
+      expect(res.body.error).to.deep.include({
+        code: 'VOUCHER_NOT_FOUND',
+        details: { voucher_id: 'v_DoesNotExist0000000000' },
+      });
     });
 
     it('revives an expired voucher by moving valid_until into the future (and only then)', async () => {
       service.clock.set('2026-06-01T00:00:00Z');
-      const v = await service.createVoucher({ code: 'REVIVE1', type: 'fixed', value: 300, conditions: { valid_until: '2026-06-02T00:00:00Z' } });
+      const v = await service.createVoucher({
+        code: 'REVIVE1',
+        type: 'fixed',
+        value: 300,
+        conditions: { valid_until: '2026-06-02T00:00:00Z' },
+      });
       service.clock.set('2026-06-03T00:00:00Z');
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.status).to.equal('expired');
       const expired = await service.post('/v1/vouchers/validate', { code: 'REVIVE1', order: { value: 1000 } });
       expect(expired.status).to.equal(400);
       expect(expired.body.error).to.deep.include({
-        code: 'VOUCHER_EXPIRED', details: { expired_at: '2026-06-02T00:00:00Z', current_time: '2026-06-03T00:00:00Z' },
+        code: 'VOUCHER_EXPIRED',
+        details: { expired_at: '2026-06-02T00:00:00Z', current_time: '2026-06-03T00:00:00Z' },
       });
 
       // asking to be active while valid_until stays in the past is refused, naming the field
@@ -450,7 +629,9 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       expect(still.status).to.equal(200);
       expect(still.body.status).to.equal('expired');
 
-      const revived = await service.put(`/v1/vouchers/${v.id}`, { conditions: { valid_until: '2026-07-01T00:00:00Z' } });
+      const revived = await service.put(`/v1/vouchers/${v.id}`, {
+        conditions: { valid_until: '2026-07-01T00:00:00Z' },
+      });
       expect(revived.status).to.equal(200);
       expect(revived.body.status).to.equal('active');
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.status).to.equal('active');
@@ -461,7 +642,12 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
 
     it('revives a voucher whose expiry was recorded as an event', async () => {
       service.clock.set('2026-08-01T00:00:00Z');
-      const v = await service.createVoucher({ code: 'REVIVE2', type: 'fixed', value: 300, conditions: { valid_until: '2026-08-01T01:00:00Z' } });
+      const v = await service.createVoucher({
+        code: 'REVIVE2',
+        type: 'fixed',
+        value: 300,
+        conditions: { valid_until: '2026-08-01T01:00:00Z' },
+      });
       service.clock.advance(2 * HOUR);
       expect(await expireDueVouchers(service.sandbox)).to.be.greaterThan(0);
       const events = await service.sandbox.events.readStream(`voucher-${v.id}`);
@@ -470,15 +656,24 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       const expiredList = await service.get('/v1/vouchers?status=expired&limit=100');
       expect(expiredList.body.data.map((x: any) => x.id)).to.include(v.id);
 
-      const revived = await service.put(`/v1/vouchers/${v.id}`, { conditions: { valid_until: iso(new Date(service.clock.now().getTime() + HOUR)) } });
+      const revived = await service.put(`/v1/vouchers/${v.id}`, {
+        conditions: { valid_until: iso(new Date(service.clock.now().getTime() + HOUR)) },
+      });
       expect(revived.body.status).to.equal('active');
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.status).to.equal('active');
-      expect((await service.post('/v1/vouchers/validate', { code: 'REVIVE2', order: { value: 1000 } })).status).to.equal(200);
+      expect(
+        (await service.post('/v1/vouchers/validate', { code: 'REVIVE2', order: { value: 1000 } })).status,
+      ).to.equal(200);
     });
 
     it('revives an expired voucher when valid_until is removed', async () => {
       service.clock.set('2026-09-01T00:00:00Z');
-      const v = await service.createVoucher({ code: 'REVIVE3', type: 'fixed', value: 300, conditions: { valid_until: '2026-09-01T01:00:00Z' } });
+      const v = await service.createVoucher({
+        code: 'REVIVE3',
+        type: 'fixed',
+        value: 300,
+        conditions: { valid_until: '2026-09-01T01:00:00Z' },
+      });
       service.clock.advance(2 * HOUR);
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.status).to.equal('expired');
       const revived = await service.put(`/v1/vouchers/${v.id}`, { conditions: { valid_until: null } });
@@ -494,12 +689,22 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       service.clock.set('2026-10-01T11:00:00.900Z');
       const res = await service.delete(`/v1/vouchers/${v.id}`);
       expect(res.status).to.equal(200);
-      expect(res.body).to.deep.equal({ id: v.id, code: 'DELETE1', status: 'inactive', deleted_at: '2026-10-01T11:00:00Z' });
+      expect(res.body).to.deep.equal({
+        id: v.id,
+        code: 'DELETE1',
+        status: 'inactive',
+        deleted_at: '2026-10-01T11:00:00Z',
+      });
 
       service.clock.set('2026-10-01T12:00:00Z');
       const again = await service.delete(`/v1/vouchers/${v.id}`);
       expect(again.status).to.equal(200);
-      expect(again.body).to.deep.equal({ id: v.id, code: 'DELETE1', status: 'inactive', deleted_at: '2026-10-01T11:00:00Z' });
+      expect(again.body).to.deep.equal({
+        id: v.id,
+        code: 'DELETE1',
+        status: 'inactive',
+        deleted_at: '2026-10-01T11:00:00Z',
+      });
       const events = await service.sandbox.events.readStream(`voucher-${v.id}`);
       expect(events.map((e) => e.type)).to.deep.equal(['VoucherCreated', 'VoucherDeactivated']);
 
@@ -512,7 +717,11 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       expect(validated.body.error.code).to.equal('VOUCHER_INVALID');
       expect(validated.body.error.details).to.deep.equal({ reason: 'inactive' });
 
-      const applied = await service.post('/v1/vouchers/apply', { code: 'DELETE1', order_id: 'del-1', order: { value: 1000 } });
+      const applied = await service.post('/v1/vouchers/apply', {
+        code: 'DELETE1',
+        order_id: 'del-1',
+        order: { value: 1000 },
+      });
       expect(applied.status).to.equal(400);
       expect(applied.body.error.details).to.deep.equal({ reason: 'inactive' });
 
@@ -525,7 +734,10 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     it('answers 404 VOUCHER_NOT_FOUND for an unknown id', async () => {
       const res = await service.delete('/v1/vouchers/v_DoesNotExist0000000000');
       expect(res.status).to.equal(404);
-      expect(res.body.error).to.deep.include({ code: 'VOUCHER_NOT_FOUND', details: { voucher_id: 'v_DoesNotExist0000000000' } });
+      expect(res.body.error).to.deep.include({
+        code: 'VOUCHER_NOT_FOUND',
+        details: { voucher_id: 'v_DoesNotExist0000000000' },
+      });
     });
   });
 });

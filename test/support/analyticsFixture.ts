@@ -30,7 +30,11 @@ const customers = {
 } as const;
 type CustomerKey = keyof typeof customers;
 
-export interface Fixture { p: { id: string; code: string }; q: { id: string; code: string }; applications: Record<string, string> }
+export interface Fixture {
+  p: { id: string; code: string };
+  q: { id: string; code: string };
+  applications: Record<string, string>;
+}
 
 /** Flushes the order-attempt buffer and waits until the analytics read models reflect the whole log. */
 export const settle = async (service: TestService): Promise<void> => {
@@ -52,29 +56,61 @@ export const buildFixture = async (service: TestService, codeSuffix = ''): Promi
   const p = await service.createVoucher({ code: `PERF10${codeSuffix}`, type: 'percentage', value: 10 });
   const q = await service.createVoucher({ code: `FLAT5${codeSuffix}`, type: 'fixed', value: 500 });
   const applications: Record<string, string> = {};
-  const validate = async (orderId: string | undefined, value: number, c?: CustomerKey) => ok(await service.post('/v1/vouchers/validate', {
-    code: p.code, order: { ...(orderId ? { id: orderId } : {}), value }, ...(c ? { customer: customers[c] } : {}),
-  }), 200, `validate ${orderId}`);
+  const validate = async (orderId: string | undefined, value: number, c?: CustomerKey) =>
+    ok(
+      await service.post('/v1/vouchers/validate', {
+        code: p.code,
+        order: { ...(orderId ? { id: orderId } : {}), value },
+        ...(c ? { customer: customers[c] } : {}),
+      }),
+      200,
+      `validate ${orderId}`,
+    );
   const apply = async (code: string, orderId: string, value: number, c: CustomerKey) => {
-    applications[orderId] = ok(await service.post('/v1/vouchers/apply', { code, order_id: orderId, order: { value }, customer: customers[c] }), 201, `apply ${orderId}`).id;
+    applications[orderId] = ok(
+      await service.post('/v1/vouchers/apply', { code, order_id: orderId, order: { value }, customer: customers[c] }),
+      201,
+      `apply ${orderId}`,
+    ).id;
   };
 
-  at('2026-02-20T10:00:00Z'); await apply(q.code, 'q1', 5_000, 'c3');
-  at('2026-03-01T23:59:59Z'); await validate('o1', 10_000, 'c1'); await apply(p.code, 'o1', 10_000, 'c1');
-  at('2026-03-02T00:00:00Z'); await validate('o2', 20_000, 'c1'); await apply(p.code, 'o2', 20_000, 'c1');
-  at('2026-03-02T10:00:00Z'); await validate('o3', 3_000, 'c2');
-  at('2026-03-02T11:00:00Z'); await validate(undefined, 3_000);
+  at('2026-02-20T10:00:00Z');
+  await apply(q.code, 'q1', 5_000, 'c3');
+  at('2026-03-01T23:59:59Z');
+  await validate('o1', 10_000, 'c1');
+  await apply(p.code, 'o1', 10_000, 'c1');
+  at('2026-03-02T00:00:00Z');
+  await validate('o2', 20_000, 'c1');
+  await apply(p.code, 'o2', 20_000, 'c1');
+  at('2026-03-02T10:00:00Z');
+  await validate('o3', 3_000, 'c2');
+  at('2026-03-02T11:00:00Z');
+  await validate(undefined, 3_000);
   await service.sandbox.telemetry.flush(); // o4's two validations land in different flushes: still one attempt
-  at('2026-03-03T09:00:00Z'); await validate('o4', 8_000, 'c2');
+  at('2026-03-03T09:00:00Z');
+  await validate('o4', 8_000, 'c2');
   await service.sandbox.telemetry.flush();
-  await validate('o4', 8_000, 'c2'); await apply(p.code, 'o4', 8_000, 'c2');
-  at('2026-03-05T15:00:00Z'); await apply(p.code, 'o5', 12_000, 'c3');
-  at('2026-03-06T12:00:00Z'); await validate('o6', 6_000, 'c3'); await apply(p.code, 'o6', 6_000, 'c3');
-  at('2026-03-07T08:00:00Z'); await validate('o7', 15_000, 'c4'); await apply(p.code, 'o7', 15_000, 'c4');
+  await validate('o4', 8_000, 'c2');
+  await apply(p.code, 'o4', 8_000, 'c2');
+  at('2026-03-05T15:00:00Z');
+  await apply(p.code, 'o5', 12_000, 'c3');
+  at('2026-03-06T12:00:00Z');
+  await validate('o6', 6_000, 'c3');
+  await apply(p.code, 'o6', 6_000, 'c3');
+  at('2026-03-07T08:00:00Z');
+  await validate('o7', 15_000, 'c4');
+  await apply(p.code, 'o7', 15_000, 'c4');
   at('2026-03-08T20:00:00Z');
-  ok(await service.post(`/v1/vouchers/applications/${applications.o6}/rollback`, { reason: 'returned' }), 200, 'rollback o6');
-  at('2026-03-08T23:59:59Z'); await validate('o8', 4_000, 'c2'); await apply(p.code, 'o8', 4_000, 'c2');
-  at('2026-03-09T00:00:00Z'); await apply(p.code, 'o9', 10_000, 'c2');
+  ok(
+    await service.post(`/v1/vouchers/applications/${applications.o6}/rollback`, { reason: 'returned' }),
+    200,
+    'rollback o6',
+  );
+  at('2026-03-08T23:59:59Z');
+  await validate('o8', 4_000, 'c2');
+  await apply(p.code, 'o8', 4_000, 'c2');
+  at('2026-03-09T00:00:00Z');
+  await apply(p.code, 'o9', 10_000, 'c2');
   at(NOW);
   await settle(service);
   return { p, q, applications };

@@ -14,14 +14,17 @@ export const hiddenCsrf = (html: string): string => {
 };
 
 /** The Set-Cookie line of one cookie, or undefined. */
-export const setCookie = (page: Page, name: string): string | undefined => page.setCookies.find((c) => c.startsWith(`${name}=`));
+export const setCookie = (page: Page, name: string): string | undefined =>
+  page.setCookies.find((c) => c.startsWith(`${name}=`));
 
 export class DashboardClient {
   readonly jar = new Map<string, string>();
 
   constructor(readonly baseUrl: string) {}
 
-  get cookieHeader(): string { return [...this.jar].map(([k, v]) => `${k}=${v}`).join('; '); }
+  get cookieHeader(): string {
+    return [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+  }
 
   async request(method: 'GET' | 'POST', path: string, form?: Record<string, string | string[]>): Promise<Page> {
     const headers: Record<string, string> = {};
@@ -43,11 +46,21 @@ export class DashboardClient {
       if (cleared) this.jar.delete(name);
       else this.jar.set(name, pair!.slice(eq + 1).trim());
     }
-    return { status: res.status, headers: res.headers, html: await res.text(), location: res.headers.get('location'), setCookies };
+    return {
+      status: res.status,
+      headers: res.headers,
+      html: await res.text(),
+      location: res.headers.get('location'),
+      setCookies,
+    };
   }
 
-  get(path: string): Promise<Page> { return this.request('GET', path); }
-  post(path: string, form: Record<string, string | string[]>): Promise<Page> { return this.request('POST', path, form); }
+  get(path: string): Promise<Page> {
+    return this.request('GET', path);
+  }
+  post(path: string, form: Record<string, string | string[]>): Promise<Page> {
+    return this.request('POST', path, form);
+  }
 
   /** Opens the login form and submits it with this password (the form's own CSRF token unless given). */
   async login(password: string, csrf?: string): Promise<Page> {
@@ -58,7 +71,8 @@ export class DashboardClient {
   /** Signs in (throws unless it worked) and returns the session's CSRF token from the keys page. */
   async signIn(password: string): Promise<string> {
     const res = await this.login(password);
-    if (res.status !== 303 || res.location !== '/dashboard/keys') throw new Error(`sign-in failed: ${res.status} ${res.html.slice(0, 300)}`);
+    if (res.status !== 303 || res.location !== '/dashboard/keys')
+      throw new Error(`sign-in failed: ${res.status} ${res.html.slice(0, 300)}`);
     return hiddenCsrf((await this.get('/dashboard/keys')).html);
   }
 }

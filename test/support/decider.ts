@@ -34,7 +34,11 @@ export const given = (events: VoucherEvent[]) => ({
       thenThrows(code: ErrorCode, details?: Record<string, unknown>): DomainError {
         let decided: VoucherEvent[] | undefined;
         let thrown: unknown;
-        try { decided = run(); } catch (error) { thrown = error; }
+        try {
+          decided = run();
+        } catch (error) {
+          thrown = error;
+        }
         if (decided !== undefined) expect.fail(`expected DomainError ${code}, but decided ${JSON.stringify(decided)}`);
         expect(thrown).to.be.instanceOf(DomainError);
         const error = thrown as DomainError;

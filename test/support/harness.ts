@@ -8,7 +8,12 @@ import { openEmbedded, type Embedded } from '../../src/composition.ts';
 import { AdminAuth } from '../../src/application/adminAuth.ts';
 import { createApp } from '../../src/http/createApp.ts';
 import { createHttpServer } from '../../src/http/server.ts';
-import { RATE_LIMIT_GROUPS, type RateLimitConfig, type RateLimitGroup, type RateLimitStoreFactory } from '../../src/http/rateLimits.ts';
+import {
+  RATE_LIMIT_GROUPS,
+  type RateLimitConfig,
+  type RateLimitGroup,
+  type RateLimitStoreFactory,
+} from '../../src/http/rateLimits.ts';
 import { FakeClock } from './fakeClock.ts';
 
 export const SANDBOX_KEY = 'sk_test_SandboxKeyForTests0000000000001';
@@ -19,7 +24,9 @@ export const PRODUCTION_KEY = 'sk_live_ProductionKeyForTests00000000001';
  * rather than turned off, so the limiter and its headers stay on every path under test.
  */
 export const LIFTED_RATE_LIMITS: RateLimitConfig = {
-  enabled: true, windowMs: 60_000, limits: Object.fromEntries(RATE_LIMIT_GROUPS.map((g) => [g, 1_000_000])) as Record<RateLimitGroup, number>,
+  enabled: true,
+  windowMs: 60_000,
+  limits: Object.fromEntries(RATE_LIMIT_GROUPS.map((g) => [g, 1_000_000])) as Record<RateLimitGroup, number>,
 };
 
 export interface TestResponse<T = any> {
@@ -46,7 +53,11 @@ export class TestService {
   ) {}
 
   static async start(
-    options: { clock?: FakeClock; dataDir?: string; rateLimits?: RateLimitConfig; rateLimitStores?: RateLimitStoreFactory;
+    options: {
+      clock?: FakeClock;
+      dataDir?: string;
+      rateLimits?: RateLimitConfig;
+      rateLimitStores?: RateLimitStoreFactory;
       /** Serves the dashboard at /dashboard with this operator password (else no dashboard). */
       adminPassword?: string;
       /** Where log lines go (default: nowhere). */
@@ -54,26 +65,50 @@ export class TestService {
       /** Pause before each export job (EXPORT_JOB_DELAY_MS). */
       exportJobDelayMs?: number;
       /** Where the analytics group runs (PROJECTORS; default: a thread per environment). */
-      projectors?: 'thread' | 'inline' } = {},
+      projectors?: 'thread' | 'inline';
+    } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
     const clock = options.clock ?? new FakeClock();
     const logger = options.logger ?? pino({ level: 'silent' });
-    const embedded = await openEmbedded({ dataDir, clock, logger, apiKeys: [SANDBOX_KEY, PRODUCTION_KEY], exportJobDelayMs: options.exportJobDelayMs, projectors: options.projectors });
+    const embedded = await openEmbedded({
+      dataDir,
+      clock,
+      logger,
+      apiKeys: [SANDBOX_KEY, PRODUCTION_KEY],
+      exportJobDelayMs: options.exportJobDelayMs,
+      projectors: options.projectors,
+    });
     const admin = options.adminPassword === undefined ? undefined : await AdminAuth.fromPassword(options.adminPassword);
     const app = createApp({
-      environments: embedded.environments, keys: embedded.keys, logger, rateLimits: options.rateLimits ?? LIFTED_RATE_LIMITS, rateLimitStores: options.rateLimitStores,
-      admin, clock,
+      environments: embedded.environments,
+      keys: embedded.keys,
+      logger,
+      rateLimits: options.rateLimits ?? LIFTED_RATE_LIMITS,
+      rateLimitStores: options.rateLimitStores,
+      admin,
+      clock,
     });
-    const server = await new Promise<Server>((resolve) => { const s = createHttpServer(app).listen(0, '127.0.0.1', () => resolve(s)); });
+    const server = await new Promise<Server>((resolve) => {
+      const s = createHttpServer(app).listen(0, '127.0.0.1', () => resolve(s));
+    });
     const { port } = server.address() as AddressInfo;
     return new TestService(dataDir, clock, embedded, server, `http://127.0.0.1:${port}`);
   }
 
-  get sandbox() { return this.embedded.environments.sandbox; }
-  get production() { return this.embedded.environments.production; }
+  get sandbox() {
+    return this.embedded.environments.sandbox;
+  }
+  get production() {
+    return this.embedded.environments.production;
+  }
 
-  async request<T = any>(method: string, urlPath: string, body?: unknown, options: RequestOptions = {}): Promise<TestResponse<T>> {
+  async request<T = any>(
+    method: string,
+    urlPath: string,
+    body?: unknown,
+    options: RequestOptions = {},
+  ): Promise<TestResponse<T>> {
     const key = options.key === undefined ? SANDBOX_KEY : options.key;
     const headers: Record<string, string> = { ...(key ? { Authorization: `Bearer ${key}` } : {}), ...options.headers };
     let payload: string | undefined = options.raw;
@@ -84,14 +119,26 @@ export class TestService {
     const res = await fetch(`${this.baseUrl}${urlPath}`, { method, headers, body: payload });
     const text = await res.text();
     let parsed: unknown = text;
-    try { parsed = text ? JSON.parse(text) : undefined; } catch { /* not JSON: keep the text */ }
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON: keep the text */
+    }
     return { status: res.status, headers: res.headers, body: parsed as T };
   }
 
-  post<T = any>(urlPath: string, body?: unknown, options?: RequestOptions) { return this.request<T>('POST', urlPath, body, options); }
-  get<T = any>(urlPath: string, options?: RequestOptions) { return this.request<T>('GET', urlPath, undefined, options); }
-  put<T = any>(urlPath: string, body?: unknown, options?: RequestOptions) { return this.request<T>('PUT', urlPath, body, options); }
-  delete<T = any>(urlPath: string, options?: RequestOptions) { return this.request<T>('DELETE', urlPath, undefined, options); }
+  post<T = any>(urlPath: string, body?: unknown, options?: RequestOptions) {
+    return this.request<T>('POST', urlPath, body, options);
+  }
+  get<T = any>(urlPath: string, options?: RequestOptions) {
+    return this.request<T>('GET', urlPath, undefined, options);
+  }
+  put<T = any>(urlPath: string, body?: unknown, options?: RequestOptions) {
+    return this.request<T>('PUT', urlPath, body, options);
+  }
+  delete<T = any>(urlPath: string, options?: RequestOptions) {
+    return this.request<T>('DELETE', urlPath, undefined, options);
+  }
 
   /** Creates a voucher through the API and returns its body (fails loudly when not 201). */
   async createVoucher(body: Record<string, unknown>, options?: RequestOptions): Promise<any> {

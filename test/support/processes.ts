@@ -10,7 +10,10 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 /** Runs `node --import tsx <args>` in the project root with extra environment variables. */
 export const run = (args: string[], env: Record<string, string>): Proc => spawnNode(args, { cwd: ROOT, env });
 
-export interface RunningService { proc: Proc; base: string }
+export interface RunningService {
+  proc: Proc;
+  base: string;
+}
 
 /** Starts `src/main.ts` on 127.0.0.1 and a free port; resolves once /health answers (at most 20 s). */
 export const startService = async (env: Record<string, string>): Promise<RunningService> => {

@@ -1,5 +1,9 @@
 import sinon from 'sinon';
-import { WrongExpectedRevisionError, type EventStore, type StreamAppend } from '../../src/infrastructure/eventStore/eventStore.ts';
+import {
+  WrongExpectedRevisionError,
+  type EventStore,
+  type StreamAppend,
+} from '../../src/infrastructure/eventStore/eventStore.ts';
 
 /**
  * Every append to `events` fails as if another process had written the stream first (until
@@ -10,8 +14,11 @@ export const loseEveryRace = (events: EventStore) => {
   const conflict = (appends: StreamAppend[]) =>
     Promise.reject(new WrongExpectedRevisionError(appends[0]!.streamId, appends[0]!.expectedRevision ?? 'any', 1_000));
   return {
-    single: sinon.stub(events, 'appendToStream').callsFake((streamId, appended, options) =>
-      conflict([{ streamId, events: appended, expectedRevision: options?.expectedRevision }])),
+    single: sinon
+      .stub(events, 'appendToStream')
+      .callsFake((streamId, appended, options) =>
+        conflict([{ streamId, events: appended, expectedRevision: options?.expectedRevision }]),
+      ),
     multi: sinon.stub(events, 'appendToStreams').callsFake(conflict),
   };
 };

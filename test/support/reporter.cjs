@@ -8,9 +8,15 @@ class SpecWithTotals extends Mocha.reporters.Spec {
     let passed = 0;
     let failed = 0;
     let pending = 0;
-    runner.on(Mocha.Runner.constants.EVENT_TEST_PASS, () => { passed += 1; });
-    runner.on(Mocha.Runner.constants.EVENT_TEST_FAIL, () => { failed += 1; });
-    runner.on(Mocha.Runner.constants.EVENT_TEST_PENDING, () => { pending += 1; });
+    runner.on(Mocha.Runner.constants.EVENT_TEST_PASS, () => {
+      passed += 1;
+    });
+    runner.on(Mocha.Runner.constants.EVENT_TEST_FAIL, () => {
+      failed += 1;
+    });
+    runner.on(Mocha.Runner.constants.EVENT_TEST_PENDING, () => {
+      pending += 1;
+    });
     runner.once(Mocha.Runner.constants.EVENT_RUN_END, () => {
       process.stdout.write(`\n${passed} passed, ${failed} failed${pending ? `, ${pending} skipped` : ''}\n`);
     });

@@ -1,13 +1,25 @@
 import { expect } from 'chai';
-import { AdminAuth, ADMIN_NAMESPACE, ADMIN_PASSWORD_KEY, generatePassword, hashPassword, verifyPassword, type PasswordHash } from '../../src/application/adminAuth.ts';
+import {
+  AdminAuth,
+  ADMIN_NAMESPACE,
+  ADMIN_PASSWORD_KEY,
+  generatePassword,
+  hashPassword,
+  verifyPassword,
+  type PasswordHash,
+} from '../../src/application/adminAuth.ts';
 import { SqliteKvStore } from '../../src/infrastructure/kvStore/sqliteKvStore.ts';
 import { FakeClock } from '../support/fakeClock.ts';
 
 describe('operator password (AdminAuth)', () => {
   let kv: SqliteKvStore;
   const clock = new FakeClock();
-  beforeEach(() => { kv = SqliteKvStore.open(':memory:', clock); });
-  afterEach(async () => { await kv.close(); });
+  beforeEach(() => {
+    kv = SqliteKvStore.open(':memory:', clock);
+  });
+  afterEach(async () => {
+    await kv.close();
+  });
 
   it('hashes with scrypt and a random salt, and verifies only the same password', async () => {
     const a = await hashPassword('s3cret password');
@@ -57,7 +69,11 @@ describe('operator password (AdminAuth)', () => {
   it('refuses to start on a damaged stored record rather than generating a new password over it', async () => {
     await kv.put(ADMIN_NAMESPACE, ADMIN_PASSWORD_KEY, { nonsense: true }, Number.MAX_SAFE_INTEGER);
     let error: unknown;
-    try { await AdminAuth.open(kv); } catch (e) { error = e; }
+    try {
+      await AdminAuth.open(kv);
+    } catch (e) {
+      error = e;
+    }
     expect(String(error)).to.contain('ADMIN_PASSWORD');
   });
 });

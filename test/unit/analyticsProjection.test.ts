@@ -35,7 +35,10 @@ describe('analytics projections', function () {
     const service = await TestService.start();
     await buildFixture(service);
     // and an export, so the exports read model is part of the comparison
-    await service.post('/v1/analytics/export', { voucher_ids: [(await service.get('/v1/vouchers?limit=1')).body.data[0].id], metrics: ['uses'] });
+    await service.post('/v1/analytics/export', {
+      voucher_ids: [(await service.get('/v1/vouchers?limit=1')).body.data[0].id],
+      metrics: ['uses'],
+    });
     await service.stop(true);
     dataDir = service.dataDir;
     const reads = SqliteReadStore.open(environmentFiles(dataDir, 'sandbox').analytics);
@@ -50,7 +53,15 @@ describe('analytics projections', function () {
 
   it('the live documents are those of the fixture (8 daily docs of P, 1 of Q; 4 customers; 7 validated order ids)', () => {
     expect((live.analytics_daily as DailyDoc[]).map((d) => d.date)).to.have.members([
-      '2026-02-20', '2026-03-01', '2026-03-02', '2026-03-03', '2026-03-05', '2026-03-06', '2026-03-07', '2026-03-08', '2026-03-09',
+      '2026-02-20',
+      '2026-03-01',
+      '2026-03-02',
+      '2026-03-03',
+      '2026-03-05',
+      '2026-03-06',
+      '2026-03-07',
+      '2026-03-08',
+      '2026-03-09',
     ]);
     expect(live.analytics_customers).to.have.length(4);
     expect(live.analytics_voucher_customers).to.have.length(5); // c1..c4 with P, c3 with Q
@@ -96,8 +107,14 @@ describe('analytics projections', function () {
     // what an older version left: its own checkpoint, documents without gap histograms, a stale one
     await reads.reset(collectionsOf(analyticsProjections), ANALYTICS_CHECKPOINT);
     await reads.writeBatch({
-      upserts: (live.analytics_daily as DailyDoc[]).map((d) => ({ collection: 'analytics_daily', doc: { ...d, gaps: undefined } }))
-        .concat([{ collection: 'analytics_daily', doc: { id: 'v_GONE|2026-01-01', voucher_id: 'v_GONE', date: '2026-01-01' } as never }]),
+      upserts: (live.analytics_daily as DailyDoc[])
+        .map((d) => ({ collection: 'analytics_daily', doc: { ...d, gaps: undefined } }))
+        .concat([
+          {
+            collection: 'analytics_daily',
+            doc: { id: 'v_GONE|2026-01-01', voucher_id: 'v_GONE', date: '2026-01-01' } as never,
+          },
+        ]),
       checkpoint: { name: ANALYTICS_PREVIOUS_CHECKPOINTS[0]!, position: head },
     });
     await reads.close();
@@ -113,41 +130,109 @@ describe('analytics projections', function () {
   });
 
   describe('fold', () => {
-    const recorded = (type: string, data: Record<string, unknown>, position: number) =>
-      ({ id: `e${position}`, streamId: 's', type, data, metadata: {}, revision: 0, position, recordedAt: '2026-01-01T00:00:00Z' });
+    const recorded = (type: string, data: Record<string, unknown>, position: number) => ({
+      id: `e${position}`,
+      streamId: 's',
+      type,
+      data,
+      metadata: {},
+      revision: 0,
+      position,
+      recordedAt: '2026-01-01T00:00:00Z',
+    });
     const fold = (list: ReturnType<typeof recorded>[]) => {
       const docs = new Map<string, any>();
       for (const e of list) {
-        const view = new Map(analytics.touches(e).map((r) => [`${r.collection}/${r.id}`, docs.get(`${r.collection}/${r.id}`) ?? null]));
+        const view = new Map(
+          analytics.touches(e).map((r) => [`${r.collection}/${r.id}`, docs.get(`${r.collection}/${r.id}`) ?? null]),
+        );
         for (const [k, v] of analytics.evolve(view, e)) docs.set(k, v);
       }
       return docs;
     };
 
     it('attempts: one per distinct order id (also within one event), one per call without an id', () => {
-      const docs = fold([recorded('OrderAttemptsRecorded', {
-        recordedAt: '2026-01-01T00:00:01Z',
-        attempts: [
-          { voucherId: 'v_A', orderId: 'o1', at: '2026-01-01T00:00:00Z' }, { voucherId: 'v_A', orderId: 'o1', at: '2026-01-01T00:00:00Z' },
-          { voucherId: 'v_A', at: '2026-01-01T00:00:00Z' }, { voucherId: 'v_A', at: '2026-01-01T00:00:00Z', segment: 'vip' },
-          { voucherId: 'v_B', orderId: 'o1', at: '2026-01-01T23:59:59Z' },
-        ],
-      }, 1)]);
-      expect(docs.get('analytics_daily/v_A|2026-01-01')).to.deep.include({ orders: 3, uses: 0, segments: { unknown: { uses: 0, discount: 0, order_value: 0, final_amount: 0, orders: 2 }, vip: { uses: 0, discount: 0, order_value: 0, final_amount: 0, orders: 1 } } });
+      const docs = fold([
+        recorded(
+          'OrderAttemptsRecorded',
+          {
+            recordedAt: '2026-01-01T00:00:01Z',
+            attempts: [
+              { voucherId: 'v_A', orderId: 'o1', at: '2026-01-01T00:00:00Z' },
+              { voucherId: 'v_A', orderId: 'o1', at: '2026-01-01T00:00:00Z' },
+              { voucherId: 'v_A', at: '2026-01-01T00:00:00Z' },
+              { voucherId: 'v_A', at: '2026-01-01T00:00:00Z', segment: 'vip' },
+              { voucherId: 'v_B', orderId: 'o1', at: '2026-01-01T23:59:59Z' },
+            ],
+          },
+          1,
+        ),
+      ]);
+      expect(docs.get('analytics_daily/v_A|2026-01-01')).to.deep.include({
+        orders: 3,
+        uses: 0,
+        segments: {
+          unknown: { uses: 0, discount: 0, order_value: 0, final_amount: 0, orders: 2 },
+          vip: { uses: 0, discount: 0, order_value: 0, final_amount: 0, orders: 1 },
+        },
+      });
       expect(docs.get('analytics_daily/v_B|2026-01-01')).to.deep.include({ orders: 1 });
     });
 
     it('a rollback subtracts on the day of the application; a second rollback of it changes nothing', () => {
       const appliedData = {
-        voucherId: 'v_A', applicationId: 'va_1', code: 'A', orderId: 'o1', customerId: 'c1', orderValue: 10_000, discountAmount: 1_000,
-        finalAmount: 9_000, currency: 'EUR', appliedTo: [], orderFingerprint: 'x', customerFingerprint: 'y', appliedAt: '2026-01-01T23:00:00Z',
+        voucherId: 'v_A',
+        applicationId: 'va_1',
+        code: 'A',
+        orderId: 'o1',
+        customerId: 'c1',
+        orderValue: 10_000,
+        discountAmount: 1_000,
+        finalAmount: 9_000,
+        currency: 'EUR',
+        appliedTo: [],
+        orderFingerprint: 'x',
+        customerFingerprint: 'y',
+        appliedAt: '2026-01-01T23:00:00Z',
       };
-      const back = { voucherId: 'v_A', applicationId: 'va_1', orderId: 'o1', customerId: 'c1', orderValue: 10_000, discountAmount: 1_000, finalAmount: 9_000, appliedAt: '2026-01-01T23:00:00Z', rolledBackAt: '2026-01-02T01:00:00Z' };
-      const docs = fold([recorded('VoucherApplied', appliedData, 1), recorded('VoucherApplicationRolledBack', back, 2), recorded('VoucherApplicationRolledBack', back, 3)]);
+      const back = {
+        voucherId: 'v_A',
+        applicationId: 'va_1',
+        orderId: 'o1',
+        customerId: 'c1',
+        orderValue: 10_000,
+        discountAmount: 1_000,
+        finalAmount: 9_000,
+        appliedAt: '2026-01-01T23:00:00Z',
+        rolledBackAt: '2026-01-02T01:00:00Z',
+      };
+      const docs = fold([
+        recorded('VoucherApplied', appliedData, 1),
+        recorded('VoucherApplicationRolledBack', back, 2),
+        recorded('VoucherApplicationRolledBack', back, 3),
+      ]);
       // an application is a use, not an order attempt: nothing is left once it is rolled back
-      expect(docs.get('analytics_daily/v_A|2026-01-01')).to.deep.include({ uses: 0, discount: 0, final_amount: 0, order_value: 0, orders: 0, unique_customers: 0, currency: 'EUR' });
-      expect(docs.get('analytics_voucher_customers/v_A|c1')).to.deep.include({ uses: 0, days: {}, first_day: null, last_day: null, first_used_at: '2026-01-01T23:00:00Z' });
-      expect(docs.get('analytics_customers/c1')).to.deep.include({ uses: 0, spend: 0, first_applied_at: '2026-01-01T23:00:00Z' });
+      expect(docs.get('analytics_daily/v_A|2026-01-01')).to.deep.include({
+        uses: 0,
+        discount: 0,
+        final_amount: 0,
+        order_value: 0,
+        orders: 0,
+        unique_customers: 0,
+        currency: 'EUR',
+      });
+      expect(docs.get('analytics_voucher_customers/v_A|c1')).to.deep.include({
+        uses: 0,
+        days: {},
+        first_day: null,
+        last_day: null,
+        first_used_at: '2026-01-01T23:00:00Z',
+      });
+      expect(docs.get('analytics_customers/c1')).to.deep.include({
+        uses: 0,
+        spend: 0,
+        first_applied_at: '2026-01-01T23:00:00Z',
+      });
       expect(docs.has('analytics_daily/v_A|2026-01-02')).to.equal(false);
     });
   });

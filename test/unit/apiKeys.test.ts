@@ -7,9 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import {
-  ALL_SCOPES, API_KEYS_STREAM, ApiKeyRegistry, hashKey, type Scope,
-} from '../../src/application/apiKeys.ts';
+import { ALL_SCOPES, API_KEYS_STREAM, ApiKeyRegistry, hashKey, type Scope } from '../../src/application/apiKeys.ts';
 import { accountFiles, openAccount, type Account } from '../../src/composition.ts';
 import { DomainError } from '../../src/domain/errors.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
@@ -71,9 +69,15 @@ describe('ApiKeyRegistry', () => {
       const { key, record } = await keys.create('sandbox', '  Checkout  ', ['vouchers:read'], 'alice');
       expect(key).to.match(/^sk_test_[A-Za-z0-9]{32}$/);
       expect(record).to.deep.equal({
-        id: record.id, name: 'Checkout', environment: 'sandbox', scopes: ['vouchers:read'],
-        prefix: 'sk_test_', last4: key.slice(-4), hash: sha256(key),
-        createdAt: '2026-03-10T08:30:15Z', createdBy: 'alice',
+        id: record.id,
+        name: 'Checkout',
+        environment: 'sandbox',
+        scopes: ['vouchers:read'],
+        prefix: 'sk_test_',
+        last4: key.slice(-4),
+        hash: sha256(key),
+        createdAt: '2026-03-10T08:30:15Z',
+        createdBy: 'alice',
       });
       expect(record.id).to.match(/^key_[A-Za-z0-9]{16}$/);
       expect(JSON.stringify(record)).to.not.include(key.slice(8));
@@ -105,7 +109,12 @@ describe('ApiKeyRegistry', () => {
 
     it('keeps scopes in canonical order without duplicates, in the record and in the event', async () => {
       const { account, keys } = await open();
-      const { record } = await keys.create('sandbox', 'mixed', ['webhooks:manage', 'vouchers:redeem', 'vouchers:read', 'webhooks:manage']);
+      const { record } = await keys.create('sandbox', 'mixed', [
+        'webhooks:manage',
+        'vouchers:redeem',
+        'vouchers:read',
+        'webhooks:manage',
+      ]);
       expect(record.scopes).to.deep.equal(['vouchers:read', 'vouchers:redeem', 'webhooks:manage']);
       const [event] = await account.events.readStream(API_KEYS_STREAM);
       expect(event!.data.scopes).to.deep.equal(['vouchers:read', 'vouchers:redeem', 'webhooks:manage']);
@@ -125,8 +134,15 @@ describe('ApiKeyRegistry', () => {
       const events = await account.events.readStream(API_KEYS_STREAM);
       expect(events.map((e) => e.type)).to.deep.equal(['ApiKeyCreated']);
       expect(events[0]!.data).to.deep.equal({
-        id: record.id, name: 'Audit', environment: 'sandbox', scopes: ['analytics:read'],
-        prefix: 'sk_test_', last4: key.slice(-4), hash: sha256(key), createdAt: '2026-03-10T08:30:15Z', createdBy: 'ops@example.com',
+        id: record.id,
+        name: 'Audit',
+        environment: 'sandbox',
+        scopes: ['analytics:read'],
+        prefix: 'sk_test_',
+        last4: key.slice(-4),
+        hash: sha256(key),
+        createdAt: '2026-03-10T08:30:15Z',
+        createdBy: 'ops@example.com',
       });
       expect(JSON.stringify(events)).to.not.include(key.slice(8));
     });
@@ -144,7 +160,7 @@ describe('ApiKeyRegistry', () => {
   });
 
   describe('authenticate', () => {
-    it('finds a created key, and rejects an unknown key, a near miss and the other environment\'s prefix', async () => {
+    it("finds a created key, and rejects an unknown key, a near miss and the other environment's prefix", async () => {
       const { keys } = await open();
       const { key, record } = await keys.create('sandbox', 'auth');
       expect(keys.authenticate(key)).to.equal(record);
@@ -212,7 +228,12 @@ describe('ApiKeyRegistry', () => {
       expect(keys.size).to.equal(2);
       const s = keys.authenticate(sandbox)!;
       expect(s).to.deep.include({
-        environment: 'sandbox', scopes: [...ALL_SCOPES], prefix: 'sk_test_', last4: 'a1B2', hash: sha256(sandbox), createdBy: 'VOUCHER_API_KEYS',
+        environment: 'sandbox',
+        scopes: [...ALL_SCOPES],
+        prefix: 'sk_test_',
+        last4: 'a1B2',
+        hash: sha256(sandbox),
+        createdBy: 'VOUCHER_API_KEYS',
       });
       expect(keys.authenticate(production)!.environment).to.equal('production');
       expect(await account.events.readStream(API_KEYS_STREAM)).to.deep.equal([]);
@@ -235,7 +256,9 @@ describe('ApiKeyRegistry', () => {
           await keys.load([`sk_test_${'Good'.repeat(8)}`, value]);
           expect.fail(`loaded ${JSON.stringify(value)}`);
         } catch (error) {
-          expect((error as Error).message).to.equal('VOUCHER_API_KEYS holds a value that is not an sk_test_/sk_live_ key');
+          expect((error as Error).message).to.equal(
+            'VOUCHER_API_KEYS holds a value that is not an sk_test_/sk_live_ key',
+          );
           if (value.length > 8) expect((error as Error).message).to.not.include(value);
         }
       });
@@ -276,11 +299,18 @@ describe('ApiKeyRegistry', () => {
         try {
           const after = await first.create('sandbox', 'after');
           await first.revoke(before.record.id, 'frank');
-          await eventually(() => second.get(after.record.id) !== undefined && second.get(before.record.id)?.revokedAt !== undefined);
+          await eventually(
+            () => second.get(after.record.id) !== undefined && second.get(before.record.id)?.revokedAt !== undefined,
+          );
           expect(second.authenticate(after.key)?.name).to.equal('after');
           expect(second.authenticate(before.key)).to.equal(undefined);
           expect(second.get(before.record.id)?.revokedBy).to.equal('frank');
-          expect(second.list().map((r) => r.name).sort()).to.deep.equal(['after', 'before']);
+          expect(
+            second
+              .list()
+              .map((r) => r.name)
+              .sort(),
+          ).to.deep.equal(['after', 'before']);
         } finally {
           await following?.close();
         }
@@ -304,7 +334,11 @@ describe('ApiKeyRegistry', () => {
       const reopened = await open();
       expect(reopened.keys.size).to.equal(2);
       expect(reopened.keys.get(live.record.id)).to.deep.equal(liveRecord);
-      expect(reopened.keys.get(gone.record.id)).to.deep.include({ revokedAt: '2026-03-10T08:30:20Z', revokedBy: 'hank', environment: 'production' });
+      expect(reopened.keys.get(gone.record.id)).to.deep.include({
+        revokedAt: '2026-03-10T08:30:20Z',
+        revokedBy: 'hank',
+        environment: 'production',
+      });
       expect(reopened.keys.authenticate(live.key)?.scopes).to.deep.equal(['vouchers:read', 'vouchers:write']);
       expect(reopened.keys.authenticate(gone.key)).to.equal(undefined);
     });
@@ -375,7 +409,14 @@ describe('ApiKeyRegistry', () => {
   });
 
   it('exports every scope of decisions.md, in its order', () => {
-    const scopes: Scope[] = ['vouchers:read', 'vouchers:write', 'vouchers:delete', 'vouchers:redeem', 'analytics:read', 'webhooks:manage'];
+    const scopes: Scope[] = [
+      'vouchers:read',
+      'vouchers:write',
+      'vouchers:delete',
+      'vouchers:redeem',
+      'analytics:read',
+      'webhooks:manage',
+    ];
     expect([...ALL_SCOPES]).to.deep.equal(scopes);
   });
 });

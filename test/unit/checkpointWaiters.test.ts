@@ -5,7 +5,10 @@ describe('CheckpointWaiters', () => {
   it('answers each waiter once: true when its position is reached, false when its time is up or all are released', async () => {
     const waiters = new CheckpointWaiters();
     const answers: Array<[string, boolean]> = [];
-    const track = (name: string, p: Promise<boolean>) => p.then((ok) => { answers.push([name, ok]); });
+    const track = (name: string, p: Promise<boolean>) =>
+      p.then((ok) => {
+        answers.push([name, ok]);
+      });
     const done = Promise.all([
       track('at 5', waiters.wait(5, 10_000)),
       track('at 9', waiters.wait(9, 10_000)),
@@ -18,6 +21,11 @@ describe('CheckpointWaiters', () => {
     waiters.reached(9); // nothing left at 9: no second answer
     waiters.releaseAll();
     await done;
-    expect(answers).to.deep.equal([['at 5', true], ['at 20, soon out of time', false], ['at 9', true], ['at 50', false]]);
+    expect(answers).to.deep.equal([
+      ['at 5', true],
+      ['at 20, soon out of time', false],
+      ['at 9', true],
+      ['at 50', false],
+    ]);
   });
 });

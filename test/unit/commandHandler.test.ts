@@ -16,21 +16,41 @@ const metadata = { now: new Date('2026-01-15T12:00:00Z') };
 const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
 
 const createCmd = (voucherId: string, conditions: Conditions = {}): VoucherCommand => ({
-  type: 'CreateVoucher', data: { voucherId, code: voucherId.toUpperCase(), voucherType: 'percentage', value: 10, conditions }, metadata,
+  type: 'CreateVoucher',
+  data: { voucherId, code: voucherId.toUpperCase(), voucherType: 'percentage', value: 10, conditions },
+  metadata,
 });
-const applyCmd = (voucherId: string, orderId: string, extra: { requestOrderFingerprint?: string } = {}): VoucherCommand => ({
+const applyCmd = (
+  voucherId: string,
+  orderId: string,
+  extra: { requestOrderFingerprint?: string } = {},
+): VoucherCommand => ({
   type: 'ApplyVoucher',
-  data: { voucherId, applicationId: `va_${orderId}`, orderId, order: { value: 10_000 }, orderFingerprint: `of-${orderId}`, customerFingerprint: 'cf', ...extra },
+  data: {
+    voucherId,
+    applicationId: `va_${orderId}`,
+    orderId,
+    order: { value: 10_000 },
+    orderFingerprint: `of-${orderId}`,
+    customerFingerprint: 'cf',
+    ...extra,
+  },
   metadata,
 });
 /** The work the application layer builds: decide the command; the result is the usage count after it. */
 const work = (command: VoucherCommand): Work<VoucherEvent, VoucherState, number | undefined> => ({
-  decide: (state) => decide(command, state), result: (state) => state?.usageCount, metadata: { correlationId: 'test' },
+  decide: (state) => decide(command, state),
+  result: (state) => state?.usageCount,
+  metadata: { correlationId: 'test' },
 });
 
 const rejectionOf = async (promise: Promise<unknown>): Promise<unknown> => {
   let value: unknown;
-  try { value = await promise; } catch (error) { return error; }
+  try {
+    value = await promise;
+  } catch (error) {
+    return error;
+  }
   return expect.fail(`expected a rejection, got ${JSON.stringify(value)}`);
 };
 const summary = (events: RecordedEvent[]) =>
@@ -119,8 +139,14 @@ describe('CommandHandler over SqliteEventStore', () => {
   describe('(c) a conflict with another writer', () => {
     /** Another process (a second connection) appends `orderId`'s application just before the handler's next append. */
     const interfereBeforeNextAppend = async (stream: string, voucherId: string, orderId: string) => {
-      const state = (await store.readStream(stream)).reduce<VoucherState>((s, e) => evolve(s, e as unknown as VoucherEvent), initialState());
-      const theirs = decide(applyCmd(voucherId, orderId), state).map((e) => ({ type: e.type, data: e.data as unknown as Record<string, unknown> }));
+      const state = (await store.readStream(stream)).reduce<VoucherState>(
+        (s, e) => evolve(s, e as unknown as VoucherEvent),
+        initialState(),
+      );
+      const theirs = decide(applyCmd(voucherId, orderId), state).map((e) => ({
+        type: e.type,
+        data: e.data as unknown as Record<string, unknown>,
+      }));
       const other = SqliteEventStore.open(path.join(dir, 'events.db'));
       const realAppend = store.appendToStream.bind(store);
       let done = false;
@@ -148,10 +174,14 @@ describe('CommandHandler over SqliteEventStore', () => {
       expect(append.callCount).to.equal(2);
       expect(await rejectionOf(append.firstCall.returnValue)).to.be.instanceOf(WrongExpectedRevisionError);
       expect(append.secondCall.args[2]).to.deep.equal({ expectedRevision: 1 });
-      expect(summary(await store.readStream(stream))).to.deep.equal([[0, 'VoucherCreated'], [1, 'theirs'], [2, 'ours']]);
+      expect(summary(await store.readStream(stream))).to.deep.equal([
+        [0, 'VoucherCreated'],
+        [1, 'theirs'],
+        [2, 'ours'],
+      ]);
     });
 
-    it('the re-decision sees the other writer\'s use: the last slot is gone', async () => {
+    it("the re-decision sees the other writer's use: the last slot is gone", async () => {
       const stream = voucherStream('v_c1');
       const h = handler();
       await h.execute(stream, work(createCmd('v_c1', { max_uses: 1 })));
@@ -159,9 +189,15 @@ describe('CommandHandler over SqliteEventStore', () => {
 
       const error = await rejectionOf(h.execute(stream, work(applyCmd('v_c1', 'ours'))));
       expect(error).to.be.instanceOf(DomainError);
-      expect(error).to.deep.include({ code: 'USAGE_LIMIT_EXCEEDED', details: { max_uses: 1, current_uses: 1, limit_type: 'total_uses' } });
+      expect(error).to.deep.include({
+        code: 'USAGE_LIMIT_EXCEEDED',
+        details: { max_uses: 1, current_uses: 1, limit_type: 'total_uses' },
+      });
       expect(append.callCount).to.equal(1);
-      expect(summary(await store.readStream(stream))).to.deep.equal([[0, 'VoucherCreated'], [1, 'theirs']]);
+      expect(summary(await store.readStream(stream))).to.deep.equal([
+        [0, 'VoucherCreated'],
+        [1, 'theirs'],
+      ]);
     });
   });
 
@@ -197,7 +233,10 @@ describe('CommandHandler over SqliteEventStore', () => {
     const outcome = await h.execute(stream, work(applyCmd('v_e', 'o1')));
     expect(outcome.result).to.equal(1);
     expect(read.firstCall.args[1]).to.deep.equal({ fromRevision: 0 });
-    expect(summary(await store.readStream(stream))).to.deep.equal([[0, 'VoucherCreated'], [1, 'o1']]);
+    expect(summary(await store.readStream(stream))).to.deep.equal([
+      [0, 'VoucherCreated'],
+      [1, 'o1'],
+    ]);
   });
 
   it('an event that cannot be folded fails the load and drops the half-folded cache', async () => {
@@ -217,7 +256,9 @@ describe('CommandHandler over SqliteEventStore', () => {
     await otherStore.close();
     const incremental = sinon.spy(store, 'readStream');
     failOn = 'o2';
-    expect(((await rejectionOf(h.execute(stream, work(applyCmd('v_h', 'o3'))))) as Error).message).to.equal('unknown event shape');
+    expect(((await rejectionOf(h.execute(stream, work(applyCmd('v_h', 'o3'))))) as Error).message).to.equal(
+      'unknown event shape',
+    );
     expect(incremental.firstCall.args[1]).to.deep.equal({ fromRevision: 1 }); // it folded o1, then failed on o2
     incremental.restore();
     failOn = undefined;
@@ -240,13 +281,19 @@ describe('CommandHandler over SqliteEventStore', () => {
       h.execute(stream, work(applyCmd('v_f', 'o3'))),
       h.execute(stream, work(applyCmd('v_f', 'o4'))),
     ]);
-    expect(settled.map((s) => (s.status === 'fulfilled' ? s.value.result : (s.reason as DomainError).code)))
-      .to.deep.equal([1, 2, 'VOUCHER_ALREADY_APPLIED', 3, 'USAGE_LIMIT_EXCEEDED']);
+    expect(
+      settled.map((s) => (s.status === 'fulfilled' ? s.value.result : (s.reason as DomainError).code)),
+    ).to.deep.equal([1, 2, 'VOUCHER_ALREADY_APPLIED', 3, 'USAGE_LIMIT_EXCEEDED']);
     expect(append.callCount).to.be.at.most(2);
     // o2 and o3 were decided in one batch, around the rejected command, and appended together.
     const withO2 = append.getCalls().find((c) => c.args[1].some((e) => e.data.orderId === 'o2'))!;
     expect(withO2.args[1].map((e) => e.data.orderId)).to.include('o3');
-    expect(summary(await store.readStream(stream))).to.deep.equal([[0, 'VoucherCreated'], [1, 'o1'], [2, 'o2'], [3, 'o3']]);
+    expect(summary(await store.readStream(stream))).to.deep.equal([
+      [0, 'VoucherCreated'],
+      [1, 'o1'],
+      [2, 'o2'],
+      [3, 'o3'],
+    ]);
   });
 
   it('idle() resolves once every queued work has run, at once when nothing is queued', async () => {
@@ -260,14 +307,18 @@ describe('CommandHandler over SqliteEventStore', () => {
     await h.idle();
     await Promise.resolve(); // let the .then callbacks above run
     expect(settled.sort()).to.deep.equal(['v_i1', 'v_i1/o1', 'v_i2']);
-    expect(summary(await store.readStream(voucherStream('v_i1')))).to.deep.equal([[0, 'VoucherCreated'], [1, 'o1']]);
+    expect(summary(await store.readStream(voucherStream('v_i1')))).to.deep.equal([
+      [0, 'VoucherCreated'],
+      [1, 'o1'],
+    ]);
   });
 
   it('(g) the cache holds at most cacheSize aggregates, dropping the least recently used', async () => {
     const h = handler({ cacheSize: 2 });
     for (const id of ['a', 'b', 'c']) await h.execute(voucherStream(id), work(createCmd(id)));
     const read = sinon.spy(store, 'readStream');
-    const touch = async (id: string, order: string) => (await h.execute(voucherStream(id), work(applyCmd(id, order)))).result;
+    const touch = async (id: string, order: string) =>
+      (await h.execute(voucherStream(id), work(applyCmd(id, order)))).result;
     // cache after the creates: b, c (a was dropped)
     expect(await touch('b', 'o1')).to.equal(1); // hit  → c, b
     expect(await touch('a', 'o1')).to.equal(1); // miss → b, a (c dropped)
@@ -276,14 +327,18 @@ describe('CommandHandler over SqliteEventStore', () => {
     expect(await touch('b', 'o2')).to.equal(2); // miss
     // hits read nothing (nobody else writes); misses read the whole stream
     expect(read.getCalls().map((c) => [c.args[0], c.args[1]!.fromRevision])).to.deep.equal([
-      ['voucher-a', 0], ['voucher-c', 0], ['voucher-b', 0],
+      ['voucher-a', 0],
+      ['voucher-c', 0],
+      ['voucher-b', 0],
     ]);
   });
 
   describe('`also`: other streams written in the same atomic append', () => {
     const withAlso = (command: VoucherCommand, side: string, expectedRevision: 'no_stream' | number) => ({
       ...work(command),
-      also: (events: VoucherEvent[]) => [{ streamId: side, events: events.map((e) => ({ type: 'SideNote', data: { of: e.type } })), expectedRevision }],
+      also: (events: VoucherEvent[]) => [
+        { streamId: side, events: events.map((e) => ({ type: 'SideNote', data: { of: e.type } })), expectedRevision },
+      ],
     });
 
     it('writes the side streams with the batch; one conflicting side stream fails only its own work', async () => {
@@ -300,12 +355,24 @@ describe('CommandHandler over SqliteEventStore', () => {
       expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
       const failed = (outcomes[1] as PromiseRejectedResult).reason;
       expect(failed).to.be.instanceOf(WrongExpectedRevisionError).and.include({ streamId: 'side-taken' });
-      expect(summary(await store.readStream(stream))).to.deep.equal([[0, 'VoucherCreated'], [1, 'o1'], [2, 'o3']]);
-      const ok = outcomes[0] as PromiseFulfilledResult<{ position: number; also?: Array<{ nextExpectedRevision: number }> }>;
+      expect(summary(await store.readStream(stream))).to.deep.equal([
+        [0, 'VoucherCreated'],
+        [1, 'o1'],
+        [2, 'o3'],
+      ]);
+      const ok = outcomes[0] as PromiseFulfilledResult<{
+        position: number;
+        also?: Array<{ nextExpectedRevision: number }>;
+      }>;
       expect(ok.value.also?.map((r) => r.nextExpectedRevision)).to.deep.equal([0]);
       // the failed work left nothing anywhere; each side stream holds its work's note
       expect((await store.readStream('side-taken')).map((e) => e.type)).to.deep.equal(['Already']);
-      expect((await store.readAll({ after: head })).map((e) => e.streamId)).to.deep.equal([stream, 'side-1', stream, 'side-3']);
+      expect((await store.readAll({ after: head })).map((e) => e.streamId)).to.deep.equal([
+        stream,
+        'side-1',
+        stream,
+        'side-3',
+      ]);
       // and the cache is consistent: the next apply is decided on usage 2
       expect((await h.execute(stream, work(applyCmd('v_side', 'o4')))).result).to.equal(3);
     });
@@ -321,7 +388,7 @@ describe('CommandHandler over SqliteEventStore', () => {
     });
   });
 
-  it('peek and learn: another stream\'s writes folded into the cache, or the entry dropped when it moved', async () => {
+  it("peek and learn: another stream's writes folded into the cache, or the entry dropped when it moved", async () => {
     const stream = voucherStream('v_peek');
     const h = handler();
     await h.execute(stream, work(createCmd('v_peek')));
@@ -346,7 +413,9 @@ describe('CommandHandler over SqliteEventStore', () => {
     expect(guessed).to.deep.equal({ state: null, revision: -1, assumed: true });
     expect(read.callCount).to.equal(0);
     const created = decide(createCmd('v_guess'), guessed.state);
-    const [result] = await store.appendToStreams([{ streamId: stream, events: created, expectedRevision: 'no_stream' }]);
+    const [result] = await store.appendToStreams([
+      { streamId: stream, events: created, expectedRevision: 'no_stream' },
+    ]);
     h.learn(stream, -1, created, result!.nextExpectedRevision);
     const known = await h.peekOrAssumeNew(stream);
     expect(known.assumed).to.equal(false);
@@ -376,11 +445,15 @@ describe('CommandHandler over SqliteEventStore', () => {
     // While a batch is being written, its events are in the cached state (evolved in place) but
     // not yet in the log: a read then waits for the append and sees them only once written.
     let release!: () => void;
-    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     const written: string[] = [];
     const original = store.appendToStream.bind(store);
     let appending!: () => void;
-    const started = new Promise<void>((resolve) => { appending = resolve; });
+    const started = new Promise<void>((resolve) => {
+      appending = resolve;
+    });
     sinon.stub(store, 'appendToStream').callsFake(async (...args) => {
       appending();
       await gate;
@@ -390,7 +463,12 @@ describe('CommandHandler over SqliteEventStore', () => {
     });
     const more = range(2).map((i) => h.execute(stream, work(applyCmd('v_read', `p${i}`))));
     await started;
-    const during = h.read(stream, (state) => state!.usageCount).then((count) => { written.push(`read answered ${count}`); return count; });
+    const during = h
+      .read(stream, (state) => state!.usageCount)
+      .then((count) => {
+        written.push(`read answered ${count}`);
+        return count;
+      });
     release();
     expect(await during).to.equal(5);
     expect(written).to.deep.equal(['appended', 'appended', 'read answered 5']); // p0's batch, then p1's (the read's)
@@ -398,8 +476,20 @@ describe('CommandHandler over SqliteEventStore', () => {
 
     // A view that throws rejects the read (validate's domain errors).
     const failure = new DomainError('VOUCHER_INVALID', 'no', {});
-    expect(await rejectionOf(h.read(stream, () => { throw failure; }))).to.equal(failure);
-    expect(await rejectionOf(h.read(voucherStream('v_unknown'), () => { throw failure; }))).to.equal(failure);
+    expect(
+      await rejectionOf(
+        h.read(stream, () => {
+          throw failure;
+        }),
+      ),
+    ).to.equal(failure);
+    expect(
+      await rejectionOf(
+        h.read(voucherStream('v_unknown'), () => {
+          throw failure;
+        }),
+      ),
+    ).to.equal(failure);
   });
 
   it('read: after another connection wrote, reads the new events before the view runs', async () => {
@@ -408,7 +498,10 @@ describe('CommandHandler over SqliteEventStore', () => {
     await h.execute(stream, work(createCmd('v_read2')));
     const other = SqliteEventStore.open(path.join(dir, 'events.db'));
     try {
-      await new CommandHandler<VoucherEvent, VoucherState>(other, { evolve, initialState }).execute(stream, work(applyCmd('v_read2', 'elsewhere')));
+      await new CommandHandler<VoucherEvent, VoucherState>(other, { evolve, initialState }).execute(
+        stream,
+        work(applyCmd('v_read2', 'elsewhere')),
+      );
       await new Promise((resolve) => setImmediate(resolve)); // the change token is read once per turn
       expect(await h.read(stream, (state) => state!.usageCount)).to.equal(1);
     } finally {

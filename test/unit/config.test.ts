@@ -5,13 +5,24 @@ import { loadConfig } from '../../src/config.ts';
 describe('loadConfig', () => {
   it('has the documented defaults', () => {
     const config = loadConfig({});
-    expect(config).to.deep.include({ port: 3000, host: '0.0.0.0', logLevel: 'info', readYourWritesMs: 5000, expiryIntervalMs: 30_000 });
+    expect(config).to.deep.include({
+      port: 3000,
+      host: '0.0.0.0',
+      logLevel: 'info',
+      readYourWritesMs: 5000,
+      expiryIntervalMs: 30_000,
+    });
     expect(config.dataDir).to.equal(path.resolve('./data'));
     expect(config.apiKeys).to.deep.equal([]);
   });
 
   it('reads the environment, splitting and trimming VOUCHER_API_KEYS', () => {
-    const config = loadConfig({ PORT: '4010', DATA_DIR: '/tmp/x', LOG_LEVEL: 'warn', VOUCHER_API_KEYS: ' sk_test_a , sk_live_b,, ' });
+    const config = loadConfig({
+      PORT: '4010',
+      DATA_DIR: '/tmp/x',
+      LOG_LEVEL: 'warn',
+      VOUCHER_API_KEYS: ' sk_test_a , sk_live_b,, ',
+    });
     expect(config).to.deep.include({ port: 4010, dataDir: '/tmp/x', logLevel: 'warn' });
     expect(config.apiKeys).to.deep.equal(['sk_test_a', 'sk_live_b']);
   });

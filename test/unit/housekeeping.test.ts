@@ -7,12 +7,22 @@ describe('housekeeping job (startExpiryJob)', () => {
   let service: TestService;
   let stop: (() => void) | undefined;
 
-  before(async () => { service = await TestService.start(); });
-  after(async () => { stop?.(); await service.stop(); });
+  before(async () => {
+    service = await TestService.start();
+  });
+  after(async () => {
+    stop?.();
+    await service.stop();
+  });
 
   it('records passed expiries and removes expired key-value records, keeping live ones', async () => {
     service.clock.set('2026-05-01T00:00:00Z');
-    const v = await service.createVoucher({ code: 'HOUSEKEEP', type: 'fixed', value: 100, conditions: { valid_until: '2026-05-01T01:00:00Z' } });
+    const v = await service.createVoucher({
+      code: 'HOUSEKEEP',
+      type: 'fixed',
+      value: 100,
+      conditions: { valid_until: '2026-05-01T01:00:00Z' },
+    });
     const kv = service.sandbox.kv;
     const now = service.clock.now().getTime();
     await kv.put('quotes', 'stale', { order: { value: 1 } }, now + 60_000);
@@ -22,7 +32,8 @@ describe('housekeeping job (startExpiryJob)', () => {
 
     stop = startExpiryJob([service.sandbox], 20, pino({ level: 'silent' }));
     const types = async () => (await service.sandbox.events.readStream(`voucher-${v.id}`)).map((e) => e.type);
-    for (let i = 0; i < 250 && !(await types()).includes('VoucherExpired'); i += 1) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 250 && !(await types()).includes('VoucherExpired'); i += 1)
+      await new Promise((r) => setTimeout(r, 20));
     stop();
     await new Promise((r) => setTimeout(r, 50)); // let a pass that was running finish its purge
 

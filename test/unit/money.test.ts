@@ -68,12 +68,22 @@ describe('money: isCents and hasAtMostTwoDecimals', () => {
     expect([-1, 1.5, MAX + 1, NaN, '5', null].map(isCents)).to.deep.equal([false, false, false, false, false, false]);
   });
   it('hasAtMostTwoDecimals tolerates float noise but not a third decimal', () => {
-    expect([0, 12.5, 33.33, 0.29, 0.07, 99.99, 1e10 + 0.01].map(hasAtMostTwoDecimals)).to.deep.equal(
-      [true, true, true, true, true, true, true],
-    );
-    expect([12.345, 0.001, 33.333, NaN, Infinity].map(hasAtMostTwoDecimals)).to.deep.equal(
-      [false, false, false, false, false],
-    );
+    expect([0, 12.5, 33.33, 0.29, 0.07, 99.99, 1e10 + 0.01].map(hasAtMostTwoDecimals)).to.deep.equal([
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
+    expect([12.345, 0.001, 33.333, NaN, Infinity].map(hasAtMostTwoDecimals)).to.deep.equal([
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 });
 
@@ -115,7 +125,9 @@ describe('allocation: allocate', () => {
         expect(shares).to.have.length(weights.length);
         expect(shares.every((s) => Number.isSafeInteger(s) && s >= 0)).to.equal(true);
         expect(shares.reduce((a, b) => a + b, 0)).to.equal(total);
-        weights.forEach((w, i) => { if (w === 0) expect(shares[i]).to.equal(0); });
+        weights.forEach((w, i) => {
+          if (w === 0) expect(shares[i]).to.equal(0);
+        });
         expect(allocate(total, [...weights])).to.deep.equal(shares);
       }),
     );

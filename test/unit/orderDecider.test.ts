@@ -19,7 +19,11 @@ const given = (events: OrderEvent[]) => ({
     then: (expected: OrderEvent[]) => expect(decideOrder(command, fold(events))).to.deep.equal(expected),
     thenThrows: (code: ErrorCode, details?: Record<string, unknown>) => {
       let error: unknown;
-      try { decideOrder(command, fold(events)); } catch (e) { error = e; }
+      try {
+        decideOrder(command, fold(events));
+      } catch (e) {
+        error = e;
+      }
       expect(error, 'expected a DomainError').to.be.instanceOf(DomainError);
       expect((error as DomainError).code).to.equal(code);
       if (details) expect((error as DomainError).details).to.deep.include(details);
@@ -27,17 +31,48 @@ const given = (events: OrderEvent[]) => ({
   }),
 });
 
-const basic = (code: string, type: StackProfile['type'] = 'percentage'): StackProfile => ({ voucherId: `v_${code}`, code, type, priority: 0 });
-const stackable = (code: string, priority: number, stackRules: StackProfile['stackRules'] = {}): StackProfile => ({ voucherId: `v_${code}`, code, type: 'stackable', priority, stackRules });
-const profile = (v: StackProfile, orderValue = 10_000) => ({ voucherId: v.voucherId, code: v.code, voucherType: v.type, priority: v.priority, ...(v.stackRules ? { stackRules: v.stackRules } : {}), orderValue });
+const basic = (code: string, type: StackProfile['type'] = 'percentage'): StackProfile => ({
+  voucherId: `v_${code}`,
+  code,
+  type,
+  priority: 0,
+});
+const stackable = (code: string, priority: number, stackRules: StackProfile['stackRules'] = {}): StackProfile => ({
+  voucherId: `v_${code}`,
+  code,
+  type: 'stackable',
+  priority,
+  stackRules,
+});
+const profile = (v: StackProfile, orderValue = 10_000) => ({
+  voucherId: v.voucherId,
+  code: v.code,
+  voucherType: v.type,
+  priority: v.priority,
+  ...(v.stackRules ? { stackRules: v.stackRules } : {}),
+  orderValue,
+});
 
-const record = (v: StackProfile, applicationId: string, discountAmount = 1000, now = NOW, orderValue = 10_000): OrderCommand =>
-  ({ type: 'RecordApplication', data: { orderId: O, applicationId, voucher: v, orderValue, discountAmount }, metadata: { now } });
+const record = (
+  v: StackProfile,
+  applicationId: string,
+  discountAmount = 1000,
+  now = NOW,
+  orderValue = 10_000,
+): OrderCommand => ({
+  type: 'RecordApplication',
+  data: { orderId: O, applicationId, voucher: v, orderValue, discountAmount },
+  metadata: { now },
+});
 /** Written by older versions (attach → apply → confirm): still folded, and settled when stale. */
-const attached = (v: StackProfile, applicationId: string, attachedAt = AT): OrderEvent =>
-  ({ type: 'OrderVoucherAttached', data: { ...profile(v), orderId: O, applicationId, attachedAt } });
-const confirmed = (v: StackProfile, applicationId: string, discountAmount: number, confirmedAt = AT): OrderEvent =>
-  ({ type: 'OrderVoucherConfirmed', data: { ...profile(v), orderId: O, applicationId, discountAmount, confirmedAt } });
+const attached = (v: StackProfile, applicationId: string, attachedAt = AT): OrderEvent => ({
+  type: 'OrderVoucherAttached',
+  data: { ...profile(v), orderId: O, applicationId, attachedAt },
+});
+const confirmed = (v: StackProfile, applicationId: string, discountAmount: number, confirmedAt = AT): OrderEvent => ({
+  type: 'OrderVoucherConfirmed',
+  data: { ...profile(v), orderId: O, applicationId, discountAmount, confirmedAt },
+});
 
 describe('order decider', () => {
   const A = basic('A10');
@@ -46,61 +81,130 @@ describe('order decider', () => {
   const S2 = stackable('S2', 2, { max_stack_count: 2 });
 
   it('records the first voucher of an order as confirmed, with its discount (written with its VoucherApplied)', () => {
-    given([]).when(record(A, 'va_1')).then([confirmed(A, 'va_1', 1000)]);
-    expect(liveVouchers(fold([confirmed(A, 'va_1', 1000)]), NOW)).to.deep.equal([{
-      voucherId: 'v_A10', code: 'A10', type: 'percentage', priority: 0, orderValue: 10_000, applicationId: 'va_1', discountAmount: 1000, status: 'confirmed', attachedAt: AT,
-    }]);
+    given([])
+      .when(record(A, 'va_1'))
+      .then([confirmed(A, 'va_1', 1000)]);
+    expect(liveVouchers(fold([confirmed(A, 'va_1', 1000)]), NOW)).to.deep.equal([
+      {
+        voucherId: 'v_A10',
+        code: 'A10',
+        type: 'percentage',
+        priority: 0,
+        orderValue: 10_000,
+        applicationId: 'va_1',
+        discountAmount: 1000,
+        status: 'confirmed',
+        attachedAt: AT,
+      },
+    ]);
   });
 
-  it('a second non-stackable voucher: STACKING_CONFLICT, also behind an older version\'s pending attachment', () => {
-    given([confirmed(A, 'va_1', 1000)]).when(record(B, 'va_2')).thenThrows('STACKING_CONFLICT', { conflicting_voucher: 'A10', conflict_reason: 'not_stackable' });
-    given([attached(A, 'va_1')]).when(record(B, 'va_2')).thenThrows('STACKING_CONFLICT', { conflicting_voucher: 'A10', conflict_reason: 'not_stackable' });
+  it("a second non-stackable voucher: STACKING_CONFLICT, also behind an older version's pending attachment", () => {
+    given([confirmed(A, 'va_1', 1000)])
+      .when(record(B, 'va_2'))
+      .thenThrows('STACKING_CONFLICT', { conflicting_voucher: 'A10', conflict_reason: 'not_stackable' });
+    given([attached(A, 'va_1')])
+      .when(record(B, 'va_2'))
+      .thenThrows('STACKING_CONFLICT', { conflicting_voucher: 'A10', conflict_reason: 'not_stackable' });
   });
 
   it('a stackable voucher joins a confirmed one', () => {
-    given([confirmed(A, 'va_1', 1000)]).when(record(S1, 'va_2', 900)).then([confirmed(S1, 'va_2', 900)]);
+    given([confirmed(A, 'va_1', 1000)])
+      .when(record(S1, 'va_2', 900))
+      .then([confirmed(S1, 'va_2', 900)]);
   });
 
   it('a stackable voucher behind a pending one (older version): CONCURRENT_MODIFICATION (retry)', () => {
-    given([attached(A, 'va_1')]).when(record(S1, 'va_2')).thenThrows('CONCURRENT_MODIFICATION');
+    given([attached(A, 'va_1')])
+      .when(record(S1, 'va_2'))
+      .thenThrows('CONCURRENT_MODIFICATION');
   });
 
   it('priority order and max_stack_count are enforced both ways', () => {
-    given([confirmed(S2, 'va_1', 100)]).when(record(S1, 'va_2')).thenThrows('STACKING_CONFLICT', { conflicting_voucher: 'S2', conflict_reason: 'priority_order' });
+    given([confirmed(S2, 'va_1', 100)])
+      .when(record(S1, 'va_2'))
+      .thenThrows('STACKING_CONFLICT', { conflicting_voucher: 'S2', conflict_reason: 'priority_order' });
     const S3 = stackable('S3', 3);
     given([confirmed(S1, 'va_1', 100), confirmed(S2, 'va_2', 100)])
-      .when(record(S3, 'va_3')).thenThrows('STACKING_CONFLICT', { conflicting_voucher: 'S2', conflict_reason: 'max_stack_count' });
+      .when(record(S3, 'va_3'))
+      .thenThrows('STACKING_CONFLICT', { conflicting_voucher: 'S2', conflict_reason: 'max_stack_count' });
   });
 
-  it('the same voucher still on the order (its rollback\'s detach was lost, or pending from an older version): superseded', () => {
-    const superseded = (applicationId: string): OrderEvent =>
-      ({ type: 'OrderVoucherDetached', data: { orderId: O, voucherId: 'v_A10', applicationId, reason: 'superseded', detachedAt: AT } });
-    given([confirmed(A, 'va_1', 1000)]).when(record(A, 'va_2')).then([superseded('va_1'), confirmed(A, 'va_2', 1000)]);
-    given([attached(A, 'va_1')]).when(record(A, 'va_2')).then([superseded('va_1'), confirmed(A, 'va_2', 1000)]);
-    expect(fold([confirmed(A, 'va_1', 1000), superseded('va_1'), confirmed(A, 'va_2', 1000)])!.vouchers.map((v) => v.applicationId)).to.deep.equal(['va_2']);
+  it("the same voucher still on the order (its rollback's detach was lost, or pending from an older version): superseded", () => {
+    const superseded = (applicationId: string): OrderEvent => ({
+      type: 'OrderVoucherDetached',
+      data: { orderId: O, voucherId: 'v_A10', applicationId, reason: 'superseded', detachedAt: AT },
+    });
+    given([confirmed(A, 'va_1', 1000)])
+      .when(record(A, 'va_2'))
+      .then([superseded('va_1'), confirmed(A, 'va_2', 1000)]);
+    given([attached(A, 'va_1')])
+      .when(record(A, 'va_2'))
+      .then([superseded('va_1'), confirmed(A, 'va_2', 1000)]);
+    expect(
+      fold([confirmed(A, 'va_1', 1000), superseded('va_1'), confirmed(A, 'va_2', 1000)])!.vouchers.map(
+        (v) => v.applicationId,
+      ),
+    ).to.deep.equal(['va_2']);
   });
 
   it(`a pending attachment older than ${PENDING_TTL_MS / 60_000} minutes no longer blocks`, () => {
     const later = new Date(NOW.getTime() + PENDING_TTL_MS + 1000);
-    given([attached(A, 'va_1')]).when(record(B, 'va_2', 500, later)).then([confirmed(B, 'va_2', 500, '2026-01-15T12:02:01Z')]);
+    given([attached(A, 'va_1')])
+      .when(record(B, 'va_2', 500, later))
+      .then([confirmed(B, 'va_2', 500, '2026-01-15T12:02:01Z')]);
     const atTheLimit = new Date(NOW.getTime() + PENDING_TTL_MS);
-    given([attached(A, 'va_1')]).when(record(B, 'va_2', 500, atTheLimit)).thenThrows('STACKING_CONFLICT');
+    given([attached(A, 'va_1')])
+      .when(record(B, 'va_2', 500, atTheLimit))
+      .thenThrows('STACKING_CONFLICT');
   });
 
   it('confirm records the discount; repeating it changes nothing; it also records a missed attachment', () => {
-    const confirm: OrderCommand = { type: 'ConfirmVoucher', data: { orderId: O, applicationId: 'va_1', voucher: A, orderValue: 10_000, discountAmount: 1000 }, metadata: { now: NOW } };
-    given([attached(A, 'va_1')]).when(confirm).then([confirmed(A, 'va_1', 1000)]);
-    given([attached(A, 'va_1'), confirmed(A, 'va_1', 1000)]).when(confirm).then([]);
-    given([]).when(confirm).then([confirmed(A, 'va_1', 1000)]);
-    expect(liveVouchers(fold([confirmed(A, 'va_1', 1000)]), NOW)[0]).to.include({ status: 'confirmed', discountAmount: 1000 });
+    const confirm: OrderCommand = {
+      type: 'ConfirmVoucher',
+      data: { orderId: O, applicationId: 'va_1', voucher: A, orderValue: 10_000, discountAmount: 1000 },
+      metadata: { now: NOW },
+    };
+    given([attached(A, 'va_1')])
+      .when(confirm)
+      .then([confirmed(A, 'va_1', 1000)]);
+    given([attached(A, 'va_1'), confirmed(A, 'va_1', 1000)])
+      .when(confirm)
+      .then([]);
+    given([])
+      .when(confirm)
+      .then([confirmed(A, 'va_1', 1000)]);
+    expect(liveVouchers(fold([confirmed(A, 'va_1', 1000)]), NOW)[0]).to.include({
+      status: 'confirmed',
+      discountAmount: 1000,
+    });
   });
 
   it('detach removes only the named application', () => {
-    const detach = (applicationId: string): OrderCommand => ({ type: 'DetachVoucher', data: { orderId: O, voucherId: 'v_A10', applicationId, reason: 'apply_failed' }, metadata: { now: NOW } });
-    given([attached(A, 'va_1')]).when(detach('va_1')).then([{ type: 'OrderVoucherDetached', data: { orderId: O, voucherId: 'v_A10', applicationId: 'va_1', reason: 'apply_failed', detachedAt: AT } }]);
-    given([attached(A, 'va_1')]).when(detach('va_9')).then([]);
+    const detach = (applicationId: string): OrderCommand => ({
+      type: 'DetachVoucher',
+      data: { orderId: O, voucherId: 'v_A10', applicationId, reason: 'apply_failed' },
+      metadata: { now: NOW },
+    });
+    given([attached(A, 'va_1')])
+      .when(detach('va_1'))
+      .then([
+        {
+          type: 'OrderVoucherDetached',
+          data: { orderId: O, voucherId: 'v_A10', applicationId: 'va_1', reason: 'apply_failed', detachedAt: AT },
+        },
+      ]);
+    given([attached(A, 'va_1')])
+      .when(detach('va_9'))
+      .then([]);
     given([]).when(detach('va_1')).then([]);
-    const state = fold([attached(A, 'va_1'), { type: 'OrderVoucherDetached', data: { orderId: O, voucherId: 'v_A10', applicationId: 'va_1', reason: 'apply_failed', detachedAt: AT } }]);
+    const state = fold([
+      attached(A, 'va_1'),
+      {
+        type: 'OrderVoucherDetached',
+        data: { orderId: O, voucherId: 'v_A10', applicationId: 'va_1', reason: 'apply_failed', detachedAt: AT },
+      },
+    ]);
     expect(state!.vouchers).to.deep.equal([]);
   });
 });

@@ -18,47 +18,115 @@ const FUTURE = '2026-03-01T00:00:00Z';
 
 const created: VoucherEvent = {
   type: 'VoucherCreated',
-  data: { voucherId: V, code: 'Summer15', voucherType: 'percentage', value: 15, currency: 'EUR', conditions: { max_uses: 10, valid_until: FUTURE }, createdAt: '2026-01-01T00:00:00Z' },
+  data: {
+    voucherId: V,
+    code: 'Summer15',
+    voucherType: 'percentage',
+    value: 15,
+    currency: 'EUR',
+    conditions: { max_uses: 10, valid_until: FUTURE },
+    createdAt: '2026-01-01T00:00:00Z',
+  },
 };
 const updated: VoucherEvent = {
   type: 'VoucherUpdated',
-  data: { voucherId: V, value: 20, conditions: { max_uses: 20, valid_until: FUTURE }, status: 'active', updatedAt: '2026-01-02T00:00:00Z' },
+  data: {
+    voucherId: V,
+    value: 20,
+    conditions: { max_uses: 20, valid_until: FUTURE },
+    status: 'active',
+    updatedAt: '2026-01-02T00:00:00Z',
+  },
 };
 const applied = (applicationId: string, orderId: string, customerId?: string): VoucherEvent => ({
   type: 'VoucherApplied',
   data: {
-    voucherId: V, applicationId, code: 'Summer15', orderId, customerId, orderValue: 10_000, discountAmount: 2_000, finalAmount: 8_000,
-    currency: 'EUR', appliedTo: [], orderFingerprint: 'of', customerFingerprint: 'cf', appliedAt: `2026-01-03T00:00:0${applicationId.slice(-1)}Z`,
+    voucherId: V,
+    applicationId,
+    code: 'Summer15',
+    orderId,
+    customerId,
+    orderValue: 10_000,
+    discountAmount: 2_000,
+    finalAmount: 8_000,
+    currency: 'EUR',
+    appliedTo: [],
+    orderFingerprint: 'of',
+    customerFingerprint: 'cf',
+    appliedAt: `2026-01-03T00:00:0${applicationId.slice(-1)}Z`,
   },
 });
 const rolledBack: VoucherEvent = {
   type: 'VoucherApplicationRolledBack',
   data: {
-    voucherId: V, applicationId: 'va_1', orderId: 'ord_1', customerId: 'cus_1', discountAmount: 2_000, finalAmount: 8_000, orderValue: 10_000,
-    reason: 'returned', appliedAt: '2026-01-03T00:00:01Z', rolledBackAt: '2026-01-04T00:00:00Z',
+    voucherId: V,
+    applicationId: 'va_1',
+    orderId: 'ord_1',
+    customerId: 'cus_1',
+    discountAmount: 2_000,
+    finalAmount: 8_000,
+    orderValue: 10_000,
+    reason: 'returned',
+    appliedAt: '2026-01-03T00:00:01Z',
+    rolledBackAt: '2026-01-04T00:00:00Z',
   },
 };
-const deactivated: VoucherEvent = { type: 'VoucherDeactivated', data: { voucherId: V, deactivatedAt: '2026-01-05T00:00:00Z' } };
-const expired: VoucherEvent = { type: 'VoucherExpired', data: { voucherId: V, validUntil: FUTURE, expiredAt: '2026-03-01T00:00:30Z' } };
+const deactivated: VoucherEvent = {
+  type: 'VoucherDeactivated',
+  data: { voucherId: V, deactivatedAt: '2026-01-05T00:00:00Z' },
+};
+const expired: VoucherEvent = {
+  type: 'VoucherExpired',
+  data: { voucherId: V, validUntil: FUTURE, expiredAt: '2026-03-01T00:00:30Z' },
+};
 
 /** created, updated, applied va_1 (cus_1), applied va_2 (no customer), rolled back va_1, deactivated */
-const HISTORY = [created, updated, applied('va_1', 'ord_1', 'cus_1'), applied('va_2', 'ord_2'), rolledBack, deactivated];
+const HISTORY = [
+  created,
+  updated,
+  applied('va_1', 'ord_1', 'cus_1'),
+  applied('va_2', 'ord_2'),
+  rolledBack,
+  deactivated,
+];
 
-const recorded = (events: VoucherEvent[]): RecordedEvent[] => events.map((event, i) => ({
-  id: `e${i + 1}`, streamId: `voucher-${V}`, type: event.type, data: event.data as unknown as Record<string, unknown>, metadata: {},
-  revision: i, position: (i + 1) * 10, recordedAt: '2026-01-01T00:00:00.000Z',
-}));
+const recorded = (events: VoucherEvent[]): RecordedEvent[] =>
+  events.map((event, i) => ({
+    id: `e${i + 1}`,
+    streamId: `voucher-${V}`,
+    type: event.type,
+    data: event.data as unknown as Record<string, unknown>,
+    metadata: {},
+    revision: i,
+    position: (i + 1) * 10,
+    recordedAt: '2026-01-01T00:00:00.000Z',
+  }));
 
 /** Folds the events a projection handles into the document with `id`. */
-const foldDoc = <D extends { id: string }>(projection: Projection<D & Record<string, unknown>>, events: RecordedEvent[], id: string) =>
+const foldDoc = <D extends { id: string }>(
+  projection: Projection<D & Record<string, unknown>>,
+  events: RecordedEvent[],
+  id: string,
+) =>
   events
     .filter((e) => projection.handles.includes(e.type) && projection.documentId(e) === id)
     .reduce<(D & Record<string, unknown>) | null>((view, e) => projection.evolve(view, e), null);
 
 const detailsAfterHistory: VoucherDoc = {
-  id: V, code: 'Summer15', code_lower: 'summer15', type: 'percentage', value: 20, currency: 'EUR', config: null,
-  conditions: { max_uses: 20, valid_until: FUTURE }, status: 'inactive', valid_until: FUTURE,
-  created_at: '2026-01-01T00:00:00Z', updated_at: '2026-01-05T00:00:00Z', deleted_at: '2026-01-05T00:00:00Z', created_seq: 10,
+  id: V,
+  code: 'Summer15',
+  code_lower: 'summer15',
+  type: 'percentage',
+  value: 20,
+  currency: 'EUR',
+  config: null,
+  conditions: { max_uses: 20, valid_until: FUTURE },
+  status: 'inactive',
+  valid_until: FUTURE,
+  created_at: '2026-01-01T00:00:00Z',
+  updated_at: '2026-01-05T00:00:00Z',
+  deleted_at: '2026-01-05T00:00:00Z',
+  created_seq: 10,
 };
 
 describe('projections: pure evolve', () => {
@@ -73,9 +141,18 @@ describe('projections: pure evolve', () => {
   });
 
   it('voucher_details: an update to active clears deleted_at; currency null clears, absent keeps; expiry sets the status', () => {
-    const reactivated: VoucherEvent = { type: 'VoucherUpdated', data: { voucherId: V, currency: null, status: 'active', updatedAt: '2026-01-06T00:00:00Z' } };
+    const reactivated: VoucherEvent = {
+      type: 'VoucherUpdated',
+      data: { voucherId: V, currency: null, status: 'active', updatedAt: '2026-01-06T00:00:00Z' },
+    };
     const doc = foldDoc(voucherDetails, recorded([...HISTORY, reactivated]), V)!;
-    expect(doc).to.deep.include({ status: 'active', deleted_at: null, currency: null, value: 20, updated_at: '2026-01-06T00:00:00Z' });
+    expect(doc).to.deep.include({
+      status: 'active',
+      deleted_at: null,
+      currency: null,
+      value: 20,
+      updated_at: '2026-01-06T00:00:00Z',
+    });
     const kept = foldDoc(voucherDetails, recorded([created, updated]), V)!;
     expect(kept.currency).to.equal('EUR');
     expect(foldDoc(voucherDetails, recorded([created, expired]), V)).to.deep.include({ status: 'expired' });
@@ -89,20 +166,43 @@ describe('projections: pure evolve', () => {
     const events = recorded(HISTORY);
     const expected: Record<string, ApplicationView> = {
       va_1: {
-        id: 'va_1', voucher_id: V, code: 'Summer15', order_id: 'ord_1', customer_id: 'cus_1', order_value: 10_000, discount_amount: 2_000,
-        final_amount: 8_000, currency: 'EUR', status: 'rolled_back', applied_at: '2026-01-03T00:00:01Z', applied_seq: 30,
-        rolled_back_at: '2026-01-04T00:00:00Z', rollback_reason: 'returned',
+        id: 'va_1',
+        voucher_id: V,
+        code: 'Summer15',
+        order_id: 'ord_1',
+        customer_id: 'cus_1',
+        order_value: 10_000,
+        discount_amount: 2_000,
+        final_amount: 8_000,
+        currency: 'EUR',
+        status: 'rolled_back',
+        applied_at: '2026-01-03T00:00:01Z',
+        applied_seq: 30,
+        rolled_back_at: '2026-01-04T00:00:00Z',
+        rollback_reason: 'returned',
       },
       va_2: {
-        id: 'va_2', voucher_id: V, code: 'Summer15', order_id: 'ord_2', customer_id: null, order_value: 10_000, discount_amount: 2_000,
-        final_amount: 8_000, currency: 'EUR', status: 'applied', applied_at: '2026-01-03T00:00:02Z', applied_seq: 40,
-        rolled_back_at: null, rollback_reason: null,
+        id: 'va_2',
+        voucher_id: V,
+        code: 'Summer15',
+        order_id: 'ord_2',
+        customer_id: null,
+        order_value: 10_000,
+        discount_amount: 2_000,
+        final_amount: 8_000,
+        currency: 'EUR',
+        status: 'applied',
+        applied_at: '2026-01-03T00:00:02Z',
+        applied_seq: 40,
+        rolled_back_at: null,
+        rollback_reason: null,
       },
     };
     expect(foldDoc(usageHistory, events, 'va_1')).to.deep.equal(expected.va_1);
     expect(foldDoc(usageHistory, events, 'va_2')).to.deep.equal(expected.va_2);
-    expect(events.filter((e) => usageHistory.handles.includes(e.type)).map((e) => usageHistory.documentId(e)))
-      .to.deep.equal(['va_1', 'va_2', 'va_1']);
+    expect(
+      events.filter((e) => usageHistory.handles.includes(e.type)).map((e) => usageHistory.documentId(e)),
+    ).to.deep.equal(['va_1', 'va_2', 'va_1']);
   });
 });
 
@@ -118,7 +218,10 @@ describe('projections: ProjectionRunner over SQLite stores', () => {
     events = SqliteEventStore.open(path.join(dir, 'events.db'), { pollIntervalMs: 20 });
     reads = SqliteReadStore.open(path.join(dir, 'reads.db'));
     await events.appendToStream('voucher-other', [{ type: 'Unrelated', data: { voucherId: 'v_other' } }]);
-    await events.appendToStream(`voucher-${V}`, HISTORY.map((e) => ({ type: e.type, data: e.data as unknown as Record<string, unknown> })));
+    await events.appendToStream(
+      `voucher-${V}`,
+      HISTORY.map((e) => ({ type: e.type, data: e.data as unknown as Record<string, unknown> })),
+    );
     batch = await events.readAll();
     runner = new ProjectionRunner(events, reads, coreProjections, CORE_CHECKPOINT);
   });
@@ -144,8 +247,10 @@ describe('projections: ProjectionRunner over SQLite stores', () => {
     const first = await documents();
     expect(first.voucher).to.deep.equal({ ...detailsAfterHistory, created_seq: 2, _position: 7 });
     expect(first.usage).to.deep.equal({ id: V, usage_count: 1, _position: 6 });
-    expect(first.applications.map((a) => [a.id, a.status, a.applied_seq, a._position]))
-      .to.deep.equal([['va_1', 'rolled_back', 4, 6], ['va_2', 'applied', 5, 5]]);
+    expect(first.applications.map((a) => [a.id, a.status, a.applied_seq, a._position])).to.deep.equal([
+      ['va_1', 'rolled_back', 4, 6],
+      ['va_2', 'applied', 5, 5],
+    ]);
     await runner.handle(tail);
     expect(await documents()).to.deep.equal(first);
     await runner.handle(batch);
@@ -179,7 +284,9 @@ describe('projections: ProjectionRunner over SQLite stores', () => {
   it('waitFor resolves true once the position is projected, false after its timeout when not', async () => {
     const waiting = runner.waitFor(5);
     let settled: boolean | undefined;
-    void waiting.then((ok) => { settled = ok; });
+    void waiting.then((ok) => {
+      settled = ok;
+    });
     await runner.handle(batch.slice(0, 4));
     await Promise.resolve();
     expect(settled).to.equal(undefined); // position 4 < 5: still waiting
@@ -195,9 +302,16 @@ describe('projections: ProjectionRunner over SQLite stores', () => {
     expect(await runner.waitFor(7, 10_000)).to.equal(true);
     expect(await reads.get('vouchers', V)).to.equal(null); // VoucherCreated (position 2) was not replayed
     expect((await reads.get<ApplicationView>('applications', 'va_1'))!.status).to.equal('rolled_back');
-    const appended = await events.appendToStream(`voucher-${V}`, [applied('va_3', 'ord_3')].map((e) => ({ type: e.type, data: e.data as unknown as Record<string, unknown> })));
+    const appended = await events.appendToStream(
+      `voucher-${V}`,
+      [applied('va_3', 'ord_3')].map((e) => ({ type: e.type, data: e.data as unknown as Record<string, unknown> })),
+    );
     expect(await runner.waitFor(appended.position, 10_000)).to.equal(true);
-    expect(await reads.get<ApplicationView>('applications', 'va_3')).to.deep.include({ status: 'applied', applied_seq: 8, _position: 8 });
+    expect(await reads.get<ApplicationView>('applications', 'va_3')).to.deep.include({
+      status: 'applied',
+      applied_seq: 8,
+      _position: 8,
+    });
     expect(runner.checkpoint).to.equal(8);
     const pending = runner.waitFor(appended.position + 100, 10_000);
     await runner.stop();

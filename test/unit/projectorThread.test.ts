@@ -17,8 +17,19 @@ import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadSt
 const applied = (n: number) => ({
   type: 'VoucherApplied',
   data: {
-    voucherId: 'v_T', applicationId: `va_${n}`, code: 'T', orderId: `o${n}`, customerId: `c${n % 3}`, orderValue: 10_000, discountAmount: 1_000,
-    finalAmount: 9_000, currency: 'USD', appliedTo: [], orderFingerprint: 'of', customerFingerprint: 'cf', appliedAt: '2026-01-03T10:00:00Z',
+    voucherId: 'v_T',
+    applicationId: `va_${n}`,
+    code: 'T',
+    orderId: `o${n}`,
+    customerId: `c${n % 3}`,
+    orderValue: 10_000,
+    discountAmount: 1_000,
+    finalAmount: 9_000,
+    currency: 'USD',
+    appliedTo: [],
+    orderFingerprint: 'of',
+    customerFingerprint: 'cf',
+    appliedAt: '2026-01-03T10:00:00Z',
   },
 });
 
@@ -28,11 +39,20 @@ describe('ProjectorThread', function () {
   let events: SqliteEventStore;
   let thread: ProjectorThread | undefined;
   const lines: Array<Record<string, unknown>> = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => { lines.push(JSON.parse(line)); } });
+  const logger = pino(
+    { level: 'info' },
+    {
+      write: (line: string) => {
+        lines.push(JSON.parse(line));
+      },
+    },
+  );
 
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'projector-thread-'));
-    events = SqliteEventStore.open(path.join(dir, 'events.db'), { onCommitted: (committed) => thread?.committed(committed) });
+    events = SqliteEventStore.open(path.join(dir, 'events.db'), {
+      onCommitted: (committed) => thread?.committed(committed),
+    });
   });
   afterEach(async () => {
     await thread?.stop();
@@ -41,14 +61,25 @@ describe('ProjectorThread', function () {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  const start = () => ProjectorThread.start({
-    environment: 'sandbox', groups: [ANALYTICS_GROUP.name], eventsFile: path.join(dir, 'events.db'), readsFile: path.join(dir, 'read.db'),
-    logLevel: 'silent', pollIntervalMs: 60_000, // no polling: only the handed-over commits (and catch-up reads) feed it
-  }, logger);
+  const start = () =>
+    ProjectorThread.start(
+      {
+        environment: 'sandbox',
+        groups: [ANALYTICS_GROUP.name],
+        eventsFile: path.join(dir, 'events.db'),
+        readsFile: path.join(dir, 'read.db'),
+        logLevel: 'silent',
+        pollIntervalMs: 60_000, // no polling: only the handed-over commits (and catch-up reads) feed it
+      },
+      logger,
+    );
   const usesOf = async () => {
     const reads = SqliteReadStore.open(path.join(dir, 'read.db'));
     try {
-      return (await reads.find<{ id: string; uses: number }>('analytics_daily', { voucher_id: 'v_T' })).reduce((n, d) => n + d.uses, 0);
+      return (await reads.find<{ id: string; uses: number }>('analytics_daily', { voucher_id: 'v_T' })).reduce(
+        (n, d) => n + d.uses,
+        0,
+      );
     } finally {
       await reads.close();
     }

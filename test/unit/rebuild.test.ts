@@ -7,7 +7,11 @@ import type { VoucherEvent } from '../../src/domain/voucher/events.ts';
 import { codeStream, voucherStream } from '../../src/domain/voucher/events.ts';
 import type { EventStore, RecordedEvent } from '../../src/infrastructure/eventStore/eventStore.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
-import { rebuildReadModels, retireMovedReadModels, retireOutdatedReadModels } from '../../src/infrastructure/projector/rebuild.ts';
+import {
+  rebuildReadModels,
+  retireMovedReadModels,
+  retireOutdatedReadModels,
+} from '../../src/infrastructure/projector/rebuild.ts';
 import type { Document } from '../../src/infrastructure/readStore/readStore.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 
@@ -16,24 +20,52 @@ const T1 = '2025-01-01T11:00:00Z';
 const T2 = '2025-01-01T12:00:00Z';
 const T3 = '2025-01-01T13:00:00Z';
 
-const created = (voucherId: string, code: string, extra: Partial<Extract<VoucherEvent, { type: 'VoucherCreated' }>['data']> = {}): VoucherEvent => ({
+const created = (
+  voucherId: string,
+  code: string,
+  extra: Partial<Extract<VoucherEvent, { type: 'VoucherCreated' }>['data']> = {},
+): VoucherEvent => ({
   type: 'VoucherCreated',
   data: { voucherId, code, voucherType: 'percentage', value: 10, conditions: {}, createdAt: T0, ...extra },
 });
 
-const applied = (voucherId: string, code: string, applicationId: string, orderId: string, customerId?: string): VoucherEvent => ({
+const applied = (
+  voucherId: string,
+  code: string,
+  applicationId: string,
+  orderId: string,
+  customerId?: string,
+): VoucherEvent => ({
   type: 'VoucherApplied',
   data: {
-    voucherId, applicationId, code, orderId, ...(customerId ? { customerId } : {}), orderValue: 10_000, discountAmount: 1_000,
-    finalAmount: 9_000, currency: 'USD', appliedTo: [], orderFingerprint: `of-${orderId}`, customerFingerprint: 'cf', appliedAt: T1,
+    voucherId,
+    applicationId,
+    code,
+    orderId,
+    ...(customerId ? { customerId } : {}),
+    orderValue: 10_000,
+    discountAmount: 1_000,
+    finalAmount: 9_000,
+    currency: 'USD',
+    appliedTo: [],
+    orderFingerprint: `of-${orderId}`,
+    customerFingerprint: 'cf',
+    appliedAt: T1,
   },
 });
 
 const rolledBack = (voucherId: string, applicationId: string, orderId: string): VoucherEvent => ({
   type: 'VoucherApplicationRolledBack',
   data: {
-    voucherId, applicationId, orderId, discountAmount: 1_000, finalAmount: 9_000, orderValue: 10_000,
-    reason: 'order cancelled', appliedAt: T1, rolledBackAt: T2,
+    voucherId,
+    applicationId,
+    orderId,
+    discountAmount: 1_000,
+    finalAmount: 9_000,
+    orderValue: 10_000,
+    reason: 'order cancelled',
+    appliedAt: T1,
+    rolledBackAt: T2,
   },
 });
 
@@ -52,16 +84,28 @@ const openFixture = async (): Promise<Fixture> => {
   const reads = SqliteReadStore.open(path.join(dir, 'read.db'));
   const at: Record<string, number> = {};
   const append = async (label: string, stream: string, event: { type: string; data: object }) => {
-    at[label] = (await events.appendToStream(stream, [{ type: event.type, data: event.data as Record<string, unknown> }])).position;
+    at[label] = (
+      await events.appendToStream(stream, [{ type: event.type, data: event.data as Record<string, unknown> }])
+    ).position;
   };
-  await append('claimA', codeStream('SAVE10'), { type: 'VoucherCodeClaimed', data: { code: 'SAVE10', voucherId: 'v_A', claimedAt: T0 } });
+  await append('claimA', codeStream('SAVE10'), {
+    type: 'VoucherCodeClaimed',
+    data: { code: 'SAVE10', voucherId: 'v_A', claimedAt: T0 },
+  });
   await append('createA', voucherStream('v_A'), created('v_A', 'SAVE10'));
-  await append('createB', voucherStream('v_B'), created('v_B', 'Flat5', { voucherType: 'fixed', value: 500, currency: 'USD', conditions: { max_uses: 3 } }));
+  await append(
+    'createB',
+    voucherStream('v_B'),
+    created('v_B', 'Flat5', { voucherType: 'fixed', value: 500, currency: 'USD', conditions: { max_uses: 3 } }),
+  );
   await append('apply1', voucherStream('v_A'), applied('v_A', 'SAVE10', 'va_1', 'order-1', 'cust-1'));
   await append('apply2', voucherStream('v_A'), applied('v_A', 'SAVE10', 'va_2', 'order-2'));
   await append('apply3', voucherStream('v_B'), applied('v_B', 'Flat5', 'va_3', 'order-3'));
   await append('rollback1', voucherStream('v_A'), rolledBack('v_A', 'va_1', 'order-1'));
-  await append('deactivateB', voucherStream('v_B'), { type: 'VoucherDeactivated', data: { voucherId: 'v_B', deactivatedAt: T3 } });
+  await append('deactivateB', voucherStream('v_B'), {
+    type: 'VoucherDeactivated',
+    data: { voucherId: 'v_B', deactivatedAt: T3 },
+  });
   return { dir, events, reads, at };
 };
 
@@ -75,7 +119,9 @@ const snapshot = async (reads: SqliteReadStore) => ({
 describe('rebuildReadModels', () => {
   let fx: Fixture;
 
-  beforeEach(async () => { fx = await openFixture(); });
+  beforeEach(async () => {
+    fx = await openFixture();
+  });
   afterEach(async () => {
     await fx.events.close();
     await fx.reads.close();
@@ -92,14 +138,38 @@ describe('rebuildReadModels', () => {
     expect(checkpoint).to.equal(head);
     expect(vouchers).to.deep.equal([
       {
-        id: 'v_A', code: 'SAVE10', code_lower: 'save10', type: 'percentage', value: 10, currency: null, config: null,
-        conditions: {}, status: 'active', valid_until: null, created_at: T0, updated_at: T0, deleted_at: null,
-        created_seq: fx.at.createA, _position: fx.at.createA,
+        id: 'v_A',
+        code: 'SAVE10',
+        code_lower: 'save10',
+        type: 'percentage',
+        value: 10,
+        currency: null,
+        config: null,
+        conditions: {},
+        status: 'active',
+        valid_until: null,
+        created_at: T0,
+        updated_at: T0,
+        deleted_at: null,
+        created_seq: fx.at.createA,
+        _position: fx.at.createA,
       },
       {
-        id: 'v_B', code: 'Flat5', code_lower: 'flat5', type: 'fixed', value: 500, currency: 'USD', config: null,
-        conditions: { max_uses: 3 }, status: 'inactive', valid_until: null, created_at: T0, updated_at: T3,
-        deleted_at: T3, created_seq: fx.at.createB, _position: fx.at.deactivateB,
+        id: 'v_B',
+        code: 'Flat5',
+        code_lower: 'flat5',
+        type: 'fixed',
+        value: 500,
+        currency: 'USD',
+        config: null,
+        conditions: { max_uses: 3 },
+        status: 'inactive',
+        valid_until: null,
+        created_at: T0,
+        updated_at: T3,
+        deleted_at: T3,
+        created_seq: fx.at.createB,
+        _position: fx.at.deactivateB,
       },
     ]);
     expect(usage).to.deep.equal([
@@ -108,19 +178,55 @@ describe('rebuildReadModels', () => {
     ]);
     expect(applications).to.deep.equal([
       {
-        id: 'va_1', voucher_id: 'v_A', code: 'SAVE10', order_id: 'order-1', customer_id: 'cust-1', order_value: 10_000,
-        discount_amount: 1_000, final_amount: 9_000, currency: 'USD', status: 'rolled_back', applied_at: T1,
-        applied_seq: fx.at.apply1, rolled_back_at: T2, rollback_reason: 'order cancelled', _position: fx.at.rollback1,
+        id: 'va_1',
+        voucher_id: 'v_A',
+        code: 'SAVE10',
+        order_id: 'order-1',
+        customer_id: 'cust-1',
+        order_value: 10_000,
+        discount_amount: 1_000,
+        final_amount: 9_000,
+        currency: 'USD',
+        status: 'rolled_back',
+        applied_at: T1,
+        applied_seq: fx.at.apply1,
+        rolled_back_at: T2,
+        rollback_reason: 'order cancelled',
+        _position: fx.at.rollback1,
       },
       {
-        id: 'va_2', voucher_id: 'v_A', code: 'SAVE10', order_id: 'order-2', customer_id: null, order_value: 10_000,
-        discount_amount: 1_000, final_amount: 9_000, currency: 'USD', status: 'applied', applied_at: T1,
-        applied_seq: fx.at.apply2, rolled_back_at: null, rollback_reason: null, _position: fx.at.apply2,
+        id: 'va_2',
+        voucher_id: 'v_A',
+        code: 'SAVE10',
+        order_id: 'order-2',
+        customer_id: null,
+        order_value: 10_000,
+        discount_amount: 1_000,
+        final_amount: 9_000,
+        currency: 'USD',
+        status: 'applied',
+        applied_at: T1,
+        applied_seq: fx.at.apply2,
+        rolled_back_at: null,
+        rollback_reason: null,
+        _position: fx.at.apply2,
       },
       {
-        id: 'va_3', voucher_id: 'v_B', code: 'Flat5', order_id: 'order-3', customer_id: null, order_value: 10_000,
-        discount_amount: 1_000, final_amount: 9_000, currency: 'USD', status: 'applied', applied_at: T1,
-        applied_seq: fx.at.apply3, rolled_back_at: null, rollback_reason: null, _position: fx.at.apply3,
+        id: 'va_3',
+        voucher_id: 'v_B',
+        code: 'Flat5',
+        order_id: 'order-3',
+        customer_id: null,
+        order_value: 10_000,
+        discount_amount: 1_000,
+        final_amount: 9_000,
+        currency: 'USD',
+        status: 'applied',
+        applied_at: T1,
+        applied_seq: fx.at.apply3,
+        rolled_back_at: null,
+        rollback_reason: null,
+        _position: fx.at.apply3,
       },
     ]);
   });
@@ -142,7 +248,10 @@ describe('rebuildReadModels', () => {
 
     const { vouchers, usage, applications, checkpoint } = await snapshot(fx.reads);
     expect(vouchers.map((v) => v.id)).to.deep.equal(['v_A', 'v_B']);
-    expect(usage.map((u) => [u.id, u.usage_count])).to.deep.equal([['v_A', 1], ['v_B', 1]]);
+    expect(usage.map((u) => [u.id, u.usage_count])).to.deep.equal([
+      ['v_A', 1],
+      ['v_B', 1],
+    ]);
     expect(applications.map((a) => a.id)).to.deep.equal(['va_1', 'va_2', 'va_3']);
     expect(checkpoint).to.equal(fx.at.deactivateB);
     expect(await fx.reads.get('other_model', 'keep-me')).to.deep.equal({ id: 'keep-me', n: 1 });
@@ -151,10 +260,22 @@ describe('rebuildReadModels', () => {
 
   it('reports progress in positions, ending at the head position', async () => {
     const calls: Array<[number, number]> = [];
-    await rebuildReadModels(fx.events, fx.reads, coreProjections, CORE_CHECKPOINT, (done, total) => calls.push([done, total]), 3);
+    await rebuildReadModels(
+      fx.events,
+      fx.reads,
+      coreProjections,
+      CORE_CHECKPOINT,
+      (done, total) => calls.push([done, total]),
+      3,
+    );
     const head = fx.at.deactivateB;
     // 8 events in pages of 3: positions after each page are those of the 3rd, 6th and 8th event.
-    expect(calls).to.deep.equal([[0, head], [fx.at.createB, head], [fx.at.apply3, head], [head, head]]);
+    expect(calls).to.deep.equal([
+      [0, head],
+      [fx.at.createB, head],
+      [fx.at.apply3, head],
+      [head, head],
+    ]);
   });
 
   it('gives identical documents when run twice, and whatever the page size', async () => {
@@ -178,7 +299,9 @@ describe('rebuildReadModels', () => {
     const reads = SqliteReadStore.open(path.join(dir, 'read.db'));
     try {
       const calls: Array<[number, number]> = [];
-      const result = await rebuildReadModels(events, reads, coreProjections, CORE_CHECKPOINT, (d, t) => calls.push([d, t]));
+      const result = await rebuildReadModels(events, reads, coreProjections, CORE_CHECKPOINT, (d, t) =>
+        calls.push([d, t]),
+      );
       expect(result).to.deep.equal({ events: 0, position: 0 });
       expect(calls).to.deep.equal([[0, 0]]);
       expect(await reads.count('vouchers')).to.equal(0);
@@ -196,22 +319,42 @@ describe('rebuildReadModels', () => {
     const positions = [10, 25, 100, 101, 250, 300, 999, 1_500];
     const renumbered: RecordedEvent[] = original.map((e, i) => ({ ...e, position: positions[i]! }));
     const gappy = {
-      readAll: async ({ after = 0, maxCount = Infinity } = {}) => renumbered.filter((e) => e.position > after).slice(0, maxCount),
+      readAll: async ({ after = 0, maxCount = Infinity } = {}) =>
+        renumbered.filter((e) => e.position > after).slice(0, maxCount),
       headPosition: async () => renumbered.at(-1)!.position,
     } as unknown as EventStore;
 
     const calls: Array<[number, number]> = [];
-    const result = await rebuildReadModels(gappy, fx.reads, coreProjections, CORE_CHECKPOINT, (d, t) => calls.push([d, t]), 4);
+    const result = await rebuildReadModels(
+      gappy,
+      fx.reads,
+      coreProjections,
+      CORE_CHECKPOINT,
+      (d, t) => calls.push([d, t]),
+      4,
+    );
 
     expect(result).to.deep.equal({ events: 8, position: 1_500 });
-    expect(calls).to.deep.equal([[0, 1_500], [101, 1_500], [1_500, 1_500]]);
+    expect(calls).to.deep.equal([
+      [0, 1_500],
+      [101, 1_500],
+      [1_500, 1_500],
+    ]);
     const { vouchers, usage, applications, checkpoint } = await snapshot(fx.reads);
     expect(checkpoint).to.equal(1_500);
     // createA is the 2nd event (25), createB the 3rd (100); apply3 the 6th (300), the rollback the 7th (999).
-    expect(vouchers.map((v) => [v.id, v.created_seq, v._position])).to.deep.equal([['v_A', 25, 25], ['v_B', 100, 1_500]]);
-    expect(usage.map((u) => [u.id, u._position, u.usage_count])).to.deep.equal([['v_A', 999, 1], ['v_B', 300, 1]]);
+    expect(vouchers.map((v) => [v.id, v.created_seq, v._position])).to.deep.equal([
+      ['v_A', 25, 25],
+      ['v_B', 100, 1_500],
+    ]);
+    expect(usage.map((u) => [u.id, u._position, u.usage_count])).to.deep.equal([
+      ['v_A', 999, 1],
+      ['v_B', 300, 1],
+    ]);
     expect(applications.map((a: Document) => [a.id, a.applied_seq, a.status])).to.deep.equal([
-      ['va_1', 101, 'rolled_back'], ['va_2', 250, 'applied'], ['va_3', 300, 'applied'],
+      ['va_1', 101, 'rolled_back'],
+      ['va_2', 250, 'applied'],
+      ['va_3', 300, 'applied'],
     ]);
   });
 });
@@ -229,20 +372,27 @@ describe('retiring read models (each test with a fresh read store)', () => {
   });
 
   describe('retireOutdatedReadModels (a group whose fold changed gets a new checkpoint name)', () => {
-
     it('removes the documents and the old checkpoint written by the older fold, so the runner rebuilds from 0', async () => {
       await reads.writeBatch({
-        upserts: [{ collection: 'vouchers', doc: { id: 'v_OLD', usage_count: 3 } }, { collection: 'other_model', doc: { id: 'keep-me' } }],
+        upserts: [
+          { collection: 'vouchers', doc: { id: 'v_OLD', usage_count: 3 } },
+          { collection: 'other_model', doc: { id: 'keep-me' } },
+        ],
         checkpoint: { name: 'core.v0', position: 40 },
       });
-      expect(await retireOutdatedReadModels(reads, coreProjections, CORE_CHECKPOINT, ['core.v0'])).to.deep.equal(['core.v0']);
+      expect(await retireOutdatedReadModels(reads, coreProjections, CORE_CHECKPOINT, ['core.v0'])).to.deep.equal([
+        'core.v0',
+      ]);
       expect(await reads.get('vouchers', 'v_OLD')).to.equal(null);
       expect(await reads.getCheckpoint('core.v0')).to.equal(0);
       expect(await reads.get('other_model', 'keep-me')).to.deep.equal({ id: 'keep-me' });
     });
 
     it('leaves everything alone once the current checkpoint exists, or when there was no older fold', async () => {
-      await reads.writeBatch({ upserts: [{ collection: 'vouchers', doc: { id: 'v_NEW', usage_count: 1 } }], checkpoint: { name: CORE_CHECKPOINT, position: 5 } });
+      await reads.writeBatch({
+        upserts: [{ collection: 'vouchers', doc: { id: 'v_NEW', usage_count: 1 } }],
+        checkpoint: { name: CORE_CHECKPOINT, position: 5 },
+      });
       await reads.writeBatch({ checkpoint: { name: 'core.v0', position: 40 } });
       expect(await retireOutdatedReadModels(reads, coreProjections, CORE_CHECKPOINT, ['core.v0'])).to.deep.equal([]);
       expect(await reads.get('vouchers', 'v_NEW')).to.not.equal(null);
@@ -256,7 +406,6 @@ describe('retiring read models (each test with a fresh read store)', () => {
   });
 
   describe('retireMovedReadModels (a group whose read models moved to a store of their own)', () => {
-
     it("removes the group's documents and every checkpoint of it, current or previous, and nothing else", async () => {
       await reads.writeBatch({
         upserts: [
@@ -269,7 +418,10 @@ describe('retiring read models (each test with a fresh read store)', () => {
       await reads.writeBatch({ checkpoint: { name: ANALYTICS_GROUP.previous[0]!, position: 7 } });
       await reads.writeBatch({ checkpoint: { name: CORE_CHECKPOINT, position: 12 } });
 
-      expect(await retireMovedReadModels(reads, ANALYTICS_GROUP)).to.deep.equal([ANALYTICS_GROUP.checkpoint, ANALYTICS_GROUP.previous[0]]);
+      expect(await retireMovedReadModels(reads, ANALYTICS_GROUP)).to.deep.equal([
+        ANALYTICS_GROUP.checkpoint,
+        ANALYTICS_GROUP.previous[0],
+      ]);
       expect(await reads.count('analytics_daily')).to.equal(0);
       expect(await reads.count('exports')).to.equal(0);
       expect(await reads.getCheckpoint(ANALYTICS_GROUP.checkpoint)).to.equal(0);
@@ -279,7 +431,10 @@ describe('retiring read models (each test with a fresh read store)', () => {
     });
 
     it('finds nothing to do in a store that never held the group', async () => {
-      await reads.writeBatch({ upserts: [{ collection: 'vouchers', doc: { id: 'v_A' } }], checkpoint: { name: CORE_CHECKPOINT, position: 3 } });
+      await reads.writeBatch({
+        upserts: [{ collection: 'vouchers', doc: { id: 'v_A' } }],
+        checkpoint: { name: CORE_CHECKPOINT, position: 3 },
+      });
       expect(await retireMovedReadModels(reads, ANALYTICS_GROUP)).to.deep.equal([]);
       expect(await reads.count('vouchers')).to.equal(1);
     });

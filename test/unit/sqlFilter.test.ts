@@ -3,7 +3,12 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import type { Filter, Scalar } from '../../src/infrastructure/readStore/readStore.ts';
 import {
-  assertFieldPath, compileFilter, compileSort, indexDdl, tableName, valueExpr,
+  assertFieldPath,
+  compileFilter,
+  compileSort,
+  indexDdl,
+  tableName,
+  valueExpr,
 } from '../../src/infrastructure/readStore/sqlFilter.ts';
 
 /** Reference semantics of the port, written independently of the SQL compiler. */
@@ -25,9 +30,12 @@ function refMatches(doc: Record<string, unknown>, filter: Filter): boolean {
     if (cond === null || typeof cond !== 'object') return refEquals(value, cond as Scalar);
     return Object.entries(cond).every(([op, x]) => {
       switch (op) {
-        case '$eq': return refEquals(value, x);
-        case '$ne': return !refEquals(value, x);
-        case '$in': return (x as Scalar[]).some((y) => refEquals(value, y));
+        case '$eq':
+          return refEquals(value, x);
+        case '$ne':
+          return !refEquals(value, x);
+        case '$in':
+          return (x as Scalar[]).some((y) => refEquals(value, y));
         default: {
           if (typeof value !== typeof x) return false;
           const [a, b] = [value as string | number, x as string | number];
@@ -61,7 +69,9 @@ describe('sqlFilter', function () {
   it('uses the same value expression as the index, and the id column for id', function () {
     expect(valueExpr('conditions.valid_until')).to.equal("json_extract(doc, '$.conditions.valid_until')");
     expect(valueExpr('id')).to.equal('id');
-    expect(compileFilter({ 'conditions.valid_until': { $gte: 'x' } }).where).to.include("json_extract(doc, '$.conditions.valid_until') >= ?");
+    expect(compileFilter({ 'conditions.valid_until': { $gte: 'x' } }).where).to.include(
+      "json_extract(doc, '$.conditions.valid_until') >= ?",
+    );
     expect(indexDdl('vouchers', ['status', 'conditions.valid_until'])).to.equal(
       `CREATE INDEX IF NOT EXISTS "ix_rm_vouchers(status,conditions.valid_until)" ON "rm_vouchers" ` +
         `(json_extract(doc, '$.status'), json_extract(doc, '$.conditions.valid_until'))`,
@@ -71,15 +81,27 @@ describe('sqlFilter', function () {
 
   it('sorts with an id tiebreak unless id is sorted on', function () {
     expect(compileSort()).to.equal('id ASC');
-    expect(compileSort([['a', -1], ['b.c', 1]])).to.equal("json_extract(doc, '$.a') DESC, json_extract(doc, '$.b.c') ASC, id ASC");
-    expect(compileSort([['id', -1], ['a', 1]])).to.equal("id DESC, json_extract(doc, '$.a') ASC");
+    expect(
+      compileSort([
+        ['a', -1],
+        ['b.c', 1],
+      ]),
+    ).to.equal("json_extract(doc, '$.a') DESC, json_extract(doc, '$.b.c') ASC, id ASC");
+    expect(
+      compileSort([
+        ['id', -1],
+        ['a', 1],
+      ]),
+    ).to.equal("id DESC, json_extract(doc, '$.a') ASC");
   });
 
   it('validates names', function () {
     expect(tableName('voucher_codes2')).to.equal('"rm_voucher_codes2"');
-    for (const bad of ['Voucher', '_x', '2x', 'a-b', 'a"b', '']) expect(() => tableName(bad), bad).to.throw(/invalid collection name/);
+    for (const bad of ['Voucher', '_x', '2x', 'a-b', 'a"b', ''])
+      expect(() => tableName(bad), bad).to.throw(/invalid collection name/);
     for (const ok of ['a', 'A_b.c9._d', 'id']) expect(() => assertFieldPath(ok)).not.to.throw();
-    for (const bad of ['', 'a.', '.a', 'a..b', 'a-b', "a'", '$a', 'a.0']) expect(() => assertFieldPath(bad), bad).to.throw(/invalid field path/);
+    for (const bad of ['', 'a.', '.a', 'a..b', 'a-b', "a'", '$a', 'a.0'])
+      expect(() => assertFieldPath(bad), bad).to.throw(/invalid field path/);
     expect(() => compileSort([['a', 2 as 1]])).to.throw(/direction/);
     expect(() => indexDdl('x', [])).to.throw(/at least one field/);
   });
@@ -90,20 +112,50 @@ describe('sqlFilter', function () {
 
     const fields = ['a', 'b', 'n.x', 'n.y'];
     // Mixed JSON types, including look-alikes: 1/true/'1', 0/false/'0', an object vs its JSON text.
-    const scalars: Scalar[] = [null, true, false, 0, 1, 2.5, -1, 10, '', '0', '1', '10', 'a', 'ab', 'b', 'true', '{"x":1}'];
+    const scalars: Scalar[] = [
+      null,
+      true,
+      false,
+      0,
+      1,
+      2.5,
+      -1,
+      10,
+      '',
+      '0',
+      '1',
+      '10',
+      'a',
+      'ab',
+      'b',
+      'true',
+      '{"x":1}',
+    ];
     const scalar = fc.constantFrom(...scalars);
     const comparable = fc.constantFrom<string | number>(0, 1, 2.5, -1, 10, '', '0', '1', '10', 'a', 'ab', 'b');
     const docValue = fc.oneof(scalar, fc.constant({ x: 1 }), fc.record({ x: scalar, y: scalar }, { requiredKeys: [] }));
     const docArb = fc.record({ a: docValue, b: scalar, n: docValue }, { requiredKeys: [] });
-    const ops = fc.record(
-      { $eq: scalar, $ne: scalar, $gt: comparable, $gte: comparable, $lt: comparable, $lte: comparable, $in: fc.array(scalar, { maxLength: 4 }) },
-      { requiredKeys: [] },
-    ).filter((o) => Object.keys(o).length > 0);
+    const ops = fc
+      .record(
+        {
+          $eq: scalar,
+          $ne: scalar,
+          $gt: comparable,
+          $gte: comparable,
+          $lt: comparable,
+          $lte: comparable,
+          $in: fc.array(scalar, { maxLength: 4 }),
+        },
+        { requiredKeys: [] },
+      )
+      .filter((o) => Object.keys(o).length > 0);
     const condition = fc.oneof(scalar, ops);
     const leaf = fc.dictionary(fc.constantFrom(...fields), condition, { maxKeys: 2 });
     const filterArb: fc.Arbitrary<Filter> = fc.oneof(
       leaf as fc.Arbitrary<Filter>,
-      fc.tuple(leaf, fc.array(leaf, { minLength: 1, maxLength: 3 })).map(([base, or]) => ({ ...base, $or: or }) as Filter),
+      fc
+        .tuple(leaf, fc.array(leaf, { minLength: 1, maxLength: 3 }))
+        .map(([base, or]) => ({ ...base, $or: or }) as Filter),
     );
 
     it('returns exactly the documents the reference matcher accepts', function () {
@@ -116,7 +168,10 @@ describe('sqlFilter', function () {
           const insert = db.prepare(`INSERT INTO ${name} (id, doc) VALUES (?, ?)`);
           for (const d of docs) insert.run(d.id, JSON.stringify(d));
           const { where, params } = compileFilter(filter);
-          const got = db.prepare(`SELECT id FROM ${name} WHERE ${where} ORDER BY id`).pluck().all(...params);
+          const got = db
+            .prepare(`SELECT id FROM ${name} WHERE ${where} ORDER BY id`)
+            .pluck()
+            .all(...params);
           const expected = docs.filter((d) => refMatches(d, filter)).map((d) => d.id);
           expect(got, `${JSON.stringify(filter)} on ${JSON.stringify(docs)}`).to.deep.equal(expected);
         }),

@@ -3,15 +3,25 @@ import { isoSeconds } from '../../domain/clock.ts';
 import type { EnvContext } from '../context.ts';
 import { countCustomers } from '../../../projections/customerGaps.ts';
 import {
-  avgOrderValue, conversionRate, customersInWindow, dailyDocs, environmentCustomers, metricsOf, pick, round, totalsOf,
-  voucherOrNotFound, type Metric,
+  avgOrderValue,
+  conversionRate,
+  customersInWindow,
+  dailyDocs,
+  environmentCustomers,
+  metricsOf,
+  pick,
+  round,
+  totalsOf,
+  voucherOrNotFound,
+  type Metric,
 } from './reads.ts';
 import { bucketOf, daysOf, timePeriod, type DayWindow, type Interval } from './window.ts';
 
 const segmentTotals = (daily: Iterable<{ segments: Record<string, Totals> }>): Map<string, Totals> => {
   const out = new Map<string, Totals>();
   for (const doc of daily) {
-    for (const [segment, t] of Object.entries(doc.segments)) out.set(segment, totalsOf([out.get(segment) ?? zeroTotals(), t]));
+    for (const [segment, t] of Object.entries(doc.segments))
+      out.set(segment, totalsOf([out.get(segment) ?? zeroTotals(), t]));
   }
   return out;
 };
@@ -27,10 +37,16 @@ export const performance = async (ctx: EnvContext, voucherId: string, w: DayWind
   const totals = totalsOf(daily.values());
   const all = metricsOf(totals, counted.unique);
   const body: Record<string, unknown> = {
-    voucher_id: voucher.id, code: voucher.code,
+    voucher_id: voucher.id,
+    code: voucher.code,
     performance: {
-      total_uses: all.uses, total_discount: all.discount, conversion_rate: all.conversion_rate, avg_order_value: all.avg_order_value,
-      revenue_impact: all.revenue_impact, unique_customers: all.unique_customers, repeat_usage: counted.repeat,
+      total_uses: all.uses,
+      total_discount: all.discount,
+      conversion_rate: all.conversion_rate,
+      avg_order_value: all.avg_order_value,
+      revenue_impact: all.revenue_impact,
+      unique_customers: all.unique_customers,
+      repeat_usage: counted.repeat,
     },
     time_period: timePeriod(w),
     currency: voucher.currency ?? [...daily.values()].find((d) => d.currency !== null)?.currency ?? null,
@@ -44,20 +60,42 @@ export const performance = async (ctx: EnvContext, voucherId: string, w: DayWind
         return { date: day, ...rest, unique_customers };
       }),
       segments: [...segmentTotals(daily.values())]
-        .map(([segment, t]) => ({ segment, ...pick(metricsOf(t, 0), ['uses', 'discount', 'orders', 'conversion_rate', 'avg_order_value', 'revenue_impact']) }))
+        .map(([segment, t]) => ({
+          segment,
+          ...pick(metricsOf(t, 0), [
+            'uses',
+            'discount',
+            'orders',
+            'conversion_rate',
+            'avg_order_value',
+            'revenue_impact',
+          ]),
+        }))
         .sort((a, b) => b.uses! - a.uses! || a.segment.localeCompare(b.segment)),
     };
   }
   return body;
 };
 
-export const DEFAULT_TREND_METRICS: readonly Metric[] = ['uses', 'discount', 'orders', 'conversion_rate', 'avg_order_value'];
+export const DEFAULT_TREND_METRICS: readonly Metric[] = [
+  'uses',
+  'discount',
+  'orders',
+  'conversion_rate',
+  'avg_order_value',
+];
 
 /**
  * `GET /analytics/vouchers/{id}/trends`: zero-filled buckets of the window; growth compares the
  * window's first ⌊n/2⌋ days with its last ⌊n/2⌋ days (the middle day of an odd window is in neither).
  */
-export const trends = async (ctx: EnvContext, voucherId: string, w: DayWindow, interval: Interval, metrics: readonly Metric[]) => {
+export const trends = async (
+  ctx: EnvContext,
+  voucherId: string,
+  w: DayWindow,
+  interval: Interval,
+  metrics: readonly Metric[],
+) => {
   const voucher = await voucherOrNotFound(ctx, voucherId);
   const daily = await dailyDocs(ctx, voucherId, w);
   const days = daysOf(w);
@@ -66,7 +104,10 @@ export const trends = async (ctx: EnvContext, voucherId: string, w: DayWindow, i
     const key = bucketOf(day, interval);
     const bucket = buckets.get(key) ?? buckets.set(key, { totals: zeroTotals(), from: day, docs: [] }).get(key)!; // clipped to the window
     const doc = daily.get(day);
-    if (doc) { bucket.totals = totalsOf([bucket.totals, doc]); bucket.docs.push(doc); }
+    if (doc) {
+      bucket.totals = totalsOf([bucket.totals, doc]);
+      bucket.docs.push(doc);
+    }
   }
   const usesOn = (list: string[]) => list.reduce((n, day) => n + (daily.get(day)?.uses ?? 0), 0);
   const half = Math.floor(days.length / 2);
@@ -74,10 +115,19 @@ export const trends = async (ctx: EnvContext, voucherId: string, w: DayWindow, i
   const second = usesOn(days.slice(days.length - half));
   const totals = totalsOf(daily.values());
   return {
-    voucher_id: voucher.id, code: voucher.code, interval, metrics: [...metrics], time_period: timePeriod(w),
-    trends: [...buckets].map(([date, b]) => ({ date, ...pick(metricsOf(b.totals, countCustomers(b.docs, b.from).unique), metrics) })),
+    voucher_id: voucher.id,
+    code: voucher.code,
+    interval,
+    metrics: [...metrics],
+    time_period: timePeriod(w),
+    trends: [...buckets].map(([date, b]) => ({
+      date,
+      ...pick(metricsOf(b.totals, countCustomers(b.docs, b.from).unique), metrics),
+    })),
     summary: {
-      total_period_uses: totals.uses, total_period_discount: totals.discount, avg_daily_uses: round(totals.uses / w.days, 2),
+      total_period_uses: totals.uses,
+      total_period_discount: totals.discount,
+      avg_daily_uses: round(totals.uses / w.days, 2),
       growth_rate: first > 0 ? round((second - first) / first, 4) : 0,
     },
     generated_at: isoSeconds(ctx.clock.now()),
@@ -91,7 +141,10 @@ const ranked = <T extends { count: number }>(rows: Array<T & { key: string }>, l
 export const customerInsights = async (ctx: EnvContext, voucherId: string, w: DayWindow, limit: number) => {
   const voucher = await voucherOrNotFound(ctx, voucherId);
   const [daily, customers] = await Promise.all([dailyDocs(ctx, voucherId, w), customersInWindow(ctx, voucherId, w)]);
-  const lifetime = await environmentCustomers(ctx, customers.map((c) => c.doc.customer_id));
+  const lifetime = await environmentCustomers(
+    ctx,
+    customers.map((c) => c.doc.customer_id),
+  );
   const total = customers.length;
   const isNew = (c: (typeof customers)[number]) => c.doc.customer_first_applied_at.slice(0, 10) >= w.startDay;
   const mean = (sum: number) => (total > 0 ? Math.round(sum / total) : 0);
@@ -101,13 +154,32 @@ export const customerInsights = async (ctx: EnvContext, voucherId: string, w: Da
     for (const c of customers) out.set(keyOf(c), (out.get(keyOf(c)) ?? 0) + 1);
     return out;
   };
-  const segments = ranked([...group((c) => c.doc.segment)].map(([key, count]) => {
-    const t = bySegment.get(key) ?? zeroTotals();
-    return { key, segment: key, count, avg_order_value: avgOrderValue(t), conversion_rate: conversionRate(t.uses, t.orders) };
-  }), limit);
-  const regions = ranked([...group((c) => c.doc.region)].map(([key, count]) => ({ key, region: key, count, percentage: round((count / total) * 100, 2) })), limit);
+  const segments = ranked(
+    [...group((c) => c.doc.segment)].map(([key, count]) => {
+      const t = bySegment.get(key) ?? zeroTotals();
+      return {
+        key,
+        segment: key,
+        count,
+        avg_order_value: avgOrderValue(t),
+        conversion_rate: conversionRate(t.uses, t.orders),
+      };
+    }),
+    limit,
+  );
+  const regions = ranked(
+    [...group((c) => c.doc.region)].map(([key, count]) => ({
+      key,
+      region: key,
+      count,
+      percentage: round((count / total) * 100, 2),
+    })),
+    limit,
+  );
   return {
-    voucher_id: voucher.id, code: voucher.code, time_period: timePeriod(w),
+    voucher_id: voucher.id,
+    code: voucher.code,
+    time_period: timePeriod(w),
     customer_insights: {
       total_customers: total,
       new_customers: customers.filter(isNew).length,

@@ -43,13 +43,22 @@ export const parseDay = (value: string, field: string): string => {
  * The window of `start_date`/`end_date`: end defaults to today (the injected clock), start to
  * 29 days before the end (30 days in all). More than 90 days: INVALID_TIME_PERIOD.
  */
-export const parseWindow = (now: Date, start: string | undefined, end: string | undefined, fields = { start: 'start_date', end: 'end_date' }): DayWindow => {
+export const parseWindow = (
+  now: Date,
+  start: string | undefined,
+  end: string | undefined,
+  fields = { start: 'start_date', end: 'end_date' },
+): DayWindow => {
   const endDay = end === undefined ? now.toISOString().slice(0, 10) : parseDay(end, fields.end);
   const startDay = start === undefined ? addDays(endDay, -(DEFAULT_DAYS - 1)) : parseDay(start, fields.start);
   if (startDay > endDay) throw invalidRequest([{ field: fields.start, message: `must not be after ${fields.end}` }]);
   const days = dayNumber(endDay) - dayNumber(startDay) + 1;
   if (days > MAX_DAYS) {
-    throw new DomainError('INVALID_TIME_PERIOD', `The time period covers ${days} days; at most ${MAX_DAYS} are allowed`, { max_days: MAX_DAYS, requested_days: days });
+    throw new DomainError(
+      'INVALID_TIME_PERIOD',
+      `The time period covers ${days} days; at most ${MAX_DAYS} are allowed`,
+      { max_days: MAX_DAYS, requested_days: days },
+    );
   }
   return { startDay, endDay, days };
 };

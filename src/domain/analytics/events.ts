@@ -25,7 +25,15 @@ export const telemetryStream = (day: string): string => `telemetry-${day}`;
 
 export type ExportFormat = 'csv' | 'json' | 'xlsx';
 export const EXPORT_FORMATS: readonly ExportFormat[] = ['csv', 'json', 'xlsx'];
-export const EXPORT_METRICS = ['uses', 'discount', 'orders', 'conversion_rate', 'avg_order_value', 'revenue_impact', 'unique_customers'] as const;
+export const EXPORT_METRICS = [
+  'uses',
+  'discount',
+  'orders',
+  'conversion_rate',
+  'avg_order_value',
+  'revenue_impact',
+  'unique_customers',
+] as const;
 export type ExportMetric = (typeof EXPORT_METRICS)[number];
 
 export interface ExportRequested {
@@ -46,12 +54,23 @@ export interface ExportRequested {
 
 export interface ExportCompleted {
   type: 'ExportCompleted';
-  data: { exportId: string; fileName: string; fileSize: number; recordCount: number; completedAt: string; expiresAt: string };
+  data: {
+    exportId: string;
+    fileName: string;
+    fileSize: number;
+    recordCount: number;
+    completedAt: string;
+    expiresAt: string;
+  };
 }
 
 export interface ExportFailed {
   type: 'ExportFailed';
-  data: { exportId: string; error: { code: string; message: string; details: Record<string, unknown> }; failedAt: string };
+  data: {
+    exportId: string;
+    error: { code: string; message: string; details: Record<string, unknown> };
+    failedAt: string;
+  };
 }
 
 /** The file was removed (24 h after completion). */

@@ -91,7 +91,13 @@ export function priceBasic(
   const { base, eligibleLines } = discountBase(order, restriction);
   const discount = basicDiscount(type, value, base);
   // An order without items has no lines to spread over: applied_to stays [].
-  const shares = eligibleLines.length === 0 ? [] : allocate(discount, eligibleLines.map((l) => l.line_total));
+  const shares =
+    eligibleLines.length === 0
+      ? []
+      : allocate(
+          discount,
+          eligibleLines.map((l) => l.line_total),
+        );
   const applied_to: AppliedLine[] = eligibleLines.map((line, i) => ({
     item_id: line.item_id,
     original_price: line.line_total,

@@ -28,7 +28,18 @@
  */
 import { DomainError } from '../errors.ts';
 import { allocate } from './allocation.ts';
-import { DISCOUNT_TYPES, discountAmount, integer, object, onlyKeys, oneOf, required, stringList, invalidConfiguration, type DiscountType } from './fields.ts';
+import {
+  DISCOUNT_TYPES,
+  discountAmount,
+  integer,
+  object,
+  onlyKeys,
+  oneOf,
+  required,
+  stringList,
+  invalidConfiguration,
+  type DiscountType,
+} from './fields.ts';
 import { percentOf } from './money.ts';
 import type { AppliedLine, Order } from './types.ts';
 
@@ -43,13 +54,25 @@ export interface BogoConfig {
   max_uses_per_order?: number;
 }
 
-const KEYS = ['buy_quantity', 'get_quantity', 'get_discount', 'get_discount_type', 'applicable_items', 'excluded_items', 'min_order_value', 'max_uses_per_order'];
+const KEYS = [
+  'buy_quantity',
+  'get_quantity',
+  'get_discount',
+  'get_discount_type',
+  'applicable_items',
+  'excluded_items',
+  'min_order_value',
+  'max_uses_per_order',
+];
 
 /** Validates a bogo config (INVALID_CONFIGURATION) and fills the defaults: 100% off the get units. */
 export const parseBogo = (raw: unknown): BogoConfig => {
   const c = object(raw, 'config');
   onlyKeys(c, KEYS, '');
-  const type = c.get_discount_type === undefined ? 'percentage' : oneOf(c.get_discount_type, 'get_discount_type', DISCOUNT_TYPES, 'discount type');
+  const type =
+    c.get_discount_type === undefined
+      ? 'percentage'
+      : oneOf(c.get_discount_type, 'get_discount_type', DISCOUNT_TYPES, 'discount type');
   const config: BogoConfig = {
     buy_quantity: integer(required(c, 'buy_quantity', ''), 'buy_quantity', 1, 1000),
     get_quantity: integer(required(c, 'get_quantity', ''), 'get_quantity', 1, 1000),
@@ -58,11 +81,17 @@ export const parseBogo = (raw: unknown): BogoConfig => {
     applicable_items: c.applicable_items === undefined ? [] : stringList(c.applicable_items, 'applicable_items'),
     excluded_items: c.excluded_items === undefined ? [] : stringList(c.excluded_items, 'excluded_items'),
   };
-  if (c.min_order_value !== undefined) config.min_order_value = integer(c.min_order_value, 'min_order_value', 0, 1_000_000_000_000);
-  if (c.max_uses_per_order !== undefined) config.max_uses_per_order = integer(c.max_uses_per_order, 'max_uses_per_order', 1, 1_000_000);
+  if (c.min_order_value !== undefined)
+    config.min_order_value = integer(c.min_order_value, 'min_order_value', 0, 1_000_000_000_000);
+  if (c.max_uses_per_order !== undefined)
+    config.max_uses_per_order = integer(c.max_uses_per_order, 'max_uses_per_order', 1, 1_000_000);
   const both = config.applicable_items.find((id) => config.excluded_items.includes(id));
   if (both !== undefined) {
-    throw invalidConfiguration('excluded_items', `names ${both}, which applicable_items also names`, 'list an item in only one of the two');
+    throw invalidConfiguration(
+      'excluded_items',
+      `names ${both}, which applicable_items also names`,
+      'list an item in only one of the two',
+    );
   }
   return config;
 };
@@ -70,7 +99,12 @@ export const parseBogo = (raw: unknown): BogoConfig => {
 export interface BogoPriced {
   discount_amount: number;
   applied_to: AppliedLine[];
-  details: { bogo_eligible_items: number; bogo_applied_items: number; discount_applied: number; remaining_eligibility: number };
+  details: {
+    bogo_eligible_items: number;
+    bogo_applied_items: number;
+    discount_applied: number;
+    remaining_eligibility: number;
+  };
 }
 
 /** Discounted positions (0-based, in the sorted unit list) below `x`: `get` per complete group. */
@@ -80,7 +114,9 @@ const discountedBelow = (x: number, buy: number, group: number, limit: number): 
 };
 
 export const priceBogo = (order: Order, config: BogoConfig, isEligible: (itemId: string) => boolean): BogoPriced => {
-  const inConfig = (id: string) => (config.applicable_items.length === 0 || config.applicable_items.includes(id)) && !config.excluded_items.includes(id);
+  const inConfig = (id: string) =>
+    (config.applicable_items.length === 0 || config.applicable_items.includes(id)) &&
+    !config.excluded_items.includes(id);
   const lines = (order.items ?? [])
     .map((item, index) => ({ item, index }))
     .filter(({ item }) => isEligible(item.id) && inConfig(item.id))
@@ -88,29 +124,44 @@ export const priceBogo = (order: Order, config: BogoConfig, isEligible: (itemId:
   const units = lines.reduce((sum, l) => sum + l.item.quantity, 0);
   if (units === 0) {
     throw new DomainError('VOUCHER_INVALID', 'No item of the order is eligible for this buy-X-get-Y voucher', {
-      reason: 'no_eligible_items', applicable_items: config.applicable_items, excluded_items: config.excluded_items,
+      reason: 'no_eligible_items',
+      applicable_items: config.applicable_items,
+      excluded_items: config.excluded_items,
     });
   }
   const group = config.buy_quantity + config.get_quantity;
   const possible = Math.floor(units / group);
   if (possible === 0) {
-    throw new DomainError('VOUCHER_INVALID', `The order needs ${group} eligible units (buy ${config.buy_quantity}, get ${config.get_quantity})`, {
-      reason: 'insufficient_quantity', min_quantity: group, current_quantity: units,
-    });
+    throw new DomainError(
+      'VOUCHER_INVALID',
+      `The order needs ${group} eligible units (buy ${config.buy_quantity}, get ${config.get_quantity})`,
+      {
+        reason: 'insufficient_quantity',
+        min_quantity: group,
+        current_quantity: units,
+      },
+    );
   }
   const groups = Math.min(possible, config.max_uses_per_order ?? possible);
   const limit = groups * group;
   // Per line (in sorted order): the units at positions [start, start + quantity).
   let start = 0;
-  const discounted = lines.map(({ item }) => {
-    const count = discountedBelow(start + item.quantity, config.buy_quantity, group, limit) - discountedBelow(start, config.buy_quantity, group, limit);
-    start += item.quantity;
-    const perUnit = config.get_discount_type === 'fixed' ? Math.min(config.get_discount, item.price) : item.price;
-    return { item, count, weight: perUnit * count };
-  }).filter((l) => l.count > 0);
+  const discounted = lines
+    .map(({ item }) => {
+      const count =
+        discountedBelow(start + item.quantity, config.buy_quantity, group, limit) -
+        discountedBelow(start, config.buy_quantity, group, limit);
+      start += item.quantity;
+      const perUnit = config.get_discount_type === 'fixed' ? Math.min(config.get_discount, item.price) : item.price;
+      return { item, count, weight: perUnit * count };
+    })
+    .filter((l) => l.count > 0);
   const weightSum = discounted.reduce((sum, l) => sum + l.weight, 0);
   const discount = config.get_discount_type === 'fixed' ? weightSum : percentOf(weightSum, config.get_discount);
-  const shares = allocate(discount, discounted.map((l) => l.weight));
+  const shares = allocate(
+    discount,
+    discounted.map((l) => l.weight),
+  );
   const applied_to = discounted
     .map((l, i) => ({ l, share: shares[i]! }))
     .sort((a, b) => order.items!.indexOf(a.l.item) - order.items!.indexOf(b.l.item))

@@ -21,15 +21,28 @@ export const OPERATORS = ['eq', 'gt', 'gte', 'lt', 'lte'] as const;
 export type Operator = (typeof OPERATORS)[number];
 
 export type CheckType =
-  | 'order_value' | 'order_currency' | 'customer_segment' | 'customer_region' | 'customer_orders_count'
-  | 'customer_registration_date' | 'item_category' | 'item_quantity' | 'category_value';
+  | 'order_value'
+  | 'order_currency'
+  | 'customer_segment'
+  | 'customer_region'
+  | 'customer_orders_count'
+  | 'customer_registration_date'
+  | 'item_category'
+  | 'item_quantity'
+  | 'category_value';
 
 export type ValueKind = 'integer' | 'string' | 'timestamp';
 
 export const CHECK_KINDS: Record<CheckType, ValueKind> = {
-  order_value: 'integer', order_currency: 'string', customer_segment: 'string', customer_region: 'string',
-  customer_orders_count: 'integer', customer_registration_date: 'timestamp', item_category: 'string',
-  item_quantity: 'integer', category_value: 'integer',
+  order_value: 'integer',
+  order_currency: 'string',
+  customer_segment: 'string',
+  customer_region: 'string',
+  customer_orders_count: 'integer',
+  customer_registration_date: 'timestamp',
+  item_category: 'string',
+  item_quantity: 'integer',
+  category_value: 'integer',
 };
 
 /** Operators a kind of value allows: strings compare for equality only. */
@@ -53,11 +66,16 @@ export interface CheckOutcome {
 
 const compare = (actual: number, operator: Operator, expected: number): boolean => {
   switch (operator) {
-    case 'eq': return actual === expected;
-    case 'gt': return actual > expected;
-    case 'gte': return actual >= expected;
-    case 'lt': return actual < expected;
-    case 'lte': return actual <= expected;
+    case 'eq':
+      return actual === expected;
+    case 'gt':
+      return actual > expected;
+    case 'gte':
+      return actual >= expected;
+    case 'lt':
+      return actual < expected;
+    case 'lte':
+      return actual <= expected;
   }
 };
 
@@ -66,15 +84,24 @@ const lineTotal = (item: { price: number; quantity: number }): number => item.pr
 const actualOf = (check: Check, order: Order, customer: Customer | undefined): unknown => {
   const items = order.items ?? [];
   switch (check.type) {
-    case 'order_value': return order.value;
-    case 'order_currency': return order.currency ?? null;
-    case 'customer_segment': return customer?.segment ?? null;
-    case 'customer_region': return customer?.region ?? null;
-    case 'customer_orders_count': return customer?.orders_count ?? null;
-    case 'customer_registration_date': return customer?.registration_date ?? null;
-    case 'item_category': return [...new Set(items.map((i) => i.category).filter((c) => c !== undefined))];
-    case 'item_quantity': return items.filter((i) => i.id === check.item_id).reduce((sum, i) => sum + i.quantity, 0);
-    case 'category_value': return items.filter((i) => i.category === check.category).reduce((sum, i) => sum + lineTotal(i), 0);
+    case 'order_value':
+      return order.value;
+    case 'order_currency':
+      return order.currency ?? null;
+    case 'customer_segment':
+      return customer?.segment ?? null;
+    case 'customer_region':
+      return customer?.region ?? null;
+    case 'customer_orders_count':
+      return customer?.orders_count ?? null;
+    case 'customer_registration_date':
+      return customer?.registration_date ?? null;
+    case 'item_category':
+      return [...new Set(items.map((i) => i.category).filter((c) => c !== undefined))];
+    case 'item_quantity':
+      return items.filter((i) => i.id === check.item_id).reduce((sum, i) => sum + i.quantity, 0);
+    case 'category_value':
+      return items.filter((i) => i.category === check.category).reduce((sum, i) => sum + lineTotal(i), 0);
   }
 };
 
@@ -83,9 +110,12 @@ const holds = (check: Check, actual: unknown): boolean => {
   if (actual === null || actual === undefined) return false;
   if (check.type === 'item_category') return (actual as string[]).includes(String(check.value));
   switch (CHECK_KINDS[check.type]) {
-    case 'string': return actual === check.value;
-    case 'integer': return compare(actual as number, check.operator, check.value as number);
-    case 'timestamp': return compare(Date.parse(String(actual)), check.operator, Date.parse(String(check.value)));
+    case 'string':
+      return actual === check.value;
+    case 'integer':
+      return compare(actual as number, check.operator, check.value as number);
+    case 'timestamp':
+      return compare(Date.parse(String(actual)), check.operator, Date.parse(String(check.value)));
   }
 };
 

@@ -12,7 +12,8 @@ import { parseTiered, type TieredConfig } from './tiered.ts';
 
 export type AdvancedType = 'bogo' | 'tiered' | 'conditional' | 'stackable';
 export const ADVANCED_TYPES: readonly AdvancedType[] = ['bogo', 'tiered', 'conditional', 'stackable'];
-export const isAdvanced = (type: VoucherType): type is AdvancedType => (ADVANCED_TYPES as readonly string[]).includes(type);
+export const isAdvanced = (type: VoucherType): type is AdvancedType =>
+  (ADVANCED_TYPES as readonly string[]).includes(type);
 
 export type ParsedConfig =
   | { type: 'bogo'; config: BogoConfig }
@@ -23,9 +24,13 @@ export type ParsedConfig =
 /** The typed config (defaults filled in); throws INVALID_CONFIGURATION when it is not valid. */
 export const parseConfig = (type: AdvancedType, raw: unknown): ParsedConfig => {
   switch (type) {
-    case 'bogo': return { type, config: parseBogo(raw) };
-    case 'tiered': return { type, config: parseTiered(raw) };
-    case 'conditional': return { type, config: parseConditional(raw) };
-    case 'stackable': return { type, config: parseStackable(raw) };
+    case 'bogo':
+      return { type, config: parseBogo(raw) };
+    case 'tiered':
+      return { type, config: parseTiered(raw) };
+    case 'conditional':
+      return { type, config: parseConditional(raw) };
+    case 'stackable':
+      return { type, config: parseStackable(raw) };
   }
 };

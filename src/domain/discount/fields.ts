@@ -25,7 +25,8 @@ export const object = (value: unknown, field: string): Obj => {
 /** Rejects members outside `allowed` (the schemas say additionalProperties: false). */
 export const onlyKeys = (value: Obj, allowed: readonly string[], path: string): void => {
   for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) throw invalidConfiguration(join(path, key), 'is not a known member', `use only: ${allowed.join(', ')}`);
+    if (!allowed.includes(key))
+      throw invalidConfiguration(join(path, key), 'is not a known member', `use only: ${allowed.join(', ')}`);
   }
 };
 
@@ -36,7 +37,11 @@ export const required = (value: Obj, key: string, path: string): unknown => {
 
 export const integer = (value: unknown, field: string, min: number, max: number): number => {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw invalidConfiguration(field, `must be an integer between ${min} and ${max}`, `use a whole number from ${min} to ${max}`);
+    throw invalidConfiguration(
+      field,
+      `must be an integer between ${min} and ${max}`,
+      `use a whole number from ${min} to ${max}`,
+    );
   }
   return value;
 };
@@ -62,7 +67,11 @@ export const timestamp = (value: unknown, field: string): string => {
 
 export const oneOf = <T extends string>(value: unknown, field: string, allowed: readonly T[], what: string): T => {
   if (typeof value !== 'string' || !allowed.includes(value as T)) {
-    throw invalidConfiguration(field, `is not a known ${what}: ${JSON.stringify(value)}`, `use one of ${allowed.join(', ')}`);
+    throw invalidConfiguration(
+      field,
+      `is not a known ${what}: ${JSON.stringify(value)}`,
+      `use one of ${allowed.join(', ')}`,
+    );
   }
   return value as T;
 };
@@ -84,12 +93,20 @@ export type DiscountType = (typeof DISCOUNT_TYPES)[number];
 export const discountAmount = (value: unknown, type: DiscountType, field: string): number => {
   if (type === 'percentage') {
     if (typeof value !== 'number' || !(value >= 0 && value <= 100) || !hasAtMostTwoDecimals(value)) {
-      throw invalidConfiguration(field, 'must be a percentage between 0 and 100 with at most 2 decimals', 'use e.g. 15 or 12.5');
+      throw invalidConfiguration(
+        field,
+        'must be a percentage between 0 and 100 with at most 2 decimals',
+        'use e.g. 15 or 12.5',
+      );
     }
     return value;
   }
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > 100_000_000) {
-    throw invalidConfiguration(field, 'must be an amount in integer cents between 1 and 100000000', 'use e.g. 500 for 5.00');
+    throw invalidConfiguration(
+      field,
+      'must be an amount in integer cents between 1 and 100000000',
+      'use e.g. 500 for 5.00',
+    );
   }
   return value;
 };

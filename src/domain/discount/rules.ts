@@ -26,7 +26,11 @@ export const MAX_RULES = 20;
 const subRules = (rule: Record<string, unknown>, path: string): Array<Record<string, unknown>> => {
   const list = required(rule, 'rules', path);
   if (!Array.isArray(list) || list.length === 0 || list.length > MAX_RULES) {
-    throw invalidConfiguration(join(path, 'rules'), `must be an array of 1 to ${MAX_RULES} rules`, 'add at least one rule');
+    throw invalidConfiguration(
+      join(path, 'rules'),
+      `must be an array of 1 to ${MAX_RULES} rules`,
+      'add at least one rule',
+    );
   }
   return list.map((item, i) => object(item, join(join(path, 'rules'), i)));
 };
@@ -34,41 +38,77 @@ const subRules = (rule: Record<string, unknown>, path: string): Array<Record<str
 const itemChecks = (r: Record<string, unknown>, path: string): Check[] => {
   onlyKeys(r, ['item_id', 'min_quantity', 'max_quantity', 'category', 'min_value'], path);
   if ((r.item_id === undefined) === (r.category === undefined)) {
-    throw invalidConfiguration(path, 'must name exactly one of item_id and category', 'use {item_id, min_quantity, max_quantity} or {category, min_value}');
+    throw invalidConfiguration(
+      path,
+      'must name exactly one of item_id and category',
+      'use {item_id, min_quantity, max_quantity} or {category, min_value}',
+    );
   }
   if (r.item_id !== undefined) {
-    if (r.min_value !== undefined) throw invalidConfiguration(join(path, 'min_value'), 'applies to category rules only', 'use min_quantity with item_id');
+    if (r.min_value !== undefined)
+      throw invalidConfiguration(
+        join(path, 'min_value'),
+        'applies to category rules only',
+        'use min_quantity with item_id',
+      );
     const item_id = string(r.item_id, join(path, 'item_id'));
     const min = r.min_quantity === undefined ? 1 : integer(r.min_quantity, join(path, 'min_quantity'), 0, 1_000_000);
     const checks: Check[] = [{ type: 'item_quantity', operator: 'gte', value: min, item_id }];
     if (r.max_quantity !== undefined) {
       const max = integer(r.max_quantity, join(path, 'max_quantity'), 0, 1_000_000);
-      if (max < min) throw invalidConfiguration(path, `has min_quantity ${min} above max_quantity ${max}`, 'make min_quantity at most max_quantity');
+      if (max < min)
+        throw invalidConfiguration(
+          path,
+          `has min_quantity ${min} above max_quantity ${max}`,
+          'make min_quantity at most max_quantity',
+        );
       checks.push({ type: 'item_quantity', operator: 'lte', value: max, item_id });
     }
     return checks;
   }
   if (r.min_quantity !== undefined || r.max_quantity !== undefined) {
-    throw invalidConfiguration(path, 'min_quantity and max_quantity apply to item_id rules only', 'use min_value with category');
+    throw invalidConfiguration(
+      path,
+      'min_quantity and max_quantity apply to item_id rules only',
+      'use min_value with category',
+    );
   }
   const category = string(r.category, join(path, 'category'));
   if (r.min_value === undefined) return [{ type: 'item_category', operator: 'eq', value: category }];
-  return [{ type: 'category_value', operator: 'gte', value: integer(r.min_value, join(path, 'min_value'), 0, 1_000_000_000_000), category }];
+  return [
+    {
+      type: 'category_value',
+      operator: 'gte',
+      value: integer(r.min_value, join(path, 'min_value'), 0, 1_000_000_000_000),
+      category,
+    },
+  ];
 };
 
 const customerChecks = (r: Record<string, unknown>, path: string): Check[] => {
   onlyKeys(r, ['segment', 'min_orders', 'registration_date'], path);
   const checks: Check[] = [];
-  if (r.segment !== undefined) checks.push({ type: 'customer_segment', operator: 'eq', value: string(r.segment, join(path, 'segment')) });
-  if (r.min_orders !== undefined) checks.push({ type: 'customer_orders_count', operator: 'gte', value: integer(r.min_orders, join(path, 'min_orders'), 0, 1_000_000_000) });
+  if (r.segment !== undefined)
+    checks.push({ type: 'customer_segment', operator: 'eq', value: string(r.segment, join(path, 'segment')) });
+  if (r.min_orders !== undefined)
+    checks.push({
+      type: 'customer_orders_count',
+      operator: 'gte',
+      value: integer(r.min_orders, join(path, 'min_orders'), 0, 1_000_000_000),
+    });
   if (r.registration_date !== undefined) {
     const p = join(path, 'registration_date');
     const d = object(r.registration_date, p);
     onlyKeys(d, ['operator', 'value'], p);
     const operator = checkOperator('customer_registration_date', required(d, 'operator', p), join(p, 'operator'));
-    checks.push({ type: 'customer_registration_date', operator, value: checkValue('customer_registration_date', required(d, 'value', p), join(p, 'value')) });
+    checks.push({
+      type: 'customer_registration_date',
+      operator,
+      value: checkValue('customer_registration_date', required(d, 'value', p), join(p, 'value')),
+    });
   }
-  if (checks.length === 0) throw invalidConfiguration(path, 'names no customer property', 'use segment, min_orders or registration_date');
+  if (checks.length === 0)
+    throw invalidConfiguration(path, 'names no customer property', 'use segment, min_orders or registration_date');
   return checks;
 };
 
@@ -79,7 +119,13 @@ const ruleChecks = (raw: unknown, i: number): Check[] => {
   if (type === 'order_value') {
     onlyKeys(rule, ['type', 'operator', 'value', 'currency'], path);
     const operator = checkOperator('order_value', required(rule, 'operator', path), join(path, 'operator'));
-    const checks: Check[] = [{ type: 'order_value', operator, value: checkValue('order_value', required(rule, 'value', path), join(path, 'value')) }];
+    const checks: Check[] = [
+      {
+        type: 'order_value',
+        operator,
+        value: checkValue('order_value', required(rule, 'value', path), join(path, 'value')),
+      },
+    ];
     if (rule.currency !== undefined) {
       if (typeof rule.currency !== 'string' || !/^[A-Z]{3}$/.test(rule.currency)) {
         throw invalidConfiguration(join(path, 'currency'), 'must be an ISO 4217 code', 'use e.g. USD');
@@ -96,16 +142,29 @@ const ruleChecks = (raw: unknown, i: number): Check[] => {
 /** Validates `validation_rules` (INVALID_CONFIGURATION, fields named `validation_rules[i]...`) and compiles them. */
 export const compileRules = (raw: unknown): Check[] => {
   if (!Array.isArray(raw) || raw.length > MAX_RULES) {
-    throw invalidConfiguration('validation_rules', `must be an array of at most ${MAX_RULES} rules`, 'send an array of rules');
+    throw invalidConfiguration(
+      'validation_rules',
+      `must be an array of at most ${MAX_RULES} rules`,
+      'send an array of rules',
+    );
   }
   return raw.flatMap(ruleChecks);
 };
 
 /** Throws CONDITION_NOT_MET unless every rule holds; returns the names of the checks (for conditions_met). */
-export const checkRules = (rules: ValidationRule[] | undefined, order: Order, customer: Customer | undefined): string[] => {
+export const checkRules = (
+  rules: ValidationRule[] | undefined,
+  order: Order,
+  customer: Customer | undefined,
+): string[] => {
   if (!rules || rules.length === 0) return [];
   const outcomes = compileRules(rules).map((check) => runCheck(check, order, customer));
   const failed = outcomes.filter((o) => !o.met).length;
-  if (failed > 0) throw conditionNotMet(outcomes, outcomes.length, `${failed} of the voucher's ${outcomes.length} validation rules are not met`);
+  if (failed > 0)
+    throw conditionNotMet(
+      outcomes,
+      outcomes.length,
+      `${failed} of the voucher's ${outcomes.length} validation rules are not met`,
+    );
   return [...new Set(outcomes.map((o) => o.type))];
 };

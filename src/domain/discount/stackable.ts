@@ -16,7 +16,16 @@ import { VOUCHER_TYPES, type StackContext, type StackRules } from './stacking.ts
 import { basicDiscount, discountBase, type ProductRestriction } from './basic.ts';
 import { allocate } from './allocation.ts';
 import {
-  DISCOUNT_TYPES, discountAmount, integer, invalidConfiguration, join, object, onlyKeys, oneOf, required, type DiscountType,
+  DISCOUNT_TYPES,
+  discountAmount,
+  integer,
+  invalidConfiguration,
+  join,
+  object,
+  onlyKeys,
+  oneOf,
+  required,
+  type DiscountType,
 } from './fields.ts';
 import { hasAtMostTwoDecimals, percentOf } from './money.ts';
 import type { AppliedLine, Order } from './types.ts';
@@ -40,11 +49,16 @@ const parseRules = (raw: unknown): StackRules => {
   const r = object(raw, 'stack_rules');
   onlyKeys(r, ['max_stack_count', 'max_total_discount', 'stackable_with', 'excluded_types'], 'stack_rules');
   const rules: StackRules = {};
-  if (r.max_stack_count !== undefined) rules.max_stack_count = integer(r.max_stack_count, 'stack_rules.max_stack_count', 1, 100);
+  if (r.max_stack_count !== undefined)
+    rules.max_stack_count = integer(r.max_stack_count, 'stack_rules.max_stack_count', 1, 100);
   if (r.max_total_discount !== undefined) {
     const v = r.max_total_discount;
     if (typeof v !== 'number' || !(v > 0 && v <= 100) || !hasAtMostTwoDecimals(v)) {
-      throw invalidConfiguration('stack_rules.max_total_discount', 'must be a percentage of the order value above 0 and at most 100', 'use e.g. 30 for at most 30% off in total');
+      throw invalidConfiguration(
+        'stack_rules.max_total_discount',
+        'must be a percentage of the order value above 0 and at most 100',
+        'use e.g. 30 for at most 30% off in total',
+      );
     }
     rules.max_total_discount = v;
   }
@@ -52,7 +66,11 @@ const parseRules = (raw: unknown): StackRules => {
   if (r.excluded_types !== undefined) rules.excluded_types = typeList(r.excluded_types, 'stack_rules.excluded_types');
   const both = rules.stackable_with?.find((t) => rules.excluded_types?.includes(t));
   if (both !== undefined) {
-    throw invalidConfiguration('stack_rules.excluded_types', `names ${both}, which stackable_with also names`, 'list a type in only one of the two');
+    throw invalidConfiguration(
+      'stack_rules.excluded_types',
+      `names ${both}, which stackable_with also names`,
+      'list a type in only one of the two',
+    );
   }
   return rules;
 };
@@ -75,23 +93,50 @@ export interface StackablePriced {
   details: { stack_position: number; prior_discount: number; amount_left: number; max_total_discount: number | null };
 }
 
-export const priceStackable = (order: Order, config: StackableConfig, restriction: ProductRestriction, stack: StackContext): StackablePriced => {
+export const priceStackable = (
+  order: Order,
+  config: StackableConfig,
+  restriction: ProductRestriction,
+  stack: StackContext,
+): StackablePriced => {
   const { base: eligible, eligibleLines } = discountBase(order, restriction);
   const left = Math.max(0, order.value - stack.priorDiscount);
   let discount = basicDiscount(config.base_discount_type, config.base_discount, Math.min(eligible, left));
   if (stack.cap) {
     const allowed = percentOf(order.value, stack.cap.percent) - stack.priorDiscount;
     if (allowed <= 0 && stack.priorDiscount > 0) {
-      throw new DomainError('STACKING_CONFLICT', `The order already has the most discount ${stack.cap.code} allows (${stack.cap.percent}% of the order value)`, {
-        conflicting_voucher: stack.cap.code, conflict_reason: 'max_total_discount_reached', stackable_types: stack.stackableTypes,
-      });
+      throw new DomainError(
+        'STACKING_CONFLICT',
+        `The order already has the most discount ${stack.cap.code} allows (${stack.cap.percent}% of the order value)`,
+        {
+          conflicting_voucher: stack.cap.code,
+          conflict_reason: 'max_total_discount_reached',
+          stackable_types: stack.stackableTypes,
+        },
+      );
     }
     discount = Math.min(discount, Math.max(0, allowed));
   }
-  const shares = eligibleLines.length === 0 ? [] : allocate(discount, eligibleLines.map((l) => l.line_total));
+  const shares =
+    eligibleLines.length === 0
+      ? []
+      : allocate(
+          discount,
+          eligibleLines.map((l) => l.line_total),
+        );
   return {
     discount_amount: discount,
-    applied_to: eligibleLines.map((l, i) => ({ item_id: l.item_id, original_price: l.line_total, discount_amount: shares[i]!, final_price: l.line_total - shares[i]! })),
-    details: { stack_position: stack.position, prior_discount: stack.priorDiscount, amount_left: left, max_total_discount: stack.cap?.percent ?? null },
+    applied_to: eligibleLines.map((l, i) => ({
+      item_id: l.item_id,
+      original_price: l.line_total,
+      discount_amount: shares[i]!,
+      final_price: l.line_total - shares[i]!,
+    })),
+    details: {
+      stack_position: stack.position,
+      prior_discount: stack.priorDiscount,
+      amount_left: left,
+      max_total_discount: stack.cap?.percent ?? null,
+    },
   };
 };

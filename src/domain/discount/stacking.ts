@@ -25,7 +25,14 @@
 import { DomainError } from '../errors.ts';
 import type { VoucherType } from '../voucher/events.ts';
 
-export const VOUCHER_TYPES: readonly VoucherType[] = ['percentage', 'fixed', 'bogo', 'tiered', 'conditional', 'stackable'];
+export const VOUCHER_TYPES: readonly VoucherType[] = [
+  'percentage',
+  'fixed',
+  'bogo',
+  'tiered',
+  'conditional',
+  'stackable',
+];
 
 export interface StackRules {
   max_stack_count?: number;
@@ -61,7 +68,9 @@ export interface StackContext {
 }
 
 export const stackableTypes = (rules: StackRules | undefined): VoucherType[] =>
-  VOUCHER_TYPES.filter((t) => (rules?.stackable_with ?? VOUCHER_TYPES).includes(t) && !(rules?.excluded_types ?? []).includes(t));
+  VOUCHER_TYPES.filter(
+    (t) => (rules?.stackable_with ?? VOUCHER_TYPES).includes(t) && !(rules?.excluded_types ?? []).includes(t),
+  );
 
 const allows = (rules: StackRules | undefined, type: VoucherType): 'type_not_stackable' | 'type_excluded' | null => {
   if (rules?.stackable_with !== undefined && !rules.stackable_with.includes(type)) return 'type_not_stackable';
@@ -69,16 +78,23 @@ const allows = (rules: StackRules | undefined, type: VoucherType): 'type_not_sta
   return null;
 };
 
-const conflictReason = (existing: OrderVoucher, incoming: StackProfile, count: number, orderValue: number): string | null => {
+const conflictReason = (
+  existing: OrderVoucher,
+  incoming: StackProfile,
+  count: number,
+  orderValue: number,
+): string | null => {
   const fromIncoming = allows(incoming.stackRules, existing.type);
   if (fromIncoming) return fromIncoming;
   if (existing.type === 'stackable') {
     const fromExisting = allows(existing.stackRules, incoming.type);
     if (fromExisting) return fromExisting;
-    if (existing.stackRules?.max_stack_count !== undefined && count > existing.stackRules.max_stack_count) return 'max_stack_count';
+    if (existing.stackRules?.max_stack_count !== undefined && count > existing.stackRules.max_stack_count)
+      return 'max_stack_count';
     if (incoming.priority < existing.priority) return 'priority_order';
   }
-  if (incoming.stackRules?.max_stack_count !== undefined && count > incoming.stackRules.max_stack_count) return 'max_stack_count';
+  if (incoming.stackRules?.max_stack_count !== undefined && count > incoming.stackRules.max_stack_count)
+    return 'max_stack_count';
   if (existing.orderValue !== orderValue) return 'order_value_mismatch';
   return null;
 };
@@ -94,16 +110,25 @@ const MESSAGES: Record<string, string> = {
 
 // A module-level function rather than a closure per call: under tsx (esbuild's keepNames) a named
 // closure costs a defineProperty on every call, and this runs on every validate and apply.
-const stackingConflict = (incoming: StackProfile, types: VoucherType[], existing: OrderVoucher, reason: string): DomainError =>
+const stackingConflict = (
+  incoming: StackProfile,
+  types: VoucherType[],
+  existing: OrderVoucher,
+  reason: string,
+): DomainError =>
   new DomainError('STACKING_CONFLICT', `Voucher ${incoming.code} ${MESSAGES[reason]} ${existing.code}`, {
-    conflicting_voucher: existing.code, conflicting_voucher_id: existing.voucherId, conflict_reason: reason, stackable_types: types,
+    conflicting_voucher: existing.code,
+    conflicting_voucher_id: existing.voucherId,
+    conflict_reason: reason,
+    stackable_types: types,
   });
 
 /** Checks compatibility with the vouchers on the order and returns the pricing context. */
 export const stackContext = (onOrder: OrderVoucher[], incoming: StackProfile, orderValue: number): StackContext => {
   const types = stackableTypes(incoming.stackRules);
   const others = onOrder.filter((v) => v.voucherId !== incoming.voucherId);
-  if (others.length > 0 && incoming.type !== 'stackable') throw stackingConflict(incoming, types, others[0]!, 'not_stackable');
+  if (others.length > 0 && incoming.type !== 'stackable')
+    throw stackingConflict(incoming, types, others[0]!, 'not_stackable');
   const count = others.length + 1;
   for (const existing of others) {
     const reason = conflictReason(existing, incoming, count, orderValue);
@@ -111,7 +136,11 @@ export const stackContext = (onOrder: OrderVoucher[], incoming: StackProfile, or
   }
   const pending = others.find((v) => v.discountAmount === null);
   if (pending) {
-    throw new DomainError('CONCURRENT_MODIFICATION', `Voucher ${pending.code} is being applied to this order; retry the request`, {});
+    throw new DomainError(
+      'CONCURRENT_MODIFICATION',
+      `Voucher ${pending.code} is being applied to this order; retry the request`,
+      {},
+    );
   }
   let cap: StackContext['cap'];
   for (const v of [incoming, ...others]) {

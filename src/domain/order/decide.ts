@@ -3,17 +3,53 @@ import { stackContext, type StackProfile } from '../discount/stacking.ts';
 import type { OrderEvent, OrderVoucherDetached, OrderVoucherProfile } from './events.ts';
 import { liveVouchers, type OrderState } from './state.ts';
 
-interface Metadata { now: Date }
+interface Metadata {
+  now: Date;
+}
 
 export type OrderCommand =
-  | { type: 'ConfirmVoucher'; data: { orderId: string; applicationId: string; voucher: StackProfile; orderValue: number; discountAmount: number }; metadata: Metadata }
-  | { type: 'DetachVoucher'; data: { orderId: string; voucherId: string; applicationId: string; reason: OrderVoucherDetached['data']['reason'] }; metadata: Metadata }
-  | { type: 'RecordApplication'; data: { orderId: string; applicationId: string; voucher: StackProfile; orderValue: number; discountAmount: number }; metadata: Metadata };
+  | {
+      type: 'ConfirmVoucher';
+      data: {
+        orderId: string;
+        applicationId: string;
+        voucher: StackProfile;
+        orderValue: number;
+        discountAmount: number;
+      };
+      metadata: Metadata;
+    }
+  | {
+      type: 'DetachVoucher';
+      data: {
+        orderId: string;
+        voucherId: string;
+        applicationId: string;
+        reason: OrderVoucherDetached['data']['reason'];
+      };
+      metadata: Metadata;
+    }
+  | {
+      type: 'RecordApplication';
+      data: {
+        orderId: string;
+        applicationId: string;
+        voucher: StackProfile;
+        orderValue: number;
+        discountAmount: number;
+      };
+      metadata: Metadata;
+    };
 
 type Command<T extends OrderCommand['type']> = Extract<OrderCommand, { type: T }>;
 
 const profile = (v: StackProfile, orderValue: number): OrderVoucherProfile => ({
-  voucherId: v.voucherId, code: v.code, voucherType: v.type, priority: v.priority, ...(v.stackRules ? { stackRules: v.stackRules } : {}), orderValue,
+  voucherId: v.voucherId,
+  code: v.code,
+  voucherType: v.type,
+  priority: v.priority,
+  ...(v.stackRules ? { stackRules: v.stackRules } : {}),
+  orderValue,
 });
 
 /**
@@ -28,11 +64,26 @@ const record = ({ data, metadata }: Command<'RecordApplication'>, state: OrderSt
   const same = live.find((v) => v.voucherId === data.voucher.voucherId);
   const events: OrderEvent[] = [];
   if (same) {
-    events.push({ type: 'OrderVoucherDetached', data: { orderId: data.orderId, voucherId: same.voucherId, applicationId: same.applicationId, reason: 'superseded', detachedAt: at } });
+    events.push({
+      type: 'OrderVoucherDetached',
+      data: {
+        orderId: data.orderId,
+        voucherId: same.voucherId,
+        applicationId: same.applicationId,
+        reason: 'superseded',
+        detachedAt: at,
+      },
+    });
   }
   events.push({
     type: 'OrderVoucherConfirmed',
-    data: { ...profile(data.voucher, data.orderValue), orderId: data.orderId, applicationId: data.applicationId, discountAmount: data.discountAmount, confirmedAt: at },
+    data: {
+      ...profile(data.voucher, data.orderValue),
+      orderId: data.orderId,
+      applicationId: data.applicationId,
+      discountAmount: data.discountAmount,
+      confirmedAt: at,
+    },
   });
   return events;
 };
@@ -41,10 +92,18 @@ const record = ({ data, metadata }: Command<'RecordApplication'>, state: OrderSt
 const confirm = ({ data, metadata }: Command<'ConfirmVoucher'>, state: OrderState): OrderEvent[] => {
   const found = state?.vouchers.find((v) => v.voucherId === data.voucher.voucherId);
   if (found?.status === 'confirmed' && found.applicationId === data.applicationId) return [];
-  return [{
-    type: 'OrderVoucherConfirmed',
-    data: { ...profile(data.voucher, data.orderValue), orderId: data.orderId, applicationId: data.applicationId, discountAmount: data.discountAmount, confirmedAt: isoSeconds(metadata.now) },
-  }];
+  return [
+    {
+      type: 'OrderVoucherConfirmed',
+      data: {
+        ...profile(data.voucher, data.orderValue),
+        orderId: data.orderId,
+        applicationId: data.applicationId,
+        discountAmount: data.discountAmount,
+        confirmedAt: isoSeconds(metadata.now),
+      },
+    },
+  ];
 };
 
 /** Detach only the named application (another request's attachment of the voucher stays). */
@@ -56,9 +115,12 @@ const detach = ({ data, metadata }: Command<'DetachVoucher'>, state: OrderState)
 
 export const decideOrder = (command: OrderCommand, state: OrderState): OrderEvent[] => {
   switch (command.type) {
-    case 'ConfirmVoucher': return confirm(command, state);
-    case 'DetachVoucher': return detach(command, state);
-    case 'RecordApplication': return record(command, state);
+    case 'ConfirmVoucher':
+      return confirm(command, state);
+    case 'DetachVoucher':
+      return detach(command, state);
+    case 'RecordApplication':
+      return record(command, state);
     default: {
       const unknown: never = command;
       throw new Error(`unknown command ${JSON.stringify(unknown)}`);

@@ -38,7 +38,13 @@ export interface OrderVoucherConfirmed {
  */
 export interface OrderVoucherDetached {
   type: 'OrderVoucherDetached';
-  data: { orderId: string; voucherId: string; applicationId: string; reason: 'apply_failed' | 'rolled_back' | 'abandoned' | 'superseded'; detachedAt: string };
+  data: {
+    orderId: string;
+    voucherId: string;
+    applicationId: string;
+    reason: 'apply_failed' | 'rolled_back' | 'abandoned' | 'superseded';
+    detachedAt: string;
+  };
 }
 
 export type OrderEvent = OrderVoucherAttached | OrderVoucherConfirmed | OrderVoucherDetached;

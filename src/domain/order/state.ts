@@ -24,9 +24,22 @@ export type OrderState = Order | null;
 
 export const initialOrderState = (): OrderState => null;
 
-const entry = (d: OrderVoucherProfile & { applicationId: string }, status: OrderEntry['status'], discountAmount: number | null, at: string): OrderEntry => ({
-  voucherId: d.voucherId, code: d.code, type: d.voucherType, priority: d.priority, ...(d.stackRules ? { stackRules: d.stackRules } : {}),
-  orderValue: d.orderValue, applicationId: d.applicationId, discountAmount, status, attachedAt: at,
+const entry = (
+  d: OrderVoucherProfile & { applicationId: string },
+  status: OrderEntry['status'],
+  discountAmount: number | null,
+  at: string,
+): OrderEntry => ({
+  voucherId: d.voucherId,
+  code: d.code,
+  type: d.voucherType,
+  priority: d.priority,
+  ...(d.stackRules ? { stackRules: d.stackRules } : {}),
+  orderValue: d.orderValue,
+  applicationId: d.applicationId,
+  discountAmount,
+  status,
+  attachedAt: at,
 });
 
 export const evolveOrder = (state: OrderState, event: OrderEvent): OrderState => {
@@ -34,7 +47,13 @@ export const evolveOrder = (state: OrderState, event: OrderEvent): OrderState =>
   const d = event.data;
   switch (event.type) {
     case 'OrderVoucherAttached':
-      return { ...current, vouchers: [...current.vouchers.filter((v) => v.voucherId !== d.voucherId), entry(event.data, 'pending', null, event.data.attachedAt)] };
+      return {
+        ...current,
+        vouchers: [
+          ...current.vouchers.filter((v) => v.voucherId !== d.voucherId),
+          entry(event.data, 'pending', null, event.data.attachedAt),
+        ],
+      };
     case 'OrderVoucherConfirmed': {
       const data = event.data;
       const found = current.vouchers.find((v) => v.voucherId === data.voucherId);
@@ -45,7 +64,10 @@ export const evolveOrder = (state: OrderState, event: OrderEvent): OrderState =>
       };
     }
     case 'OrderVoucherDetached':
-      return { ...current, vouchers: current.vouchers.filter((v) => !(v.voucherId === d.voucherId && v.applicationId === d.applicationId)) };
+      return {
+        ...current,
+        vouchers: current.vouchers.filter((v) => !(v.voucherId === d.voucherId && v.applicationId === d.applicationId)),
+      };
     default: {
       const unknown: never = event;
       throw new Error(`unknown event ${JSON.stringify(unknown)}`);

@@ -15,15 +15,25 @@ export type VoucherCommand =
   | {
       type: 'CreateVoucher';
       data: {
-        voucherId: string; code: string; voucherType: VoucherType; value?: number; currency?: string;
-        config?: Record<string, unknown>; conditions?: Conditions; validationRules?: ValidationRule[];
+        voucherId: string;
+        code: string;
+        voucherType: VoucherType;
+        value?: number;
+        currency?: string;
+        config?: Record<string, unknown>;
+        conditions?: Conditions;
+        validationRules?: ValidationRule[];
       };
       metadata: CommandMetadata;
     }
   | {
       type: 'UpdateVoucher';
       data: {
-        voucherId: string; value?: number; currency?: string | null; conditions?: ConditionsPatch; status?: 'active' | 'inactive';
+        voucherId: string;
+        value?: number;
+        currency?: string | null;
+        conditions?: ConditionsPatch;
+        status?: 'active' | 'inactive';
         /** Replaces the stored config (advanced types only). */
         config?: Record<string, unknown>;
         /** Replaces the stored validation rules; null removes them. */
@@ -52,5 +62,9 @@ export type VoucherCommand =
       };
       metadata: CommandMetadata;
     }
-  | { type: 'RollbackApplication'; data: { voucherId: string; applicationId: string; reason?: string }; metadata: CommandMetadata }
+  | {
+      type: 'RollbackApplication';
+      data: { voucherId: string; applicationId: string; reason?: string };
+      metadata: CommandMetadata;
+    }
   | { type: 'ExpireVoucher'; data: { voucherId: string }; metadata: CommandMetadata };

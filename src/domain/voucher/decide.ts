@@ -21,7 +21,8 @@ const existing = (state: VoucherState, voucherId: string): Voucher => {
 /** Rules on `value` that depend on the type (the schema cannot see the type on update). */
 export const checkValue = (type: VoucherType, value: number | undefined, field = 'value'): void => {
   if (type !== 'percentage' && type !== 'fixed') {
-    if (value !== undefined) throw invalidRequest([{ field, message: `is not allowed for ${type} vouchers: their discount is in config` }]);
+    if (value !== undefined)
+      throw invalidRequest([{ field, message: `is not allowed for ${type} vouchers: their discount is in config` }]);
     return;
   }
   if (value === undefined) throw invalidRequest([{ field, message: `is required for ${type} vouchers` }]);
@@ -40,9 +41,19 @@ export const checkValue = (type: VoucherType, value: number | undefined, field =
  * `config`: required for (and only allowed with) the advanced types; its meaning is checked by
  * the type's parser (INVALID_CONFIGURATION). On update a config replaces the stored one whole.
  */
-export const checkConfig = (type: VoucherType, config: Record<string, unknown> | undefined, creating: boolean): void => {
+export const checkConfig = (
+  type: VoucherType,
+  config: Record<string, unknown> | undefined,
+  creating: boolean,
+): void => {
   if (!isAdvanced(type)) {
-    if (config !== undefined) throw invalidRequest([{ field: 'config', message: `is not allowed for ${type} vouchers: only bogo, tiered, conditional and stackable take a config` }]);
+    if (config !== undefined)
+      throw invalidRequest([
+        {
+          field: 'config',
+          message: `is not allowed for ${type} vouchers: only bogo, tiered, conditional and stackable take a config`,
+        },
+      ]);
     return;
   }
   if (config === undefined) {
@@ -53,7 +64,11 @@ export const checkConfig = (type: VoucherType, config: Record<string, unknown> |
 };
 
 export const checkConditions = (c: Conditions): void => {
-  if (c.valid_from !== undefined && c.valid_until !== undefined && Date.parse(c.valid_from) >= Date.parse(c.valid_until)) {
+  if (
+    c.valid_from !== undefined &&
+    c.valid_until !== undefined &&
+    Date.parse(c.valid_from) >= Date.parse(c.valid_until)
+  ) {
     throw invalidRequest([{ field: 'conditions.valid_until', message: 'must be later than conditions.valid_from' }]);
   }
 };
@@ -68,27 +83,44 @@ const mergeConditions = (stored: Conditions, patch: ConditionsPatch): Conditions
 };
 
 const create = ({ data, metadata }: Command<'CreateVoucher'>, state: VoucherState): VoucherEvent[] => {
-  if (state) throw new DomainError('DUPLICATE_VOUCHER_CODE', `Voucher ${data.voucherId} already exists`, { code: data.code, voucher_id: state.id });
+  if (state)
+    throw new DomainError('DUPLICATE_VOUCHER_CODE', `Voucher ${data.voucherId} already exists`, {
+      code: data.code,
+      voucher_id: state.id,
+    });
   checkValue(data.voucherType, data.value);
   checkConfig(data.voucherType, data.config, true);
   if (data.validationRules !== undefined) compileRules(data.validationRules);
   const conditions = data.conditions ?? {};
   checkConditions(conditions);
-  return [{
-    type: 'VoucherCreated',
-    data: {
-      voucherId: data.voucherId, code: data.code, voucherType: data.voucherType, value: data.value,
-      currency: data.currency, config: data.config, conditions,
-      ...(data.validationRules !== undefined ? { validationRules: data.validationRules } : {}),
-      createdAt: isoSeconds(metadata.now),
+  return [
+    {
+      type: 'VoucherCreated',
+      data: {
+        voucherId: data.voucherId,
+        code: data.code,
+        voucherType: data.voucherType,
+        value: data.value,
+        currency: data.currency,
+        config: data.config,
+        conditions,
+        ...(data.validationRules !== undefined ? { validationRules: data.validationRules } : {}),
+        createdAt: isoSeconds(metadata.now),
+      },
     },
-  }];
+  ];
 };
 
 const update = ({ data, metadata }: Command<'UpdateVoucher'>, state: VoucherState): VoucherEvent[] => {
   const voucher = existing(state, data.voucherId);
-  if (data.value === undefined && data.currency === undefined && data.conditions === undefined && data.status === undefined
-    && data.config === undefined && data.validationRules === undefined) {
+  if (
+    data.value === undefined &&
+    data.currency === undefined &&
+    data.conditions === undefined &&
+    data.status === undefined &&
+    data.config === undefined &&
+    data.validationRules === undefined
+  ) {
     return []; // nothing to change: no event, updated_at stays
   }
   if (data.value !== undefined) checkValue(voucher.type, data.value);
@@ -101,19 +133,30 @@ const update = ({ data, metadata }: Command<'UpdateVoucher'>, state: VoucherStat
   const until = (conditions ?? voucher.conditions).valid_until;
   const revived = until === undefined || Date.parse(until) > metadata.now.getTime();
   if (data.status === 'active' && !revived) {
-    throw invalidRequest([{ field: 'status', message: 'cannot be active while conditions.valid_until has passed: move valid_until into the future' }]);
+    throw invalidRequest([
+      {
+        field: 'status',
+        message: 'cannot be active while conditions.valid_until has passed: move valid_until into the future',
+      },
+    ]);
   }
   let status: RecordedStatus = data.status ?? voucher.status;
   if (voucher.status === 'expired' && status !== 'inactive') status = revived ? 'active' : 'expired';
-  return [{
-    type: 'VoucherUpdated',
-    data: {
-      voucherId: voucher.id, value: data.value, currency: data.currency, conditions, status,
-      ...(data.config !== undefined ? { config: data.config } : {}),
-      ...(data.validationRules !== undefined ? { validationRules: data.validationRules } : {}),
-      updatedAt: isoSeconds(metadata.now),
+  return [
+    {
+      type: 'VoucherUpdated',
+      data: {
+        voucherId: voucher.id,
+        value: data.value,
+        currency: data.currency,
+        conditions,
+        status,
+        ...(data.config !== undefined ? { config: data.config } : {}),
+        ...(data.validationRules !== undefined ? { validationRules: data.validationRules } : {}),
+        updatedAt: isoSeconds(metadata.now),
+      },
     },
-  }];
+  ];
 };
 
 const deactivate = ({ data, metadata }: Command<'DeactivateVoucher'>, state: VoucherState): VoucherEvent[] => {
@@ -127,62 +170,105 @@ const apply = ({ data, metadata }: Command<'ApplyVoucher'>, state: VoucherState)
   const previousId = voucher.liveByOrder.get(data.orderId);
   if (previousId !== undefined) {
     const previous = voucher.applications.get(previousId)!;
-    const sameOrder = data.requestOrderFingerprint === undefined || data.requestOrderFingerprint === previous.orderFingerprint;
-    const sameCustomer = data.requestCustomerFingerprint === undefined || data.requestCustomerFingerprint === previous.customerFingerprint;
+    const sameOrder =
+      data.requestOrderFingerprint === undefined || data.requestOrderFingerprint === previous.orderFingerprint;
+    const sameCustomer =
+      data.requestCustomerFingerprint === undefined || data.requestCustomerFingerprint === previous.customerFingerprint;
     if (sameOrder && sameCustomer) return []; // idempotent repeat: the stored application stands
-    throw new DomainError('VOUCHER_ALREADY_APPLIED', `Voucher ${voucher.code} is already applied to order ${data.orderId}`, {
-      order_id: data.orderId, voucher_id: voucher.id,
-    });
+    throw new DomainError(
+      'VOUCHER_ALREADY_APPLIED',
+      `Voucher ${voucher.code} is already applied to order ${data.orderId}`,
+      {
+        order_id: data.orderId,
+        voucher_id: voucher.id,
+      },
+    );
   }
   if (data.order === undefined) {
-    throw invalidRequest([{ field: 'order', message: 'is required: send the order, or validate it with order.id first (quotes are kept 30 minutes)' }]);
+    throw invalidRequest([
+      {
+        field: 'order',
+        message: 'is required: send the order, or validate it with order.id first (quotes are kept 30 minutes)',
+      },
+    ]);
   }
   const result = evaluate(voucher, data.order, data.customer, metadata.now, data.orderVouchers);
   const customer = data.customer;
-  return [{
-    type: 'VoucherApplied',
-    data: {
-      voucherId: voucher.id, applicationId: data.applicationId, code: voucher.code, orderId: data.orderId,
-      customerId: customer?.id, customerSegment: customer?.segment, customerRegion: customer?.region,
-      orderValue: data.order.value, orderItems: data.order.items, discountAmount: result.discount_amount,
-      finalAmount: result.final_amount, currency: result.currency, appliedTo: result.applied_to,
-      orderFingerprint: data.orderFingerprint, customerFingerprint: data.customerFingerprint,
-      appliedAt: isoSeconds(metadata.now),
+  return [
+    {
+      type: 'VoucherApplied',
+      data: {
+        voucherId: voucher.id,
+        applicationId: data.applicationId,
+        code: voucher.code,
+        orderId: data.orderId,
+        customerId: customer?.id,
+        customerSegment: customer?.segment,
+        customerRegion: customer?.region,
+        orderValue: data.order.value,
+        orderItems: data.order.items,
+        discountAmount: result.discount_amount,
+        finalAmount: result.final_amount,
+        currency: result.currency,
+        appliedTo: result.applied_to,
+        orderFingerprint: data.orderFingerprint,
+        customerFingerprint: data.customerFingerprint,
+        appliedAt: isoSeconds(metadata.now),
+      },
     },
-  }];
+  ];
 };
 
 const rollback = ({ data, metadata }: Command<'RollbackApplication'>, state: VoucherState): VoucherEvent[] => {
   const application = state?.applications.get(data.applicationId);
   if (!state || !application) {
-    throw new DomainError('APPLICATION_NOT_FOUND', `Application ${data.applicationId} was not found`, { application_id: data.applicationId });
+    throw new DomainError('APPLICATION_NOT_FOUND', `Application ${data.applicationId} was not found`, {
+      application_id: data.applicationId,
+    });
   }
   if (application.status === 'rolled_back') return [];
-  return [{
-    type: 'VoucherApplicationRolledBack',
-    data: {
-      voucherId: state.id, applicationId: application.id, orderId: application.orderId, customerId: application.customerId,
-      discountAmount: application.discountAmount, finalAmount: application.finalAmount, orderValue: application.orderValue,
-      reason: data.reason, appliedAt: application.appliedAt, rolledBackAt: isoSeconds(metadata.now),
+  return [
+    {
+      type: 'VoucherApplicationRolledBack',
+      data: {
+        voucherId: state.id,
+        applicationId: application.id,
+        orderId: application.orderId,
+        customerId: application.customerId,
+        discountAmount: application.discountAmount,
+        finalAmount: application.finalAmount,
+        orderValue: application.orderValue,
+        reason: data.reason,
+        appliedAt: application.appliedAt,
+        rolledBackAt: isoSeconds(metadata.now),
+      },
     },
-  }];
+  ];
 };
 
 const expire = ({ data, metadata }: Command<'ExpireVoucher'>, state: VoucherState): VoucherEvent[] => {
   const voucher = existing(state, data.voucherId);
   const until = voucher.conditions.valid_until;
   if (voucher.status !== 'active' || until === undefined || Date.parse(until) > metadata.now.getTime()) return [];
-  return [{ type: 'VoucherExpired', data: { voucherId: voucher.id, validUntil: until, expiredAt: isoSeconds(metadata.now) } }];
+  return [
+    { type: 'VoucherExpired', data: { voucherId: voucher.id, validUntil: until, expiredAt: isoSeconds(metadata.now) } },
+  ];
 };
 
 export const decide = (command: VoucherCommand, state: VoucherState): VoucherEvent[] => {
   switch (command.type) {
-    case 'CreateVoucher': return create(command, state);
-    case 'UpdateVoucher': return update(command, state);
-    case 'DeactivateVoucher': return deactivate(command, state);
-    case 'ApplyVoucher': return apply(command, state);
-    case 'RollbackApplication': return rollback(command, state);
-    case 'ExpireVoucher': return expire(command, state);
+    case 'CreateVoucher':
+      return create(command, state);
+    case 'UpdateVoucher':
+      return update(command, state);
+    case 'DeactivateVoucher':
+      return deactivate(command, state);
+    case 'ApplyVoucher':
+      return apply(command, state);
+    case 'RollbackApplication':
+      return rollback(command, state);
+    case 'ExpireVoucher':
+      return expire(command, state);
     default: {
       const unknown: never = command;
       throw new Error(`unknown command ${JSON.stringify(unknown)}`);

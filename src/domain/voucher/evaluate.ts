@@ -38,9 +38,12 @@ const invalid = (reason: string, message: string, extra: Record<string, unknown>
 /** Order-shape checks that no schema can express. */
 const checkOrder = (order: Order): void => {
   const lines = (order.items ?? []).reduce((sum, item) => sum + item.price * item.quantity, 0);
-  if (!Number.isSafeInteger(lines)) throw invalidRequest([{ field: 'order.items', message: 'line totals are too large' }]);
+  if (!Number.isSafeInteger(lines))
+    throw invalidRequest([{ field: 'order.items', message: 'line totals are too large' }]);
   if (lines > order.value) {
-    throw invalidRequest([{ field: 'order.items', message: `line totals (${lines}) exceed order.value (${order.value})` }]);
+    throw invalidRequest([
+      { field: 'order.items', message: `line totals (${lines}) exceed order.value (${order.value})` },
+    ]);
   }
 };
 
@@ -49,17 +52,20 @@ const checkAvailability = (voucher: Voucher, order: Order, now: Date): void => {
   if (voucher.status === 'inactive') throw invalid('inactive', `Voucher ${voucher.code} is inactive`);
   if (effectiveStatus(voucher, now) === 'expired') {
     throw new DomainError('VOUCHER_EXPIRED', `Voucher ${voucher.code} has expired`, {
-      expired_at: c.valid_until ?? null, current_time: isoSeconds(now),
+      expired_at: c.valid_until ?? null,
+      current_time: isoSeconds(now),
     });
   }
   if (c.valid_from !== undefined && Date.parse(c.valid_from) > now.getTime()) {
     throw invalid('not_yet_valid', `Voucher ${voucher.code} is not valid before ${c.valid_from}`, {
-      valid_from: c.valid_from, current_time: isoSeconds(now),
+      valid_from: c.valid_from,
+      current_time: isoSeconds(now),
     });
   }
   if (voucher.currency !== undefined && order.currency !== undefined && order.currency !== voucher.currency) {
     throw invalid('currency_mismatch', `Voucher ${voucher.code} is for ${voucher.currency} orders`, {
-      required_currency: voucher.currency, current_currency: order.currency,
+      required_currency: voucher.currency,
+      current_currency: order.currency,
     });
   }
   minOrderValue(voucher, order, c.min_order_value);
@@ -69,7 +75,9 @@ const checkUsage = (voucher: Voucher, customer: Customer | undefined): void => {
   const c = voucher.conditions;
   if (c.max_uses !== undefined && voucher.usageCount >= c.max_uses) {
     throw new DomainError('USAGE_LIMIT_EXCEEDED', `Voucher ${voucher.code} has reached its usage limit`, {
-      max_uses: c.max_uses, current_uses: voucher.usageCount, limit_type: 'total_uses',
+      max_uses: c.max_uses,
+      current_uses: voucher.usageCount,
+      limit_type: 'total_uses',
     });
   }
   if (c.customer_limit === undefined) return;
@@ -78,16 +86,24 @@ const checkUsage = (voucher: Voucher, customer: Customer | undefined): void => {
   }
   const uses = voucher.customerUses.get(customer.id) ?? 0;
   if (uses >= c.customer_limit) {
-    throw new DomainError('USAGE_LIMIT_EXCEEDED', `Customer ${customer.id} has reached the usage limit of ${voucher.code}`, {
-      max_uses: c.customer_limit, current_uses: uses, limit_type: 'customer_uses',
-    });
+    throw new DomainError(
+      'USAGE_LIMIT_EXCEEDED',
+      `Customer ${customer.id} has reached the usage limit of ${voucher.code}`,
+      {
+        max_uses: c.customer_limit,
+        current_uses: uses,
+        limit_type: 'customer_uses',
+      },
+    );
   }
 };
 
 const minOrderValue = (voucher: Voucher, order: Order, min: number | undefined): void => {
   if (min !== undefined && order.value < min) {
     throw invalid('min_order_value', `Order value must be at least ${min}`, {
-      min_required: min, current_value: order.value, currency: order.currency ?? voucher.currency ?? null,
+      min_required: min,
+      current_value: order.value,
+      currency: order.currency ?? voucher.currency ?? null,
     });
   }
 };
@@ -107,10 +123,17 @@ const conditionsMet = (voucher: Voucher): string[] => {
 
 /** What stacking needs to know of a voucher: its type, and for `stackable` its priority and rules. */
 export const stackProfile = (voucher: Voucher): StackProfile => {
-  if (voucher.type !== 'stackable') return { voucherId: voucher.id, code: voucher.code, type: voucher.type, priority: 0 };
+  if (voucher.type !== 'stackable')
+    return { voucherId: voucher.id, code: voucher.code, type: voucher.type, priority: 0 };
   const parsed = parseConfig('stackable', voucher.config);
   const config = parsed.type === 'stackable' ? parsed.config : undefined;
-  return { voucherId: voucher.id, code: voucher.code, type: 'stackable', priority: config?.priority ?? 0, stackRules: config?.stack_rules };
+  return {
+    voucherId: voucher.id,
+    code: voucher.code,
+    type: 'stackable',
+    priority: config?.priority ?? 0,
+    stackRules: config?.stack_rules,
+  };
 };
 
 type TypePriced = Priced & { details?: Record<string, unknown> };
@@ -119,9 +142,13 @@ type TypePriced = Priced & { details?: Record<string, unknown> };
 const price = (voucher: Voucher, order: Order, customer: Customer | undefined, stack: StackContext): TypePriced => {
   const c = voucher.conditions;
   const restriction: ProductRestriction = { productIds: c.product_ids, excludedProductIds: c.excluded_product_ids };
-  if (!isAdvanced(voucher.type)) return priceBasic(order, voucher.type as 'percentage' | 'fixed', voucher.value ?? 0, restriction);
+  if (!isAdvanced(voucher.type))
+    return priceBasic(order, voucher.type as 'percentage' | 'fixed', voucher.value ?? 0, restriction);
   const parsed = parseConfig(voucher.type, voucher.config);
-  const withFinal = (p: Omit<TypePriced, 'final_amount'>): TypePriced => ({ ...p, final_amount: order.value - p.discount_amount });
+  const withFinal = (p: Omit<TypePriced, 'final_amount'>): TypePriced => ({
+    ...p,
+    final_amount: order.value - p.discount_amount,
+  });
   switch (parsed.type) {
     case 'bogo': {
       minOrderValue(voucher, order, parsed.config.min_order_value);
@@ -132,15 +159,24 @@ const price = (voucher: Voucher, order: Order, customer: Customer | undefined, s
     case 'tiered': {
       const currency = parsed.config.currency;
       if (currency !== undefined && order.currency !== undefined && order.currency !== currency) {
-        throw invalid('currency_mismatch', `Voucher ${voucher.code} is for ${currency} orders`, { required_currency: currency, current_currency: order.currency });
+        throw invalid('currency_mismatch', `Voucher ${voucher.code} is for ${currency} orders`, {
+          required_currency: currency,
+          current_currency: order.currency,
+        });
       }
       const tier = matchTier(order, parsed.config);
       const priced = priceBasic(order, tier.discount_type, tier.discount, restriction);
-      return { ...priced, details: { order_value: order.value, applicable_tier: tier, discount_amount: priced.discount_amount } };
+      return {
+        ...priced,
+        details: { order_value: order.value, applicable_tier: tier, discount_amount: priced.discount_amount },
+      };
     }
     case 'conditional': {
       const details = checkConditional(parsed.config, order, customer);
-      return { ...priceBasic(order, parsed.config.discount_type, parsed.config.discount, restriction), details: { ...details } };
+      return {
+        ...priceBasic(order, parsed.config.discount_type, parsed.config.discount, restriction),
+        details: { ...details },
+      };
     }
     case 'stackable':
       return withFinal(priceStackable(order, parsed.config, restriction, stack));
@@ -154,7 +190,11 @@ const price = (voucher: Voucher, order: Order, customer: Customer | undefined, s
  * the order with the type's pricing module. Throws the DomainError of the first failure.
  */
 export const evaluate = (
-  voucher: Voucher, order: Order, customer: Customer | undefined, now: Date, orderVouchers: OrderVoucher[] = [],
+  voucher: Voucher,
+  order: Order,
+  customer: Customer | undefined,
+  now: Date,
+  orderVouchers: OrderVoucher[] = [],
 ): Evaluation => {
   checkOrder(order);
   checkAvailability(voucher, order, now);
@@ -166,10 +206,15 @@ export const evaluate = (
   const restricted = (c.product_ids?.length ?? 0) > 0 || (c.excluded_product_ids?.length ?? 0) > 0;
   if (restricted && priced.applied_to.length === 0) {
     throw invalid('no_eligible_items', `No item of the order is eligible for voucher ${voucher.code}`, {
-      product_ids: c.product_ids ?? [], excluded_product_ids: c.excluded_product_ids ?? [],
+      product_ids: c.product_ids ?? [],
+      excluded_product_ids: c.excluded_product_ids ?? [],
     });
   }
-  const details: ValidationDetails = { min_order_value_met: true, usage_limit_not_exceeded: true, valid_date_range: true };
+  const details: ValidationDetails = {
+    min_order_value_met: true,
+    usage_limit_not_exceeded: true,
+    valid_date_range: true,
+  };
   if (customer !== undefined) details.customer_eligible = true;
   Object.assign(details, priced.details);
   const met = conditionsMet(voucher);

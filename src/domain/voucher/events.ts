@@ -104,12 +104,7 @@ export interface VoucherExpired {
 }
 
 export type VoucherEvent =
-  | VoucherCreated
-  | VoucherUpdated
-  | VoucherDeactivated
-  | VoucherApplied
-  | VoucherApplicationRolledBack
-  | VoucherExpired;
+  VoucherCreated | VoucherUpdated | VoucherDeactivated | VoucherApplied | VoucherApplicationRolledBack | VoucherExpired;
 
 /** Event on the code stream `voucherCode-<lower-case code>`: the code belongs to this voucher. */
 export interface VoucherCodeClaimed {

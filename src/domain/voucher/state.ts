@@ -51,10 +51,21 @@ export const evolve = (state: VoucherState, event: VoucherEvent): VoucherState =
     case 'VoucherCreated': {
       const d = event.data;
       return {
-        id: d.voucherId, code: d.code, type: d.voucherType, value: d.value, currency: d.currency,
-        config: d.config, conditions: d.conditions, validationRules: d.validationRules, status: 'active', usageCount: 0,
-        createdAt: d.createdAt, updatedAt: d.createdAt,
-        applications: new Map(), liveByOrder: new Map(), customerUses: new Map(),
+        id: d.voucherId,
+        code: d.code,
+        type: d.voucherType,
+        value: d.value,
+        currency: d.currency,
+        config: d.config,
+        conditions: d.conditions,
+        validationRules: d.validationRules,
+        status: 'active',
+        usageCount: 0,
+        createdAt: d.createdAt,
+        updatedAt: d.createdAt,
+        applications: new Map(),
+        liveByOrder: new Map(),
+        customerUses: new Map(),
       };
     }
     case 'VoucherUpdated': {
@@ -62,26 +73,44 @@ export const evolve = (state: VoucherState, event: VoucherEvent): VoucherState =
       const d = event.data;
       const currency = d.currency === null ? undefined : (d.currency ?? state.currency);
       return {
-        ...state, value: d.value ?? state.value, currency, conditions: d.conditions ?? state.conditions,
+        ...state,
+        value: d.value ?? state.value,
+        currency,
+        conditions: d.conditions ?? state.conditions,
         config: d.config ?? state.config,
         validationRules: d.validationRules === null ? undefined : (d.validationRules ?? state.validationRules),
-        status: d.status, updatedAt: d.updatedAt,
+        status: d.status,
+        updatedAt: d.updatedAt,
         deactivatedAt: d.status === 'inactive' ? state.deactivatedAt : undefined,
       };
     }
     case 'VoucherDeactivated':
       if (!state) return state;
-      return { ...state, status: 'inactive', deactivatedAt: event.data.deactivatedAt, updatedAt: event.data.deactivatedAt };
+      return {
+        ...state,
+        status: 'inactive',
+        deactivatedAt: event.data.deactivatedAt,
+        updatedAt: event.data.deactivatedAt,
+      };
     case 'VoucherApplied': {
       if (!state) return state;
       const d = event.data;
       state.applications.set(d.applicationId, {
-        id: d.applicationId, orderId: d.orderId, customerId: d.customerId, discountAmount: d.discountAmount,
-        finalAmount: d.finalAmount, orderValue: d.orderValue, currency: d.currency, appliedAt: d.appliedAt,
-        orderFingerprint: d.orderFingerprint, customerFingerprint: d.customerFingerprint, status: 'applied',
+        id: d.applicationId,
+        orderId: d.orderId,
+        customerId: d.customerId,
+        discountAmount: d.discountAmount,
+        finalAmount: d.finalAmount,
+        orderValue: d.orderValue,
+        currency: d.currency,
+        appliedAt: d.appliedAt,
+        orderFingerprint: d.orderFingerprint,
+        customerFingerprint: d.customerFingerprint,
+        status: 'applied',
       });
       state.liveByOrder.set(d.orderId, d.applicationId);
-      if (d.customerId !== undefined) state.customerUses.set(d.customerId, (state.customerUses.get(d.customerId) ?? 0) + 1);
+      if (d.customerId !== undefined)
+        state.customerUses.set(d.customerId, (state.customerUses.get(d.customerId) ?? 0) + 1);
       return { ...state, usageCount: state.usageCount + 1 };
     }
     case 'VoucherApplicationRolledBack': {

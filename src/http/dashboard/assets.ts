@@ -3,7 +3,9 @@ import express, { type Router } from 'express';
 
 /** The stylesheet, the copy button's script and the icon, read once at start and served as files (CSP: 'self'). */
 const ASSETS: Record<string, string> = {
-  'dashboard.css': 'text/css; charset=utf-8', 'copy.js': 'text/javascript; charset=utf-8', 'favicon.svg': 'image/svg+xml',
+  'dashboard.css': 'text/css; charset=utf-8',
+  'copy.js': 'text/javascript; charset=utf-8',
+  'favicon.svg': 'image/svg+xml',
 };
 
 export const dashboardAssets = (): Router => {

@@ -1,4 +1,10 @@
-import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response, type Router } from 'express';
+import express, {
+  type ErrorRequestHandler,
+  type Request,
+  type RequestHandler,
+  type Response,
+  type Router,
+} from 'express';
 import cookieParser from 'cookie-parser';
 import { rateLimit } from 'express-rate-limit';
 import helmet from 'helmet';
@@ -7,10 +13,24 @@ import type { AdminAuth } from '../../application/adminAuth.ts';
 import type { Clock } from '../../domain/clock.ts';
 import { dashboardAssets } from './assets.ts';
 import type { SafeHtml } from './html.ts';
-import { confirmRevokePage, createdPage, DEFAULT_FORM, isConfiguredKey, keysPage, type CreateForm } from './keyPages.ts';
+import {
+  confirmRevokePage,
+  createdPage,
+  DEFAULT_FORM,
+  isConfiguredKey,
+  keysPage,
+  type CreateForm,
+} from './keyPages.ts';
 import { loginPage, messagePage } from './layout.ts';
 import {
-  cookieOptions, LOGIN_CSRF_COOKIE, LOGIN_CSRF_MAX_AGE_MS, randomToken, sameToken, SESSION_COOKIE, SessionStore, type Session,
+  cookieOptions,
+  LOGIN_CSRF_COOKIE,
+  LOGIN_CSRF_MAX_AGE_MS,
+  randomToken,
+  sameToken,
+  SESSION_COOKIE,
+  SessionStore,
+  type Session,
 } from './sessions.ts';
 
 export interface DashboardDeps {
@@ -27,11 +47,18 @@ const send = (res: Response, page: SafeHtml, status = 200): void => {
   res.status(status).set('Cache-Control', 'no-store').type('html').send(page.value);
 };
 
-const forbidden = (res: Response, csrf?: string): void => send(res, messagePage({
-  title: 'Form expired', csrf,
-  message: 'This form did not come from this dashboard session, or it has expired. Go back, reload the page and try again.',
-  link: { href: '/dashboard', label: 'Back to the dashboard' },
-}), 403);
+const forbidden = (res: Response, csrf?: string): void =>
+  send(
+    res,
+    messagePage({
+      title: 'Form expired',
+      csrf,
+      message:
+        'This form did not come from this dashboard session, or it has expired. Go back, reload the page and try again.',
+      link: { href: '/dashboard', label: 'Back to the dashboard' },
+    }),
+    403,
+  );
 
 /** Only these fields are read from a form; a repeated field arrives as an array. */
 const field = (req: Request, name: string): string => {
@@ -40,7 +67,11 @@ const field = (req: Request, name: string): string => {
 };
 const fieldList = (req: Request, name: string): string[] => {
   const value = (req.body as Record<string, unknown> | undefined)?.[name];
-  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : typeof value === 'string' ? [value] : [];
+  return Array.isArray(value)
+    ? value.filter((v): v is string => typeof v === 'string')
+    : typeof value === 'string'
+      ? [value]
+      : [];
 };
 
 /**
@@ -54,17 +85,27 @@ export const dashboardRouter = (deps: DashboardDeps): Router => {
   /** Signs the login form's double-submit cookie; new every start (a restart only expires open login forms). */
   const cookieSecret = randomToken();
 
-  router.use(helmet({
-    contentSecurityPolicy: {
-      useDefaults: false,
-      directives: {
-        defaultSrc: ["'self'"], scriptSrc: ["'self'"], styleSrc: ["'self'"], imgSrc: ["'self'"], fontSrc: ["'self'"],
-        connectSrc: ["'self'"], formAction: ["'self'"], frameAncestors: ["'none'"], baseUri: ["'none'"], objectSrc: ["'none'"],
+  router.use(
+    helmet({
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: {
+          defaultSrc: ["'self'"],
+          scriptSrc: ["'self'"],
+          styleSrc: ["'self'"],
+          imgSrc: ["'self'"],
+          fontSrc: ["'self'"],
+          connectSrc: ["'self'"],
+          formAction: ["'self'"],
+          frameAncestors: ["'none'"],
+          baseUri: ["'none'"],
+          objectSrc: ["'none'"],
+        },
       },
-    },
-    frameguard: { action: 'deny' },
-    referrerPolicy: { policy: 'no-referrer' },
-  }));
+      frameguard: { action: 'deny' },
+      referrerPolicy: { policy: 'no-referrer' },
+    }),
+  );
   router.use(cookieParser(cookieSecret));
   router.use(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 }));
   router.use('/assets', dashboardAssets());
@@ -84,7 +125,12 @@ export const dashboardRouter = (deps: DashboardDeps): Router => {
   };
   const session = (res: Response): Session => res.locals.session as Session;
 
-  const showLogin = (req: Request, res: Response, opts: { error?: string; notice?: string } = {}, status = 200): void => {
+  const showLogin = (
+    req: Request,
+    res: Response,
+    opts: { error?: string; notice?: string } = {},
+    status = 200,
+  ): void => {
     const csrf = randomToken();
     res.cookie(LOGIN_CSRF_COOKIE, csrf, cookieOptions(req, { signed: true, maxAge: LOGIN_CSRF_MAX_AGE_MS }));
     send(res, loginPage({ csrf, ...opts }), status);
@@ -96,13 +142,20 @@ export const dashboardRouter = (deps: DashboardDeps): Router => {
     skipSuccessfulRequests: true,
     standardHeaders: 'draft-8',
     legacyHeaders: false,
-    handler: (_req, res) => send(res, messagePage({
-      title: 'Too many sign-in attempts',
-      message: 'Sign-in is paused for this address after several failed attempts. Wait 15 minutes and try again.',
-    }), 429),
+    handler: (_req, res) =>
+      send(
+        res,
+        messagePage({
+          title: 'Too many sign-in attempts',
+          message: 'Sign-in is paused for this address after several failed attempts. Wait 15 minutes and try again.',
+        }),
+        429,
+      ),
   });
 
-  router.get('/', (req, res) => { res.redirect(303, currentSession(req) ? '/dashboard/keys' : '/dashboard/login'); });
+  router.get('/', (req, res) => {
+    res.redirect(303, currentSession(req) ? '/dashboard/keys' : '/dashboard/login');
+  });
 
   router.get('/login', (req, res) => {
     if (currentSession(req)) return res.redirect(303, '/dashboard/keys');
@@ -133,10 +186,14 @@ export const dashboardRouter = (deps: DashboardDeps): Router => {
 
   router.get('/keys', signedIn, (req, res) => {
     const revoked = typeof req.query.revoked === 'string' ? deps.keys.get(req.query.revoked) : undefined;
-    send(res, keysPage({
-      csrf: session(res).csrf, keys: deps.keys.list(),
-      notice: revoked?.revokedAt ? `The key “${revoked.name}” is revoked: requests with it now get 401.` : undefined,
-    }));
+    send(
+      res,
+      keysPage({
+        csrf: session(res).csrf,
+        keys: deps.keys.list(),
+        notice: revoked?.revokedAt ? `The key “${revoked.name}” is revoked: requests with it now get 401.` : undefined,
+      }),
+    );
   });
 
   router.post('/keys', signedIn, async (req, res) => {
@@ -147,12 +204,21 @@ export const dashboardRouter = (deps: DashboardDeps): Router => {
       environment: environment === 'production' ? 'production' : 'sandbox',
       scopes: scopes.filter(isScope),
     };
-    const error = !form.name ? 'Give the key a name, e.g. where it is used.'
-      : environment !== 'production' && environment !== 'sandbox' ? 'Choose Production or Sandbox.'
-        : scopes.length !== form.scopes.length ? 'Choose scopes from the list.'
-          : form.scopes.length === 0 ? 'Choose at least one scope.' : undefined;
+    const error = !form.name
+      ? 'Give the key a name, e.g. where it is used.'
+      : environment !== 'production' && environment !== 'sandbox'
+        ? 'Choose Production or Sandbox.'
+        : scopes.length !== form.scopes.length
+          ? 'Choose scopes from the list.'
+          : form.scopes.length === 0
+            ? 'Choose at least one scope.'
+            : undefined;
     if (error) {
-      return send(res, keysPage({ csrf: session(res).csrf, keys: deps.keys.list(), error, form: { ...DEFAULT_FORM, ...form } }), 400);
+      return send(
+        res,
+        keysPage({ csrf: session(res).csrf, keys: deps.keys.list(), error, form: { ...DEFAULT_FORM, ...form } }),
+        400,
+      );
     }
     const { key, record } = await deps.keys.create(form.environment, form.name, form.scopes, 'dashboard');
     send(res, createdPage({ csrf: session(res).csrf, key, record }), 201);
@@ -162,10 +228,17 @@ export const dashboardRouter = (deps: DashboardDeps): Router => {
     const record = deps.keys.get(id);
     return record && !isConfiguredKey(record) ? record : undefined;
   };
-  const noSuchKey = (res: Response) => send(res, messagePage({
-    title: 'No such key', csrf: session(res).csrf, message: 'There is no key with this id that can be revoked here.',
-    link: { href: '/dashboard/keys', label: 'Back to API keys' },
-  }), 404);
+  const noSuchKey = (res: Response) =>
+    send(
+      res,
+      messagePage({
+        title: 'No such key',
+        csrf: session(res).csrf,
+        message: 'There is no key with this id that can be revoked here.',
+        link: { href: '/dashboard/keys', label: 'Back to API keys' },
+      }),
+      404,
+    );
 
   router.get('/keys/:id/revoke', signedIn, (req, res) => {
     const record = revocable(String(req.params.id));
@@ -181,10 +254,18 @@ export const dashboardRouter = (deps: DashboardDeps): Router => {
     res.redirect(303, `/dashboard/keys?revoked=${encodeURIComponent(record.id)}`);
   });
 
-  router.use((req, res) => send(res, messagePage({
-    title: 'Page not found', csrf: currentSession(req)?.csrf,
-    message: 'There is no dashboard page at this address.', link: { href: '/dashboard', label: 'Back to the dashboard' },
-  }), 404));
+  router.use((req, res) =>
+    send(
+      res,
+      messagePage({
+        title: 'Page not found',
+        csrf: currentSession(req)?.csrf,
+        message: 'There is no dashboard page at this address.',
+        link: { href: '/dashboard', label: 'Back to the dashboard' },
+      }),
+      404,
+    ),
+  );
 
   const failed: ErrorRequestHandler = (error: unknown, req, res, _next) => {
     const status = (error as { status?: number; type?: string }).status;
@@ -192,7 +273,14 @@ export const dashboardRouter = (deps: DashboardDeps): Router => {
       return send(res, messagePage({ title: 'Bad request', message: 'The form could not be read.' }), status);
     }
     req.log?.error({ err: error, request_id: req.requestId }, 'dashboard error');
-    send(res, messagePage({ title: 'Something went wrong', message: `Something went wrong on our side (request ${req.requestId ?? ''}).` }), 500);
+    send(
+      res,
+      messagePage({
+        title: 'Something went wrong',
+        message: `Something went wrong on our side (request ${req.requestId ?? ''}).`,
+      }),
+      500,
+    );
   };
   router.use(failed);
   return router;

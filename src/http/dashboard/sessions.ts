@@ -31,7 +31,11 @@ export const sameToken = (a: unknown, b: unknown): boolean => {
  * No Max-Age on the session cookie: it ends with the browser, and the server ends it after 8 h idle.
  */
 export const cookieOptions = (req: Pick<Request, 'secure'>, extra: Partial<CookieOptions> = {}): CookieOptions => ({
-  httpOnly: true, sameSite: 'strict', path: '/dashboard', secure: req.secure, ...extra,
+  httpOnly: true,
+  sameSite: 'strict',
+  path: '/dashboard',
+  secure: req.secure,
+  ...extra,
 });
 
 /**
@@ -41,7 +45,10 @@ export const cookieOptions = (req: Pick<Request, 'secure'>, extra: Partial<Cooki
 export class SessionStore {
   private readonly sessions = new Map<string, Session>();
 
-  constructor(private readonly clock: Clock, private readonly idleMs = SESSION_IDLE_MS) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly idleMs = SESSION_IDLE_MS,
+  ) {}
 
   create(): Session {
     this.purge();
@@ -64,9 +71,13 @@ export class SessionStore {
     return session;
   }
 
-  destroy(id: string): void { this.sessions.delete(id); }
+  destroy(id: string): void {
+    this.sessions.delete(id);
+  }
 
-  get size(): number { return this.sessions.size; }
+  get size(): number {
+    return this.sessions.size;
+  }
 
   private purge(): void {
     const now = this.clock.now().getTime();

@@ -10,18 +10,31 @@ import type { Guard } from '../auth.ts';
 import { compileBody } from '../validation.ts';
 
 export const exportSchema = {
-  type: 'object', additionalProperties: false, required: ['voucher_ids', 'metrics'],
+  type: 'object',
+  additionalProperties: false,
+  required: ['voucher_ids', 'metrics'],
   properties: {
-    voucher_ids: { type: 'array', minItems: 1, maxItems: 5_000, items: { type: 'string', minLength: 1, maxLength: 100 } },
+    voucher_ids: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 5_000,
+      items: { type: 'string', minLength: 1, maxLength: 100 },
+    },
     metrics: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', enum: [...METRICS] } },
     format: { type: 'string', enum: [...EXPORT_FORMATS] },
     time_period: {
-      type: 'object', additionalProperties: false,
+      type: 'object',
+      additionalProperties: false,
       properties: { start: { type: 'string', maxLength: 40 }, end: { type: 'string', maxLength: 40 } },
     },
   },
 };
-const parseExport = compileBody<{ voucher_ids: string[]; metrics: Metric[]; format?: ExportFormat; time_period?: { start?: string; end?: string } }>(exportSchema);
+const parseExport = compileBody<{
+  voucher_ids: string[];
+  metrics: Metric[];
+  format?: ExportFormat;
+  time_period?: { start?: string; end?: string };
+}>(exportSchema);
 
 /** Query parameters of the analytics reads (documented in the OpenAPI document). */
 export const ANALYTICS_QUERY = {
@@ -33,9 +46,12 @@ export const ANALYTICS_QUERY = {
 /** Only the endpoint's parameters, each once (except `metrics`, which may repeat). */
 const query = (req: Request, allowed: readonly string[]): Record<string, string | string[] | undefined> => {
   const q = req.query as Record<string, unknown>;
-  const problems = Object.keys(q).filter((k) => !allowed.includes(k)).map((field) => ({ field, message: 'is not allowed' }));
+  const problems = Object.keys(q)
+    .filter((k) => !allowed.includes(k))
+    .map((field) => ({ field, message: 'is not allowed' }));
   for (const [field, value] of Object.entries(q)) {
-    if (field !== 'metrics' && typeof value !== 'string' && allowed.includes(field)) problems.push({ field, message: 'must be given once' });
+    if (field !== 'metrics' && typeof value !== 'string' && allowed.includes(field))
+      problems.push({ field, message: 'must be given once' });
   }
   if (problems.length > 0) throw invalidRequest(problems);
   return q as Record<string, string | string[] | undefined>;
@@ -53,10 +69,22 @@ const booleanParam = (value: string | undefined, field: string): boolean => {
 /** `metrics=uses&metrics=discount` or `metrics=uses,discount`; unknown names: 400. */
 const metricsParam = (value: string | string[] | undefined): Metric[] => {
   if (value === undefined) return [...DEFAULT_TREND_METRICS];
-  const names = [...new Set((Array.isArray(value) ? value : [value]).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean))];
+  const names = [
+    ...new Set(
+      (Array.isArray(value) ? value : [value])
+        .flatMap((v) => v.split(','))
+        .map((v) => v.trim())
+        .filter(Boolean),
+    ),
+  ];
   const unknown = names.filter((n) => !(METRICS as readonly string[]).includes(n));
   if (names.length === 0 || unknown.length > 0) {
-    throw invalidRequest([{ field: 'metrics', message: `must name metrics among ${METRICS.join(', ')}${unknown.length ? `; unknown: ${unknown.join(', ')}` : ''}` }]);
+    throw invalidRequest([
+      {
+        field: 'metrics',
+        message: `must name metrics among ${METRICS.join(', ')}${unknown.length ? `; unknown: ${unknown.join(', ')}` : ''}`,
+      },
+    ]);
   }
   return names as Metric[];
 };
@@ -64,7 +92,8 @@ const metricsParam = (value: string | string[] | undefined): Metric[] => {
 const limitParam = (value: string | undefined): number => {
   if (value === undefined) return 10;
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1 || n > 100) throw invalidRequest([{ field: 'limit', message: 'must be an integer from 1 to 100' }]);
+  if (!/^\d+$/.test(value) || n < 1 || n > 100)
+    throw invalidRequest([{ field: 'limit', message: 'must be an integer from 1 to 100' }]);
   return n;
 };
 
@@ -77,15 +106,25 @@ export const analyticsRoutes = (guard: Guard): Router => {
   router.get('/analytics/vouchers/:voucherId/performance', guard('analytics:read', 'performance'), async (req, res) => {
     const q = query(req, ANALYTICS_QUERY.performance);
     const window = windowOf(req, q);
-    res.json(await performance(req.ctx, String(req.params.voucherId), window, booleanParam(q.include_details as string | undefined, 'include_details')));
+    res.json(
+      await performance(
+        req.ctx,
+        String(req.params.voucherId),
+        window,
+        booleanParam(q.include_details as string | undefined, 'include_details'),
+      ),
+    );
   });
 
   router.get('/analytics/vouchers/:voucherId/trends', guard('analytics:read', 'trends'), async (req, res) => {
     const q = query(req, ANALYTICS_QUERY.trends);
     const interval = (q.interval ?? 'day') as string;
-    if (!['day', 'week', 'month'].includes(interval)) throw invalidRequest([{ field: 'interval', message: 'must be one of day, week, month' }]);
+    if (!['day', 'week', 'month'].includes(interval))
+      throw invalidRequest([{ field: 'interval', message: 'must be one of day, week, month' }]);
     const window = windowOf(req, q);
-    res.json(await trends(req.ctx, String(req.params.voucherId), window, interval as Interval, metricsParam(q.metrics)));
+    res.json(
+      await trends(req.ctx, String(req.params.voucherId), window, interval as Interval, metricsParam(q.metrics)),
+    );
   });
 
   router.get('/analytics/vouchers/:voucherId/customers', guard('analytics:read', 'customers'), async (req, res) => {
@@ -96,19 +135,39 @@ export const analyticsRoutes = (guard: Guard): Router => {
 
   router.post('/analytics/export', guard('analytics:read', 'export'), async (req, res) => {
     const body = parseExport(req.body);
-    const window = parseWindow(req.ctx.clock.now(), body.time_period?.start, body.time_period?.end, { start: 'time_period.start', end: 'time_period.end' });
+    const window = parseWindow(req.ctx.clock.now(), body.time_period?.start, body.time_period?.end, {
+      start: 'time_period.start',
+      end: 'time_period.end',
+    });
     const ids = [...new Set(body.voucher_ids)];
     const vouchers = await req.ctx.reads.getMany<VoucherDoc>('vouchers', ids);
     const notFound = ids.filter((id) => !vouchers.has(id));
     if (notFound.length > 0) {
-      throw new DomainError('VOUCHER_NOT_FOUND', `${notFound.length} of the vouchers were not found`, { not_found: notFound, found: ids.filter((id) => vouchers.has(id)) });
+      throw new DomainError('VOUCHER_NOT_FOUND', `${notFound.length} of the vouchers were not found`, {
+        not_found: notFound,
+        found: ids.filter((id) => vouchers.has(id)),
+      });
     }
-    const view = await req.ctx.exports.create({ voucherIds: ids, metrics: body.metrics, format: body.format ?? 'csv', window });
-    res.status(202).location(`/v1/analytics/export/${view.id}`).json({
-      export_id: view.id, status: view.status, estimated_completion: view.estimated_completion, format: view.format,
-      voucher_count: view.voucher_ids.length, metrics: view.metrics, record_count: view.record_count,
-      time_period: { start: `${view.start_day}T00:00:00Z`, end: `${view.end_day}T23:59:59Z` }, created_at: view.requested_at,
+    const view = await req.ctx.exports.create({
+      voucherIds: ids,
+      metrics: body.metrics,
+      format: body.format ?? 'csv',
+      window,
     });
+    res
+      .status(202)
+      .location(`/v1/analytics/export/${view.id}`)
+      .json({
+        export_id: view.id,
+        status: view.status,
+        estimated_completion: view.estimated_completion,
+        format: view.format,
+        voucher_count: view.voucher_ids.length,
+        metrics: view.metrics,
+        record_count: view.record_count,
+        time_period: { start: `${view.start_day}T00:00:00Z`, end: `${view.end_day}T23:59:59Z` },
+        created_at: view.requested_at,
+      });
   });
 
   router.get('/analytics/export/:exportId', guard('analytics:read', 'other'), async (req, res) => {
@@ -124,7 +183,11 @@ export const analyticsRoutes = (guard: Guard): Router => {
     res.setHeader('Content-Disposition', `attachment; filename="${fileName}"`);
     // Analytics files are the account's data: never stored by a shared cache.
     const headers = { 'Content-Type': contentType, 'Cache-Control': 'private, no-store' };
-    await new Promise<void>((resolve, reject) => res.sendFile(file, { headers, cacheControl: false, lastModified: false }, (err) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      res.sendFile(file, { headers, cacheControl: false, lastModified: false }, (err) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
   });
 
   return router;

@@ -4,7 +4,13 @@ import { isoSeconds } from '../../domain/clock.ts';
 import type { Conditions } from '../../domain/voucher/events.ts';
 import { applyVoucher, rollbackApplication, validateVoucher, type ApplyInput } from '../../application/redemptions.ts';
 import { getVoucher, listApplications, listVouchers, type ListVouchersQuery } from '../../application/queries.ts';
-import { createVoucher, deactivateVoucher, updateVoucher, type CreateVoucherInput, type UpdateVoucherInput } from '../../application/vouchers.ts';
+import {
+  createVoucher,
+  deactivateVoucher,
+  updateVoucher,
+  type CreateVoucherInput,
+  type UpdateVoucherInput,
+} from '../../application/vouchers.ts';
 import { renderVoucher } from '../../application/views.ts';
 import type { Customer, Order } from '../../domain/discount/types.ts';
 import type { Guard } from '../auth.ts';
@@ -26,12 +32,15 @@ const APPLICATION_ID = /^va_[A-Za-z0-9]{1,64}$/;
 
 const voucherIdOf = (req: Request): string => {
   const id = String(req.params.voucherId);
-  if (!VOUCHER_ID.test(id)) throw new DomainError('VOUCHER_NOT_FOUND', `Voucher ${id} was not found`, { voucher_id: id });
+  if (!VOUCHER_ID.test(id))
+    throw new DomainError('VOUCHER_NOT_FOUND', `Voucher ${id} was not found`, { voucher_id: id });
   return id;
 };
 
 /** Timestamps are kept in UTC with second precision, so they compare as strings. */
-const normaliseTimes = <T extends { valid_from?: string | null; valid_until?: string | null }>(c: T | undefined): T | undefined => {
+const normaliseTimes = <T extends { valid_from?: string | null; valid_until?: string | null }>(
+  c: T | undefined,
+): T | undefined => {
   if (!c) return c;
   const out = { ...c };
   if (typeof out.valid_from === 'string') out.valid_from = isoSeconds(new Date(out.valid_from));
@@ -56,7 +65,11 @@ export const voucherRoutes = (guard: Guard): Router => {
 
   router.post('/vouchers', guard('vouchers:write', 'create'), idempotency(), async (req, res) => {
     const input = parseCreate(req.body);
-    const view = await createVoucher(req.ctx, { ...input, conditions: normaliseTimes(input.conditions) as Conditions | undefined }, meta(req));
+    const view = await createVoucher(
+      req.ctx,
+      { ...input, conditions: normaliseTimes(input.conditions) as Conditions | undefined },
+      meta(req),
+    );
     res.status(201).location(`/v1/vouchers/${view.id}`).json(renderVoucher(view, req.ctx.clock.now()));
   });
 
@@ -75,15 +88,21 @@ export const voucherRoutes = (guard: Guard): Router => {
     res.json(await validateVoucher(req.ctx, body.code, body.order, body.customer));
   });
 
-  router.post('/vouchers/apply', guard('vouchers:redeem', 'apply'), idempotency({ replayAs200: true }), async (req, res) => {
-    const outcome = await applyVoucher(req.ctx, parseApply(req.body), meta(req));
-    if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
-    res.status(outcome.replayed ? 200 : 201).json(outcome.application);
-  });
+  router.post(
+    '/vouchers/apply',
+    guard('vouchers:redeem', 'apply'),
+    idempotency({ replayAs200: true }),
+    async (req, res) => {
+      const outcome = await applyVoucher(req.ctx, parseApply(req.body), meta(req));
+      if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
+      res.status(outcome.replayed ? 200 : 201).json(outcome.application);
+    },
+  );
 
   router.post('/vouchers/applications/:applicationId/rollback', guard('vouchers:redeem', 'other'), async (req, res) => {
     const id = String(req.params.applicationId);
-    if (!APPLICATION_ID.test(id)) throw new DomainError('APPLICATION_NOT_FOUND', `Application ${id} was not found`, { application_id: id });
+    if (!APPLICATION_ID.test(id))
+      throw new DomainError('APPLICATION_NOT_FOUND', `Application ${id} was not found`, { application_id: id });
     const body = parseRollback(req.body ?? {});
     res.json(await rollbackApplication(req.ctx, id, body.reason, meta(req)));
   });
@@ -102,7 +121,12 @@ export const voucherRoutes = (guard: Guard): Router => {
     const id = voucherIdOf(req);
     rejectImmutable(req.body);
     const input = parseUpdate(req.body);
-    const view = await updateVoucher(req.ctx, id, { ...input, conditions: normaliseTimes(input.conditions) }, meta(req));
+    const view = await updateVoucher(
+      req.ctx,
+      id,
+      { ...input, conditions: normaliseTimes(input.conditions) },
+      meta(req),
+    );
     res.json(renderVoucher(view, req.ctx.clock.now()));
   });
 

@@ -98,7 +98,11 @@ export interface EventStore {
    * Rejects with WrongExpectedRevisionError when the expectation does not hold, in which case
    * nothing of this append is written.
    */
-  appendToStream(streamId: string, events: NewEvent[], options?: { expectedRevision?: ExpectedRevision }): Promise<AppendResult>;
+  appendToStream(
+    streamId: string,
+    events: NewEvent[],
+    options?: { expectedRevision?: ExpectedRevision },
+  ): Promise<AppendResult>;
   /**
    * Appends to several streams (each at most once) atomically: every expectation is checked, and
    * either all the events are written or none (WrongExpectedRevisionError names the first stream

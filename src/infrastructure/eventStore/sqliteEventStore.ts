@@ -7,8 +7,17 @@
 import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import type {
-  AppendResult, BatchHandler, EventStore, ExpectedRevision, NewEvent, ReadAllOptions,
-  ReadStreamOptions, RecordedEvent, StreamAppend, SubscribeOptions, Subscription,
+  AppendResult,
+  BatchHandler,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  ReadAllOptions,
+  ReadStreamOptions,
+  RecordedEvent,
+  StreamAppend,
+  SubscribeOptions,
+  Subscription,
 } from './eventStore.ts';
 import { GroupCommitter, type CommittedEvents, type FlushInfo } from './sqliteGroupCommit.ts';
 import { openDatabase, prepareStatements, rowToEvent, type EventInsert, type Statements } from './sqliteSchema.ts';
@@ -54,7 +63,10 @@ export class SqliteEventStore implements EventStore {
     return new SqliteEventStore(db, options);
   }
 
-  private constructor(private readonly db: Database.Database, options: SqliteEventStoreOptions) {
+  private constructor(
+    private readonly db: Database.Database,
+    options: SqliteEventStoreOptions,
+  ) {
     this.pollIntervalMs = options.pollIntervalMs ?? 200;
     this.statements = prepareStatements(db);
     this.committer = new GroupCommitter(db, this.statements, (info, committed) => {
@@ -69,14 +81,17 @@ export class SqliteEventStore implements EventStore {
     events: NewEvent[],
     options: { expectedRevision?: ExpectedRevision } = {},
   ): Promise<AppendResult> {
-    return this.appendToStreams([{ streamId, events, expectedRevision: options.expectedRevision }]).then(([result]) => result!);
+    return this.appendToStreams([{ streamId, events, expectedRevision: options.expectedRevision }]).then(
+      ([result]) => result!,
+    );
   }
 
   appendToStreams(appends: StreamAppend[]): Promise<AppendResult[]> {
     return new Promise((resolve, reject) => {
       if (this.closed) throw new Error('SqliteEventStore is closed');
       if (appends.length === 0) throw new TypeError('appendToStreams needs at least one stream');
-      if (new Set(appends.map((a) => a.streamId)).size !== appends.length) throw new TypeError('appendToStreams: each stream at most once');
+      if (new Set(appends.map((a) => a.streamId)).size !== appends.length)
+        throw new TypeError('appendToStreams: each stream at most once');
       // Checked and serialized now: a bad event rejects only its own append, before it joins a batch.
       const parts = appends.map(({ streamId, events, expectedRevision = 'any' }) => {
         validateExpectedRevision(expectedRevision);
@@ -127,7 +142,9 @@ export class SqliteEventStore implements EventStore {
     this.assertOpen();
     if (this.tokenTurn === undefined) {
       this.token = this.statements.dataVersion.get()!;
-      this.tokenTurn = setImmediate(() => { this.tokenTurn = undefined; });
+      this.tokenTurn = setImmediate(() => {
+        this.tokenTurn = undefined;
+      });
     }
     return this.token;
   }
@@ -232,8 +249,12 @@ function toInsert(event: NewEvent): EventInsert {
 }
 
 function validateExpectedRevision(expected: ExpectedRevision): void {
-  if (typeof expected === 'number' ? Number.isInteger(expected) && expected >= 0
-    : expected === 'any' || expected === 'no_stream' || expected === 'stream_exists') return;
+  if (
+    typeof expected === 'number'
+      ? Number.isInteger(expected) && expected >= 0
+      : expected === 'any' || expected === 'no_stream' || expected === 'stream_exists'
+  )
+    return;
   throw new TypeError(`invalid expectedRevision: ${String(expected)}`);
 }
 

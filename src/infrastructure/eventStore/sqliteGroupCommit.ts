@@ -57,17 +57,26 @@ type Outcome = { ok: true; results: AppendResult[]; rows: EventRow[] } | { ok: f
 
 /** Thrown out of the savepoint-less transaction when an append failed mid-write (see above). */
 class AppendFailedWithoutSavepoint extends Error {
-  constructor(cause: unknown) { super('append failed; batch to be written with savepoints', { cause }); }
+  constructor(cause: unknown) {
+    super('append failed; batch to be written with savepoints', { cause });
+  }
 }
 
-interface BatchResult { outcomes: Outcome[]; after: number }
+interface BatchResult {
+  outcomes: Outcome[];
+  after: number;
+}
 
 export function expectationHolds(expected: ExpectedRevision, current: number): boolean {
   switch (expected) {
-    case 'any': return true;
-    case 'no_stream': return current === -1;
-    case 'stream_exists': return current >= 0;
-    default: return expected === current;
+    case 'any':
+      return true;
+    case 'no_stream':
+      return current === -1;
+    case 'stream_exists':
+      return current >= 0;
+    default:
+      return expected === current;
   }
 }
 
@@ -161,24 +170,39 @@ export class GroupCommitter {
     // Read inside the transaction: sees the appends written earlier in this batch.
     const currents = append.parts.map(({ streamId, expectedRevision }) => {
       const current = this.statements.streamRevision.get(streamId)?.revision ?? -1;
-      return expectationHolds(expectedRevision, current) ? current : new WrongExpectedRevisionError(streamId, expectedRevision, current);
+      return expectationHolds(expectedRevision, current)
+        ? current
+        : new WrongExpectedRevisionError(streamId, expectedRevision, current);
     });
     const failed = currents.find((c): c is WrongExpectedRevisionError => c instanceof WrongExpectedRevisionError);
     if (failed) return { ok: false, error: failed };
     const rows: EventRow[] = [];
     const results = append.parts.map(({ streamId, events }, i): AppendResult => {
       let revision = currents[i] as number;
-      if (events.length === 0) return { nextExpectedRevision: revision, position: this.statements.headPosition.get()!.head };
+      if (events.length === 0)
+        return { nextExpectedRevision: revision, position: this.statements.headPosition.get()!.head };
       let position = 0;
       for (const event of events) {
         revision += 1;
         const info = this.statements.insertEvent.run(
-          event.id, streamId, revision, event.type, event.data, event.metadata, recordedAt,
+          event.id,
+          streamId,
+          revision,
+          event.type,
+          event.data,
+          event.metadata,
+          recordedAt,
         );
         position = Number(info.lastInsertRowid);
         rows.push({
-          position, id: event.id, stream_id: streamId, revision, type: event.type,
-          data: event.data, metadata: event.metadata, recorded_at: recordedAt,
+          position,
+          id: event.id,
+          stream_id: streamId,
+          revision,
+          type: event.type,
+          data: event.data,
+          metadata: event.metadata,
+          recorded_at: recordedAt,
         });
       }
       return { nextExpectedRevision: revision, position };

@@ -100,9 +100,7 @@ export function prepareStatements(db: Database.Database) {
   );
   // data_version changes only when another connection commits to the file
   const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
-  const headPosition = db.prepare<[], { head: number }>(
-    'SELECT COALESCE(MAX(position), 0) AS head FROM events',
-  );
+  const headPosition = db.prepare<[], { head: number }>('SELECT COALESCE(MAX(position), 0) AS head FROM events');
   return { insertEvent, streamRevision, readStream, readAll, headPosition, dataVersion };
 }
 

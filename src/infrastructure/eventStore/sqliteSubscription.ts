@@ -130,7 +130,10 @@ export class SqliteSubscription implements Subscription {
     while (this.queued.length > 0 && rows.length < this.options.maxBatchSize) {
       const chunk = this.queued[0];
       const last = chunk.rows[chunk.rows.length - 1].position;
-      if (last <= position) { this.dropFirst(chunk.rows.length); continue; } // delivered from the store
+      if (last <= position) {
+        this.dropFirst(chunk.rows.length);
+        continue;
+      } // delivered from the store
       let start = 0;
       if (chunk.after !== position) {
         start = chunk.rows.findIndex((row) => row.position === position) + 1;

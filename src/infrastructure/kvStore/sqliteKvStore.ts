@@ -22,9 +22,15 @@ const openConnection = (filePath: string, synchronous: 'FULL' | 'NORMAL'): Datab
 };
 
 const statements = (db: Database.Database) => ({
-  get: db.prepare<[string, string, number], { value: string }>('SELECT value FROM kv WHERE namespace = ? AND key = ? AND expires_at > ?'),
-  put: db.prepare<[string, string, string, number]>('INSERT OR REPLACE INTO kv (namespace, key, value, expires_at) VALUES (?, ?, ?, ?)'),
-  putIfAbsent: db.prepare<[string, string, string, number, number]>(`INSERT INTO kv (namespace, key, value, expires_at) VALUES (?, ?, ?, ?)
+  get: db.prepare<[string, string, number], { value: string }>(
+    'SELECT value FROM kv WHERE namespace = ? AND key = ? AND expires_at > ?',
+  ),
+  put: db.prepare<[string, string, string, number]>(
+    'INSERT OR REPLACE INTO kv (namespace, key, value, expires_at) VALUES (?, ?, ?, ?)',
+  ),
+  putIfAbsent: db.prepare<
+    [string, string, string, number, number]
+  >(`INSERT INTO kv (namespace, key, value, expires_at) VALUES (?, ?, ?, ?)
     ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
     WHERE kv.expires_at <= ?`),
   delete: db.prepare<[string, string]>('DELETE FROM kv WHERE namespace = ? AND key = ?'),
@@ -37,7 +43,11 @@ export class SqliteKvStore implements KvStore {
   private readonly relaxed: ReturnType<typeof statements>;
   private readonly relaxedNamespaces: Set<string>;
 
-  private constructor(private readonly connections: Database.Database[], private readonly clock: Clock, relaxedNamespaces: string[]) {
+  private constructor(
+    private readonly connections: Database.Database[],
+    private readonly clock: Clock,
+    relaxedNamespaces: string[],
+  ) {
     this.durable = statements(connections[0]!);
     this.relaxed = statements(connections[1] ?? connections[0]!);
     this.relaxedNamespaces = new Set(relaxedNamespaces);
@@ -50,11 +60,16 @@ export class SqliteKvStore implements KvStore {
       namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, expires_at INTEGER NOT NULL,
       PRIMARY KEY (namespace, key)) WITHOUT ROWID;
       CREATE INDEX IF NOT EXISTS kv_expires ON kv(expires_at);`);
-    const relaxed = (options.relaxedNamespaces?.length ?? 0) > 0 && filePath !== ':memory:' ? [openConnection(filePath, 'NORMAL')] : [];
+    const relaxed =
+      (options.relaxedNamespaces?.length ?? 0) > 0 && filePath !== ':memory:'
+        ? [openConnection(filePath, 'NORMAL')]
+        : [];
     return new SqliteKvStore([durable, ...relaxed], clock, options.relaxedNamespaces ?? []);
   }
 
-  private for(namespace: string) { return this.relaxedNamespaces.has(namespace) ? this.relaxed : this.durable; }
+  private for(namespace: string) {
+    return this.relaxedNamespaces.has(namespace) ? this.relaxed : this.durable;
+  }
 
   async get<T>(namespace: string, key: string): Promise<T | null> {
     const row = this.for(namespace).get.get(namespace, key, this.clock.now().getTime());
@@ -66,7 +81,10 @@ export class SqliteKvStore implements KvStore {
   }
 
   async putIfAbsent<T>(namespace: string, key: string, value: T, expiresAt: number): Promise<boolean> {
-    return this.for(namespace).putIfAbsent.run(namespace, key, JSON.stringify(value), expiresAt, this.clock.now().getTime()).changes > 0;
+    return (
+      this.for(namespace).putIfAbsent.run(namespace, key, JSON.stringify(value), expiresAt, this.clock.now().getTime())
+        .changes > 0
+    );
   }
 
   async delete(namespace: string, key: string): Promise<void> {

@@ -4,7 +4,11 @@
  * `releaseAll`. One entry per waiting request, with no closure made for it (under tsx each named
  * closure made per request costs a defineProperty).
  */
-interface Waiter { position: number; resolve(ok: boolean): void; timer: NodeJS.Timeout | undefined }
+interface Waiter {
+  position: number;
+  resolve(ok: boolean): void;
+  timer: NodeJS.Timeout | undefined;
+}
 
 export class CheckpointWaiters {
   private waiting: Waiter[] = [];
@@ -23,7 +27,10 @@ export class CheckpointWaiters {
     if (this.waiting.length === 0) return;
     const still: Waiter[] = [];
     for (const waiter of this.waiting) {
-      if (waiter.position > position) { still.push(waiter); continue; }
+      if (waiter.position > position) {
+        still.push(waiter);
+        continue;
+      }
       clearTimeout(waiter.timer);
       waiter.resolve(true);
     }

@@ -20,7 +20,10 @@ export interface Projection<V extends Document = Document> {
 export type PositionedDocument = Document & { _position?: number };
 
 /** A document of a DocumentSetProjection: which collection, which id. */
-export interface DocRef { collection: string; id: string }
+export interface DocRef {
+  collection: string;
+  id: string;
+}
 
 /** The documents an event touches, keyed `collection/id`; null when absent (or to delete). */
 export type DocSet = Map<string, Document | null>;
@@ -57,10 +60,14 @@ export type AnyProjection = Projection | DocumentSetProjection;
 export const isDocumentSet = (p: AnyProjection): p is DocumentSetProjection => 'touches' in p;
 
 /** Collection names of a projection group (for resets). */
-export const collectionsOf = (projections: AnyProjection[]): string[] =>
-  [...new Set(projections.flatMap((p) => (isDocumentSet(p) ? Object.keys(p.collections) : [p.collection])))];
+export const collectionsOf = (projections: AnyProjection[]): string[] => [
+  ...new Set(projections.flatMap((p) => (isDocumentSet(p) ? Object.keys(p.collections) : [p.collection]))),
+];
 
 /** Every (collection, fields) index a projection group declares. */
-export const indexesOf = (projections: AnyProjection[]): Array<[string, string[]]> => projections.flatMap((p) => (isDocumentSet(p)
-  ? Object.entries(p.collections).flatMap(([c, idx]) => idx.map((fields): [string, string[]] => [c, fields]))
-  : (p.indexes ?? []).map((fields): [string, string[]] => [p.collection, fields])));
+export const indexesOf = (projections: AnyProjection[]): Array<[string, string[]]> =>
+  projections.flatMap((p) =>
+    isDocumentSet(p)
+      ? Object.entries(p.collections).flatMap(([c, idx]) => idx.map((fields): [string, string[]] => [c, fields]))
+      : (p.indexes ?? []).map((fields): [string, string[]] => [p.collection, fields]),
+  );

@@ -2,7 +2,13 @@ import type { EventStore, RecordedEvent, Subscription } from '../eventStore/even
 import type { ReadStore, WriteBatch } from '../readStore/readStore.ts';
 import { CheckpointWaiters } from './checkpointWaiters.ts';
 import {
-  docKey, indexesOf, isDocumentSet, type AnyProjection, type DocumentSetProjection, type PositionedDocument, type Projection,
+  docKey,
+  indexesOf,
+  isDocumentSet,
+  type AnyProjection,
+  type DocumentSetProjection,
+  type PositionedDocument,
+  type Projection,
 } from './projection.ts';
 
 export interface RunnerLogger {
@@ -43,7 +49,9 @@ export class ProjectionRunner implements ProjectorHandle {
   ) {}
 
   /** Last global position reflected in the read models. */
-  get checkpoint(): number { return this.position; }
+  get checkpoint(): number {
+    return this.position;
+  }
 
   async start(): Promise<void> {
     for (const [collection, fields] of indexesOf(this.projections)) await this.reads.ensureIndex(collection, fields);
@@ -67,7 +75,11 @@ export class ProjectionRunner implements ProjectorHandle {
   /** Folds a batch of events into the read models and advances the checkpoint. */
   async handle(batch: RecordedEvent[]): Promise<void> {
     if (batch.length === 0) return;
-    const write: WriteBatch = { upserts: [], deletes: [], checkpoint: { name: this.checkpointName, position: batch.at(-1)!.position } };
+    const write: WriteBatch = {
+      upserts: [],
+      deletes: [],
+      checkpoint: { name: this.checkpointName, position: batch.at(-1)!.position },
+    };
     for (const projection of this.projections) {
       if (isDocumentSet(projection)) await this.projectSet(projection, batch, write);
       else await this.project(projection, batch, write);
@@ -96,12 +108,20 @@ export class ProjectionRunner implements ProjectorHandle {
     }
   }
 
-  private async projectSet(projection: DocumentSetProjection, batch: RecordedEvent[], write: WriteBatch): Promise<void> {
+  private async projectSet(
+    projection: DocumentSetProjection,
+    batch: RecordedEvent[],
+    write: WriteBatch,
+  ): Promise<void> {
     const handled = new Set(projection.handles);
-    const relevant = batch.filter((e) => handled.has(e.type)).map((event) => ({ event, refs: projection.touches(event) }));
+    const relevant = batch
+      .filter((e) => handled.has(e.type))
+      .map((event) => ({ event, refs: projection.touches(event) }));
     if (relevant.length === 0) return;
     const wanted = new Map<string, Set<string>>();
-    for (const { refs } of relevant) for (const r of refs) (wanted.get(r.collection) ?? wanted.set(r.collection, new Set()).get(r.collection)!).add(r.id);
+    for (const { refs } of relevant)
+      for (const r of refs)
+        (wanted.get(r.collection) ?? wanted.set(r.collection, new Set()).get(r.collection)!).add(r.id);
     const docs = new Map<string, PositionedDocument | null>();
     const existed = new Set<string>();
     for (const [collection, ids] of wanted) {
@@ -127,7 +147,8 @@ export class ProjectionRunner implements ProjectorHandle {
         view.set(key, docs.get(key) ?? null);
       }
       for (const [key, next] of projection.evolve(view, event)) {
-        if (!view.has(key)) throw new Error(`projection ${projection.name} wrote ${key}, which the event does not touch`);
+        if (!view.has(key))
+          throw new Error(`projection ${projection.name} wrote ${key}, which the event does not touch`);
         docs.set(key, next ? { ...next, _position: event.position } : null);
         changed.add(key);
       }
@@ -160,10 +181,13 @@ export class ProjectionRunner implements ProjectorHandle {
     this.logger?.error({ err: error, checkpoint: this.checkpointName }, 'projection failed; retrying from checkpoint');
     if (this.stopped) return;
     this.restartTimer = setTimeout(() => {
-      void this.reads.getCheckpoint(this.checkpointName).then((position) => {
-        this.position = position;
-        this.subscribe();
-      }, (e: unknown) => this.recover(e));
+      void this.reads.getCheckpoint(this.checkpointName).then(
+        (position) => {
+          this.position = position;
+          this.subscribe();
+        },
+        (e: unknown) => this.recover(e),
+      );
     }, 1_000);
     this.restartTimer.unref();
   }

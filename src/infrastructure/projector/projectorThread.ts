@@ -39,12 +39,19 @@ export type FromProjectorThread =
   | { type: 'checkpoint'; group: string; position: number }
   | { type: 'failed'; message: string };
 
-const WORKER_URL = new URL(`./projectorThread.worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+const WORKER_URL = new URL(
+  `./projectorThread.worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`,
+  import.meta.url,
+);
 
 /** Under tsx (the service and the tests run the .ts sources) the worker registers tsx's loader first. */
-const spawn = (options: ProjectorThreadOptions): Worker => (WORKER_URL.pathname.endsWith('.ts')
-  ? new Worker(`import('tsx/esm/api').then((api) => { api.register(); return import(${JSON.stringify(WORKER_URL.href)}); })`, { eval: true, workerData: options })
-  : new Worker(WORKER_URL, { workerData: options }));
+const spawn = (options: ProjectorThreadOptions): Worker =>
+  WORKER_URL.pathname.endsWith('.ts')
+    ? new Worker(
+        `import('tsx/esm/api').then((api) => { api.register(); return import(${JSON.stringify(WORKER_URL.href)}); })`,
+        { eval: true, workerData: options },
+      )
+    : new Worker(WORKER_URL, { workerData: options });
 
 const RESTART_DELAY_MS = 1_000;
 
@@ -55,7 +62,9 @@ class GroupHandle implements ProjectorHandle {
 
   constructor(private readonly thread: ProjectorThread) {}
 
-  get checkpoint(): number { return this.position; }
+  get checkpoint(): number {
+    return this.position;
+  }
 
   waitFor(position: number, timeoutMs = 5_000): Promise<boolean> {
     if (position <= this.position) return Promise.resolve(true);
@@ -63,7 +72,9 @@ class GroupHandle implements ProjectorHandle {
   }
 
   /** Stops the whole thread (its groups stop together). */
-  stop(): Promise<void> { return this.thread.stop(); }
+  stop(): Promise<void> {
+    return this.thread.stop();
+  }
 
   advance(position: number): void {
     if (position <= this.position) return;
@@ -71,7 +82,9 @@ class GroupHandle implements ProjectorHandle {
     this.waiters.reached(position);
   }
 
-  release(): void { this.waiters.releaseAll(); }
+  release(): void {
+    this.waiters.releaseAll();
+  }
 }
 
 export class ProjectorThread {
@@ -81,7 +94,10 @@ export class ProjectorThread {
   private restartTimer: NodeJS.Timeout | undefined;
   private running = false;
 
-  private constructor(private readonly options: ProjectorThreadOptions, private readonly logger: Logger) {}
+  private constructor(
+    private readonly options: ProjectorThreadOptions,
+    private readonly logger: Logger,
+  ) {}
 
   /** Starts the thread; resolves once every group runs (older folds retired), with its checkpoint. */
   static async start(options: ProjectorThreadOptions, logger: Logger): Promise<ProjectorThread> {
@@ -102,7 +118,8 @@ export class ProjectorThread {
    * thread need not read them back from the file while the main thread writes it.
    */
   committed(committed: CommittedEvents): void {
-    if (!this.stopping && this.running) this.worker.postMessage({ type: 'committed', committed } satisfies ToProjectorThread);
+    if (!this.stopping && this.running)
+      this.worker.postMessage({ type: 'committed', committed } satisfies ToProjectorThread);
   }
 
   /** Stops the groups (waiting for a batch being written) and the thread. */
@@ -110,7 +127,10 @@ export class ProjectorThread {
     this.stopping ??= new Promise<void>((resolve) => {
       clearTimeout(this.restartTimer);
       for (const handle of this.groups.values()) handle.release();
-      if (!this.running) { resolve(); return; } // died, restart pending: nothing to stop
+      if (!this.running) {
+        resolve();
+        return;
+      } // died, restart pending: nothing to stop
       this.worker.once('exit', () => resolve());
       this.worker.postMessage({ type: 'stop' } satisfies ToProjectorThread);
     });
@@ -119,7 +139,7 @@ export class ProjectorThread {
 
   private handle(name: string): GroupHandle {
     let handle = this.groups.get(name);
-    if (!handle) this.groups.set(name, handle = new GroupHandle(this));
+    if (!handle) this.groups.set(name, (handle = new GroupHandle(this)));
     return handle;
   }
 
@@ -151,9 +171,14 @@ export class ProjectorThread {
       worker.on('exit', (code) => {
         this.running = false;
         if (this.stopping || !started) return;
-        this.logger.error({ code, environment: this.options.environment }, 'projector thread ended; starting a new one');
+        this.logger.error(
+          { code, environment: this.options.environment },
+          'projector thread ended; starting a new one',
+        );
         this.restartTimer = setTimeout(() => {
-          this.launch().catch((error: unknown) => this.logger.error({ err: error }, 'projector thread could not be restarted'));
+          this.launch().catch((error: unknown) =>
+            this.logger.error({ err: error }, 'projector thread could not be restarted'),
+          );
         }, RESTART_DELAY_MS);
         this.restartTimer.unref();
       });

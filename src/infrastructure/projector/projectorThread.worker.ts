@@ -26,19 +26,22 @@ const run = async () => {
   const runners: ProjectionRunner[] = [];
   const checkpoints: Record<string, number> = {};
   let stopping: Promise<void> | undefined;
-  const stop = () => (stopping ??= (async () => {
-    await Promise.all(runners.map((runner) => runner.stop()));
-    await events.close();
-    await reads.close();
-    port.close(); // the thread then ends: the main thread waits for its exit
-  })());
+  const stop = () =>
+    (stopping ??= (async () => {
+      await Promise.all(runners.map((runner) => runner.stop()));
+      await events.close();
+      await reads.close();
+      port.close(); // the thread then ends: the main thread waits for its exit
+    })());
   port.on('message', (message: ToProjectorThread) => {
     if (message.type === 'committed') events.offerExternalCommit(message.committed);
     else if (message.type === 'stop') void stop();
   });
   try {
     for (const group of PROJECTION_GROUPS.filter((g) => options.groups.includes(g.name))) {
-      const runner = await startGroup(events, reads, group, logger, (position) => send({ type: 'checkpoint', group: group.name, position }));
+      const runner = await startGroup(events, reads, group, logger, (position) =>
+        send({ type: 'checkpoint', group: group.name, position }),
+      );
       runners.push(runner);
       checkpoints[group.name] = runner.checkpoint;
     }

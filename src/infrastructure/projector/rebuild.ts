@@ -67,10 +67,10 @@ export const retireOutdatedReadModels = async (
   checkpointName: string,
   previous: readonly string[],
 ): Promise<string[]> => {
-  if (previous.length === 0 || await reads.getCheckpoint(checkpointName) > 0) return [];
+  if (previous.length === 0 || (await reads.getCheckpoint(checkpointName)) > 0) return [];
   const found: string[] = [];
   for (const name of previous) {
-    if (await reads.getCheckpoint(name) === 0) continue;
+    if ((await reads.getCheckpoint(name)) === 0) continue;
     await reads.reset(collectionsOf(projections), name);
     found.push(name);
   }
@@ -87,7 +87,7 @@ export const retireOutdatedReadModels = async (
 export const retireMovedReadModels = async (from: ReadStore, group: GroupDefinition): Promise<string[]> => {
   const found: string[] = [];
   for (const name of [group.checkpoint, ...group.previous]) {
-    if (await from.getCheckpoint(name) === 0) continue;
+    if ((await from.getCheckpoint(name)) === 0) continue;
     await from.reset(collectionsOf(group.projections), name);
     found.push(name);
   }
@@ -95,7 +95,12 @@ export const retireMovedReadModels = async (from: ReadStore, group: GroupDefinit
 };
 
 /** A projection group as the runners need it (projections/index.ts defines the service's). */
-export interface GroupDefinition { name: string; projections: AnyProjection[]; checkpoint: string; previous: readonly string[] }
+export interface GroupDefinition {
+  name: string;
+  projections: AnyProjection[];
+  checkpoint: string;
+  previous: readonly string[];
+}
 
 /**
  * Starts a group's runner, after removing read models an older fold of the group wrote (they are
@@ -103,12 +108,18 @@ export interface GroupDefinition { name: string; projections: AnyProjection[]; c
  * sees the catch-up batches too. Used on the main thread and on the projector thread alike.
  */
 export const startGroup = async (
-  events: EventStore, reads: ReadStore, group: GroupDefinition, logger: RunnerLogger & { info(obj: object, msg: string): void },
+  events: EventStore,
+  reads: ReadStore,
+  group: GroupDefinition,
+  logger: RunnerLogger & { info(obj: object, msg: string): void },
   onAdvance?: (position: number) => void,
 ): Promise<ProjectionRunner> => {
   const retired = await retireOutdatedReadModels(reads, group.projections, group.checkpoint, group.previous);
   if (retired.length > 0) {
-    logger.info({ group: group.name, previous: retired, checkpoint: group.checkpoint }, 'read models are from an older version: rebuilding them from the event log');
+    logger.info(
+      { group: group.name, previous: retired, checkpoint: group.checkpoint },
+      'read models are from an older version: rebuilding them from the event log',
+    );
   }
   const runner = new ProjectionRunner(events, reads, group.projections, group.checkpoint, logger);
   runner.onAdvance = onAdvance;

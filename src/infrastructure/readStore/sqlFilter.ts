@@ -50,7 +50,7 @@ function typeExpr(path: string): string {
 }
 
 function describe(value: unknown): string {
-  return value === undefined ? 'undefined' : JSON.stringify(value) ?? String(value);
+  return value === undefined ? 'undefined' : (JSON.stringify(value) ?? String(value));
 }
 
 function numberParam(path: string, value: number): number {
@@ -73,7 +73,9 @@ function equals(path: string, value: unknown, params: SqlParam[]): string {
       params.push(value);
       return `(${val} = ? AND ${type} IS 'text')`;
     default:
-      throw new Error(`filter on ${path}: unsupported value ${describe(value)} (expected string, number, boolean or null)`);
+      throw new Error(
+        `filter on ${path}: unsupported value ${describe(value)} (expected string, number, boolean or null)`,
+      );
   }
 }
 

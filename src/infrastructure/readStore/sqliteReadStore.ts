@@ -25,7 +25,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 
 function assertId(id: unknown, what: string): asserts id is string {
-  if (typeof id !== 'string' || id === '') throw new Error(`${what}: id must be a non-empty string, got ${JSON.stringify(id)}`);
+  if (typeof id !== 'string' || id === '')
+    throw new Error(`${what}: id must be a non-empty string, got ${JSON.stringify(id)}`);
 }
 
 function assertIdType(id: unknown, what: string): asserts id is string {
@@ -91,7 +92,9 @@ export class SqliteReadStore implements ReadStore {
   private upsert(collection: string): Database.Statement {
     let statement = this.upserts.get(collection);
     if (!statement) {
-      statement = this.db.prepare(`INSERT INTO ${tableName(collection)} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`);
+      statement = this.db.prepare(
+        `INSERT INTO ${tableName(collection)} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`,
+      );
       this.upserts.set(collection, statement);
     }
     return statement;
@@ -108,7 +111,8 @@ export class SqliteReadStore implements ReadStore {
     const unique = [...new Set(ids)];
     unique.forEach((id) => assertIdType(id, `getMany from ${collection}`));
     const found = new Map<string, T>();
-    if (unique.length === 1) { // one id (a single voucher's usage): the plain lookup, no IN list to build
+    if (unique.length === 1) {
+      // one id (a single voucher's usage): the plain lookup, no IN list to build
       const json = this.stmt(`SELECT doc FROM ${table} WHERE id = ?`).get(unique[0]) as string | undefined;
       if (json !== undefined) found.set(unique[0]!, JSON.parse(json) as T);
       return found;
@@ -127,7 +131,11 @@ export class SqliteReadStore implements ReadStore {
     return found;
   }
 
-  async find<T extends Document = Document>(collection: string, filter: Filter = {}, options: FindOptions = {}): Promise<T[]> {
+  async find<T extends Document = Document>(
+    collection: string,
+    filter: Filter = {},
+    options: FindOptions = {},
+  ): Promise<T[]> {
     const { sql, params } = this.findSql(collection, filter, options);
     return (this.stmt(sql).all(...params) as string[]).map((json) => JSON.parse(json) as T);
   }
@@ -158,7 +166,10 @@ export class SqliteReadStore implements ReadStore {
 
   async reset(collections: string[], checkpointName: string): Promise<void> {
     assertId(checkpointName, 'checkpoint');
-    this.clear.immediate(collections.map((c) => this.table(c)), checkpointName);
+    this.clear.immediate(
+      collections.map((c) => this.table(c)),
+      checkpointName,
+    );
   }
 
   async close(): Promise<void> {
@@ -195,8 +206,9 @@ export class SqliteReadStore implements ReadStore {
   }
 
   private setCheckpoint(name: string, position: number): void {
-    this.stmt('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position')
-      .run(name, position);
+    this.stmt(
+      'INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position',
+    ).run(name, position);
   }
 
   /** Validated, quoted table name; the table is created on first use. */

@@ -5,7 +5,9 @@ document.querySelectorAll('button[data-copy]').forEach((button) => {
   const target = document.getElementById(button.dataset.copy);
   const status = document.getElementById('copy-status');
   if (!target) return;
-  const say = (text) => { if (status) status.textContent = text; };
+  const say = (text) => {
+    if (status) status.textContent = text;
+  };
   const selectTarget = () => {
     const range = document.createRange();
     range.selectNodeContents(target);
