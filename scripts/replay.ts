@@ -13,13 +13,13 @@ import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
-import { PROJECTION_GROUPS } from '../projections/index.ts';
-import { collectionsOf } from '../src/infrastructure/projector/projection.ts';
+import { PROJECTION_GROUPS } from '../src/projections/index.ts';
+import { collectionsOf } from '../src/core/projection.ts';
 import type { Environment } from '../src/application/context.ts';
 import { ENVIRONMENTS, environmentFiles, openReadStores } from '../src/composition.ts';
 import { loadConfig } from '../src/config.ts';
 import { SqliteEventStore } from '../src/infrastructure/eventStore/sqliteEventStore.ts';
-import { rebuildReadModels } from '../src/infrastructure/projector/rebuild.ts';
+import { rebuildReadModels } from '../src/core/projectionGroups.ts';
 
 interface Summary {
   environment: Environment;

@@ -1,9 +1,9 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { ANALYTICS_GROUP, CORE_GROUP } from '../projections/index.ts';
+import { ANALYTICS_GROUP, CORE_GROUP } from './projections/index.ts';
 import { ApiKeyRegistry } from './application/apiKeys.ts';
 import { CodeRegistry } from './application/codeRegistry.ts';
-import { CommandHandler } from './application/commandHandler.ts';
+import { CommandHandler } from './core/commandHandler.ts';
 import type { EnvContext, Environment } from './application/context.ts';
 import { ExportJobs } from './application/exports.ts';
 import { randomIds, type IdGenerator } from './application/ids.ts';
@@ -16,9 +16,9 @@ import type { OrderEvent } from './domain/order/events.ts';
 import { evolveOrder, initialOrderState, type OrderState } from './domain/order/state.ts';
 import { SqliteEventStore } from './infrastructure/eventStore/sqliteEventStore.ts';
 import { SqliteKvStore } from './infrastructure/kvStore/sqliteKvStore.ts';
-import type { ProjectorHandle } from './infrastructure/projector/projectionRunner.ts';
+import type { ProjectorHandle } from './core/projectionRunner.ts';
 import { ProjectorThread } from './infrastructure/projector/projectorThread.ts';
-import { retireMovedReadModels, startGroup } from './infrastructure/projector/rebuild.ts';
+import { retireMovedReadModels, startGroup } from './core/projectionGroups.ts';
 import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
 
 export const ENVIRONMENTS: Environment[] = ['sandbox', 'production'];

@@ -1,5 +1,5 @@
 import { randomBytes, randomInt, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import type { KvStore } from '../infrastructure/kvStore/kvStore.ts';
+import type { KvStore } from '../core/kvStore.ts';
 
 /** A stored password verifier: scrypt with its parameters and a random salt (never the password). */
 export interface PasswordHash {

@@ -1,8 +1,8 @@
 import { hash } from 'node:crypto';
 import { isoSeconds, type Clock } from '../domain/clock.ts';
 import { DomainError } from '../domain/errors.ts';
-import type { EventStore, RecordedEvent, Subscription } from '../infrastructure/eventStore/eventStore.ts';
-import type { KvStore } from '../infrastructure/kvStore/kvStore.ts';
+import type { EventStore, RecordedEvent, Subscription } from '../core/eventStore.ts';
+import type { KvStore } from '../core/kvStore.ts';
 import type { Environment } from './context.ts';
 import { randomBase62 } from './ids.ts';
 

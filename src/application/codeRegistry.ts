@@ -1,10 +1,6 @@
 import { DomainError } from '../domain/errors.ts';
 import { codeStream, voucherStream, type VoucherCodeClaimed } from '../domain/voucher/events.ts';
-import {
-  WrongExpectedRevisionError,
-  type EventStore,
-  type RecordedEvent,
-} from '../infrastructure/eventStore/eventStore.ts';
+import { WrongExpectedRevisionError, type EventStore, type RecordedEvent } from '../core/eventStore.ts';
 
 /** A claim whose voucher was never created (the process died in between) is free after this. */
 export const ABANDONED_CLAIM_MS = 60_000;

@@ -20,7 +20,7 @@
  */
 import { decideOrder, type OrderCommand } from '../domain/order/decide.ts';
 import { orderStream, type OrderEvent } from '../domain/order/events.ts';
-import type { AppendResult, StreamAppend } from '../infrastructure/eventStore/eventStore.ts';
+import type { AppendResult, StreamAppend } from '../core/eventStore.ts';
 import { isStale, liveVouchers, type OrderEntry, type OrderState } from '../domain/order/state.ts';
 import type { StackProfile } from '../domain/discount/stacking.ts';
 import { voucherStream } from '../domain/voucher/events.ts';

@@ -1,9 +1,9 @@
 import { DomainError } from '../domain/errors.ts';
 import { isoSeconds } from '../domain/clock.ts';
-import type { Filter } from '../infrastructure/readStore/readStore.ts';
-import type { ApplicationView } from '../../projections/usageHistory.ts';
-import type { VoucherDoc, VoucherView } from '../../projections/voucherDetails.ts';
-import type { VoucherUsage } from '../../projections/voucherUsage.ts';
+import type { Filter } from '../core/readStore.ts';
+import type { ApplicationView } from '../projections/usageHistory.ts';
+import type { VoucherDoc, VoucherView } from '../projections/voucherDetails.ts';
+import type { VoucherUsage } from '../projections/voucherUsage.ts';
 import type { EnvContext } from './context.ts';
 import { renderUsage, renderVoucher } from './views.ts';
 

@@ -4,10 +4,10 @@ import { decide } from '../domain/voucher/decide.ts';
 import { evaluate, stackProfile, type Evaluation } from '../domain/voucher/evaluate.ts';
 import { voucherStream, type VoucherEvent } from '../domain/voucher/events.ts';
 import { orderStream } from '../domain/order/events.ts';
-import { WrongExpectedRevisionError, type StreamAppend } from '../infrastructure/eventStore/eventStore.ts';
-import type { Work } from './commandHandler.ts';
+import { WrongExpectedRevisionError, type StreamAppend } from '../core/eventStore.ts';
+import type { Work } from '../core/commandHandler.ts';
 import type { Voucher, VoucherState } from '../domain/voucher/state.ts';
-import type { ApplicationView } from '../../projections/usageHistory.ts';
+import type { ApplicationView } from '../projections/usageHistory.ts';
 import { QUOTE_TTL_MS, quoteKey, type CallMetadata, type EnvContext } from './context.ts';
 import {
   confirmVoucher,

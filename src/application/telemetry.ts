@@ -1,6 +1,6 @@
 import { isoSeconds, type Clock } from '../domain/clock.ts';
 import { telemetryStream, type OrderAttempt } from '../domain/analytics/events.ts';
-import type { EventStore } from '../infrastructure/eventStore/eventStore.ts';
+import type { EventStore } from '../core/eventStore.ts';
 
 export interface TelemetryOptions {
   /** Flush when this many attempts are buffered. */

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { effectiveStatus, type Application, type Voucher } from '../domain/voucher/state.ts';
-import type { VoucherView } from '../../projections/voucherDetails.ts';
-import type { ApplicationView } from '../../projections/usageHistory.ts';
+import type { VoucherView } from '../projections/voucherDetails.ts';
+import type { ApplicationView } from '../projections/usageHistory.ts';
 
 /** The voucher as the API shows it (status includes expiry by the clock). */
 export const renderVoucher = (view: VoucherView, now: Date): Record<string, unknown> => {

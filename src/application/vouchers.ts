@@ -8,7 +8,7 @@ import { voucherStream } from '../domain/voucher/events.ts';
 import type { VoucherState } from '../domain/voucher/state.ts';
 import type { CallMetadata, EnvContext } from './context.ts';
 import { viewFromState } from './views.ts';
-import type { VoucherDoc, VoucherView } from '../../projections/voucherDetails.ts';
+import type { VoucherDoc, VoucherView } from '../projections/voucherDetails.ts';
 
 export interface CreateVoucherInput {
   code: string;

@@ -16,7 +16,7 @@ import {
   type ExpectedRevision,
   type NewEvent,
   type RecordedEvent,
-} from '../../src/infrastructure/eventStore/eventStore.ts';
+} from '../../src/core/eventStore.ts';
 
 export type EventStoreFactory = () => Promise<{ store: EventStore; cleanup: () => Promise<void> }>;
 

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import type { Document, Filter, ReadStore } from '../../src/infrastructure/readStore/readStore.ts';
+import type { Document, Filter, ReadStore } from '../../src/core/readStore.ts';
 
 export type ReadStoreFactory = () => Promise<{ store: ReadStore; cleanup: () => Promise<void> }>;
 

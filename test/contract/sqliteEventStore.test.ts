@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { WrongExpectedRevisionError, type RecordedEvent } from '../../src/infrastructure/eventStore/eventStore.ts';
+import { WrongExpectedRevisionError, type RecordedEvent } from '../../src/core/eventStore.ts';
 import type { CommittedEvents, FlushInfo } from '../../src/infrastructure/eventStore/sqliteGroupCommit.ts';
 import {
   SqliteEventStore,

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
-import type { Document, Filter, FindOptions } from '../../src/infrastructure/readStore/readStore.ts';
+import type { Document, Filter, FindOptions } from '../../src/core/readStore.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 import { readStoreContract, uniqueName } from './readStoreContract.ts';
 

@@ -7,11 +7,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { ANALYTICS_CHECKPOINT, ANALYTICS_GROUP, CORE_CHECKPOINT, CORE_GROUP } from '../../projections/index.ts';
+import { ANALYTICS_CHECKPOINT, ANALYTICS_GROUP, CORE_CHECKPOINT, CORE_GROUP } from '../../src/projections/index.ts';
 import type { Environment } from '../../src/application/context.ts';
 import { ENVIRONMENTS, environmentFiles } from '../../src/composition.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
-import { collectionsOf } from '../../src/infrastructure/projector/projection.ts';
+import { collectionsOf } from '../../src/core/projection.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 import {
   exitWithin,

@@ -6,9 +6,9 @@
  */
 import fs from 'node:fs';
 import { expect } from 'chai';
-import { ANALYTICS_GROUP, CORE_CHECKPOINT, coreProjections } from '../../projections/index.ts';
+import { ANALYTICS_GROUP, CORE_CHECKPOINT, coreProjections } from '../../src/projections/index.ts';
 import { environmentFiles } from '../../src/composition.ts';
-import { collectionsOf } from '../../src/infrastructure/projector/projection.ts';
+import { collectionsOf } from '../../src/core/projection.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 import { TestService } from '../support/harness.ts';
 

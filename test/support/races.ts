@@ -1,9 +1,5 @@
 import sinon from 'sinon';
-import {
-  WrongExpectedRevisionError,
-  type EventStore,
-  type StreamAppend,
-} from '../../src/infrastructure/eventStore/eventStore.ts';
+import { WrongExpectedRevisionError, type EventStore, type StreamAppend } from '../../src/core/eventStore.ts';
 
 /**
  * Every append to `events` fails as if another process had written the stream first (until

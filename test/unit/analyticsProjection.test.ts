@@ -6,15 +6,19 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { analyticsProjections, ANALYTICS_CHECKPOINT, ANALYTICS_PREVIOUS_CHECKPOINTS } from '../../projections/index.ts';
-import { analytics } from '../../projections/analytics.ts';
-import type { DailyDoc } from '../../projections/analyticsDocs.ts';
+import {
+  analyticsProjections,
+  ANALYTICS_CHECKPOINT,
+  ANALYTICS_PREVIOUS_CHECKPOINTS,
+} from '../../src/projections/index.ts';
+import { analytics } from '../../src/projections/analytics.ts';
+import type { DailyDoc } from '../../src/projections/analyticsDocs.ts';
 import { environmentFiles } from '../../src/composition.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
-import { collectionsOf } from '../../src/infrastructure/projector/projection.ts';
-import { ProjectionRunner } from '../../src/infrastructure/projector/projectionRunner.ts';
-import { rebuildReadModels } from '../../src/infrastructure/projector/rebuild.ts';
-import type { ReadStore } from '../../src/infrastructure/readStore/readStore.ts';
+import { collectionsOf } from '../../src/core/projection.ts';
+import { ProjectionRunner } from '../../src/core/projectionRunner.ts';
+import { rebuildReadModels } from '../../src/core/projectionGroups.ts';
+import type { ReadStore } from '../../src/core/readStore.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 import { buildFixture } from '../support/analyticsFixture.ts';
 import { TestService } from '../support/harness.ts';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { CheckpointWaiters } from '../../src/infrastructure/projector/checkpointWaiters.ts';
+import { CheckpointWaiters } from '../../src/core/checkpointWaiters.ts';
 
 describe('CheckpointWaiters', () => {
   it('answers each waiter once: true when its position is reached, false when its time is up or all are released', async () => {

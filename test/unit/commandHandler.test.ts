@@ -3,13 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { CommandHandler, type CommandHandlerOptions, type Work } from '../../src/application/commandHandler.ts';
+import { CommandHandler, type CommandHandlerOptions, type Work } from '../../src/core/commandHandler.ts';
 import { DomainError } from '../../src/domain/errors.ts';
 import type { VoucherCommand } from '../../src/domain/voucher/commands.ts';
 import { decide } from '../../src/domain/voucher/decide.ts';
 import { voucherStream, type Conditions, type VoucherEvent } from '../../src/domain/voucher/events.ts';
 import { evolve, initialState, type VoucherState } from '../../src/domain/voucher/state.ts';
-import { WrongExpectedRevisionError, type RecordedEvent } from '../../src/infrastructure/eventStore/eventStore.ts';
+import { WrongExpectedRevisionError, type RecordedEvent } from '../../src/core/eventStore.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 
 const metadata = { now: new Date('2026-01-15T12:00:00Z') };

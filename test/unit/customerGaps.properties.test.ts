@@ -9,8 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { analyticsProjections } from '../../projections/index.ts';
-import { COLLECTIONS, type DailyDoc, type DayEntry } from '../../projections/analyticsDocs.ts';
+import { analyticsProjections } from '../../src/projections/index.ts';
+import { COLLECTIONS, type DailyDoc, type DayEntry } from '../../src/projections/analyticsDocs.ts';
 import {
   applyGapChanges,
   countCustomers,
@@ -18,9 +18,9 @@ import {
   gapChanges,
   neighbours,
   type GapHistogram,
-} from '../../projections/customerGaps.ts';
-import type { EventStore, RecordedEvent } from '../../src/infrastructure/eventStore/eventStore.ts';
-import { ProjectionRunner } from '../../src/infrastructure/projector/projectionRunner.ts';
+} from '../../src/projections/customerGaps.ts';
+import type { EventStore, RecordedEvent } from '../../src/core/eventStore.ts';
+import { ProjectionRunner } from '../../src/core/projectionRunner.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 
 const BASE = dayNumber('2026-01-01');

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
 import type { Worker } from 'node:worker_threads';
-import { ANALYTICS_GROUP } from '../../projections/index.ts';
+import { ANALYTICS_GROUP } from '../../src/projections/index.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { ProjectorThread } from '../../src/infrastructure/projector/projectorThread.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';

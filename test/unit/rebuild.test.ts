@@ -2,17 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { ANALYTICS_GROUP, coreProjections, CORE_CHECKPOINT } from '../../projections/index.ts';
+import { ANALYTICS_GROUP, coreProjections, CORE_CHECKPOINT } from '../../src/projections/index.ts';
 import type { VoucherEvent } from '../../src/domain/voucher/events.ts';
 import { codeStream, voucherStream } from '../../src/domain/voucher/events.ts';
-import type { EventStore, RecordedEvent } from '../../src/infrastructure/eventStore/eventStore.ts';
+import type { EventStore, RecordedEvent } from '../../src/core/eventStore.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
-import {
-  rebuildReadModels,
-  retireMovedReadModels,
-  retireOutdatedReadModels,
-} from '../../src/infrastructure/projector/rebuild.ts';
-import type { Document } from '../../src/infrastructure/readStore/readStore.ts';
+import { rebuildReadModels, retireMovedReadModels, retireOutdatedReadModels } from '../../src/core/projectionGroups.ts';
+import type { Document } from '../../src/core/readStore.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 
 const T0 = '2025-01-01T10:00:00Z';

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import type { Filter, Scalar } from '../../src/infrastructure/readStore/readStore.ts';
+import type { Filter, Scalar } from '../../src/core/readStore.ts';
 import {
   assertFieldPath,
   compileFilter,

@@ -1,7 +1,7 @@
-import { zeroTotals, type DailyDoc, type Totals } from '../../../projections/analyticsDocs.ts';
+import { zeroTotals, type DailyDoc, type Totals } from '../../projections/analyticsDocs.ts';
 import { isoSeconds } from '../../domain/clock.ts';
 import type { EnvContext } from '../context.ts';
-import { countCustomers } from '../../../projections/customerGaps.ts';
+import { countCustomers } from '../../projections/customerGaps.ts';
 import {
   avgOrderValue,
   conversionRate,

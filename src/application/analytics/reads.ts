@@ -5,8 +5,8 @@ import {
   type DailyDoc,
   type Totals,
   type VoucherCustomerDoc,
-} from '../../../projections/analyticsDocs.ts';
-import type { VoucherDoc } from '../../../projections/voucherDetails.ts';
+} from '../../projections/analyticsDocs.ts';
+import type { VoucherDoc } from '../../projections/voucherDetails.ts';
 import { DomainError } from '../../domain/errors.ts';
 import type { EnvContext } from '../context.ts';
 import type { DayWindow } from './window.ts';

@@ -18,7 +18,7 @@ import type {
   StreamAppend,
   SubscribeOptions,
   Subscription,
-} from './eventStore.ts';
+} from '../../core/eventStore.ts';
 import { GroupCommitter, type CommittedEvents, type FlushInfo } from './sqliteGroupCommit.ts';
 import { openDatabase, prepareStatements, rowToEvent, type EventInsert, type Statements } from './sqliteSchema.ts';
 import { SqliteSubscription } from './sqliteSubscription.ts';

@@ -15,7 +15,7 @@
  * - promises are settled only after COMMIT returned, i.e. once the batch is durable.
  */
 import type Database from 'better-sqlite3';
-import { WrongExpectedRevisionError, type AppendResult, type ExpectedRevision } from './eventStore.ts';
+import { WrongExpectedRevisionError, type AppendResult, type ExpectedRevision } from '../../core/eventStore.ts';
 import type { EventInsert, EventRow, Statements } from './sqliteSchema.ts';
 
 /** One stream's part of an append. */

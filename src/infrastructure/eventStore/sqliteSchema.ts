@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { useWal } from '../sqliteWal.ts';
-import type { RecordedEvent } from './eventStore.ts';
+import type { RecordedEvent } from '../../core/eventStore.ts';
 
 export interface OpenDatabaseOptions {
   /** How long a writer waits for another connection's lock before SQLITE_BUSY. */

@@ -21,7 +21,7 @@
  * without reading the store: up to its checkpoint it has seen everything, and a later commit of
  * another process is found by the poll or by the next local commit (whose `after` will not match).
  */
-import type { BatchHandler, RecordedEvent, Subscription } from './eventStore.ts';
+import type { BatchHandler, RecordedEvent, Subscription } from '../../core/eventStore.ts';
 import { rowToEvent, type EventRow } from './sqliteSchema.ts';
 import type { CommittedEvents } from './sqliteGroupCommit.ts';
 

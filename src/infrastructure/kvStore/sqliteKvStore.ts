@@ -3,7 +3,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Clock } from '../../domain/clock.ts';
 import { useWal } from '../sqliteWal.ts';
-import type { KvStore } from './kvStore.ts';
+import type { KvStore } from '../../core/kvStore.ts';
 
 export interface SqliteKvStoreOptions {
   /**

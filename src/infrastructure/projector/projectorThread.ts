@@ -19,8 +19,8 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { CommittedEvents } from '../eventStore/sqliteGroupCommit.ts';
-import { CheckpointWaiters } from './checkpointWaiters.ts';
-import type { ProjectorHandle } from './projectionRunner.ts';
+import { CheckpointWaiters } from '../../core/checkpointWaiters.ts';
+import type { ProjectorHandle } from '../../core/projectionRunner.ts';
 
 export interface ProjectorThreadOptions {
   environment: string;

@@ -7,12 +7,12 @@
  * `checkpoint` (a group wrote a batch) and `failed` (it could not start); after `stop` it ends.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { PROJECTION_GROUPS } from '../../../projections/index.ts';
+import { PROJECTION_GROUPS } from '../../projections/index.ts';
 import { createLogger } from '../../logger.ts';
 import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
-import type { ProjectionRunner } from './projectionRunner.ts';
-import { startGroup } from './rebuild.ts';
+import type { ProjectionRunner } from '../../core/projectionRunner.ts';
+import { startGroup } from '../../core/projectionGroups.ts';
 import type { FromProjectorThread, ProjectorThreadOptions, ToProjectorThread } from './projectorThread.ts';
 
 const options = workerData as ProjectorThreadOptions;

@@ -11,7 +11,7 @@
  * string of its JSON. The value test is always `json_extract(doc, '$.path') <op> ?`, the
  * exact expression that ensureIndex indexes.
  */
-import type { FieldOperators, Filter, SortSpec } from './readStore.ts';
+import type { FieldOperators, Filter, SortSpec } from '../../core/readStore.ts';
 
 const COLLECTION_RE = /^[a-z][a-z0-9_]*$/;
 const FIELD_RE = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;

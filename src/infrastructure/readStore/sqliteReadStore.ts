@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { useWal } from '../sqliteWal.ts';
-import type { Document, Filter, FindOptions, ReadStore, WriteBatch } from './readStore.ts';
+import type { Document, Filter, FindOptions, ReadStore, WriteBatch } from '../../core/readStore.ts';
 import { compileFilter, compileSort, indexDdl, tableName, type SqlParam } from './sqlFilter.ts';
 
 /** getMany asks for ids in chunks padded to a power of two, so few distinct statements get cached. */

@@ -7,7 +7,7 @@ import {
   type NewEvent,
   type RecordedEvent,
   type StreamAppend,
-} from '../infrastructure/eventStore/eventStore.ts';
+} from './eventStore.ts';
 
 export interface DomainEvent {
   type: string;

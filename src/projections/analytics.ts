@@ -1,13 +1,8 @@
-import type { OrderAttemptsRecorded } from '../src/domain/analytics/events.ts';
-import type { VoucherApplicationRolledBack, VoucherApplied } from '../src/domain/voucher/events.ts';
-import type { RecordedEvent } from '../src/infrastructure/eventStore/eventStore.ts';
-import {
-  docKey,
-  type DocRef,
-  type DocSet,
-  type DocumentSetProjection,
-} from '../src/infrastructure/projector/projection.ts';
-import type { Document } from '../src/infrastructure/readStore/readStore.ts';
+import type { OrderAttemptsRecorded } from '../domain/analytics/events.ts';
+import type { VoucherApplicationRolledBack, VoucherApplied } from '../domain/voucher/events.ts';
+import type { RecordedEvent } from '../core/eventStore.ts';
+import { docKey, type DocRef, type DocSet, type DocumentSetProjection } from '../core/projection.ts';
+import type { Document } from '../core/readStore.ts';
 import { applyGapChanges, followingDays, gapChanges, neighbours, type GapChanges } from './customerGaps.ts';
 import {
   COLLECTIONS as C,

@@ -1,5 +1,5 @@
-import type { RecordedEvent } from '../eventStore/eventStore.ts';
-import type { Document } from '../readStore/readStore.ts';
+import type { RecordedEvent } from './eventStore.ts';
+import type { Document } from './readStore.ts';
 
 /**
  * One read model, as a pure definition: which events it handles, which document each event

@@ -1,6 +1,6 @@
-import type { VoucherEvent } from '../src/domain/voucher/events.ts';
-import type { RecordedEvent } from '../src/infrastructure/eventStore/eventStore.ts';
-import type { Projection } from '../src/infrastructure/projector/projection.ts';
+import type { VoucherEvent } from '../domain/voucher/events.ts';
+import type { RecordedEvent } from '../core/eventStore.ts';
+import type { Projection } from '../core/projection.ts';
 
 /** One voucher application, for `usage_history` and `GET /vouchers/{id}/applications`. */
 export interface ApplicationView {

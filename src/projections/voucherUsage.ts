@@ -1,5 +1,5 @@
-import type { RecordedEvent } from '../src/infrastructure/eventStore/eventStore.ts';
-import type { Projection } from '../src/infrastructure/projector/projection.ts';
+import type { RecordedEvent } from '../core/eventStore.ts';
+import type { Projection } from '../core/projection.ts';
 
 /**
  * A voucher's usage count, in a collection of its own. It is the only part of a voucher that

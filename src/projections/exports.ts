@@ -1,6 +1,6 @@
-import type { ExportEvent, ExportFormat, ExportMetric } from '../src/domain/analytics/events.ts';
-import type { RecordedEvent } from '../src/infrastructure/eventStore/eventStore.ts';
-import type { Projection } from '../src/infrastructure/projector/projection.ts';
+import type { ExportEvent, ExportFormat, ExportMetric } from '../domain/analytics/events.ts';
+import type { RecordedEvent } from '../core/eventStore.ts';
+import type { Projection } from '../core/projection.ts';
 
 export type ExportStatus = 'processing' | 'completed' | 'failed' | 'expired';
 

@@ -1,5 +1,5 @@
-import type { AnyProjection, Projection } from '../src/infrastructure/projector/projection.ts';
-import type { GroupDefinition } from '../src/infrastructure/projector/rebuild.ts';
+import type { AnyProjection, Projection } from '../core/projection.ts';
+import type { GroupDefinition } from '../core/projectionGroups.ts';
 import { analytics } from './analytics.ts';
 import { exportsProjection } from './exports.ts';
 import { usageHistory } from './usageHistory.ts';

@@ -1,5 +1,5 @@
-import type { EventStore, RecordedEvent, Subscription } from '../eventStore/eventStore.ts';
-import type { ReadStore, WriteBatch } from '../readStore/readStore.ts';
+import type { EventStore, RecordedEvent, Subscription } from './eventStore.ts';
+import type { ReadStore, WriteBatch } from './readStore.ts';
 import { CheckpointWaiters } from './checkpointWaiters.ts';
 import {
   docKey,

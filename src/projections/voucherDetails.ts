@@ -1,6 +1,6 @@
-import type { Conditions, VoucherEvent } from '../src/domain/voucher/events.ts';
-import type { RecordedEvent } from '../src/infrastructure/eventStore/eventStore.ts';
-import type { Projection } from '../src/infrastructure/projector/projection.ts';
+import type { Conditions, VoucherEvent } from '../domain/voucher/events.ts';
+import type { RecordedEvent } from '../core/eventStore.ts';
+import type { Projection } from '../core/projection.ts';
 
 /** The voucher as stored: the list and retrieve endpoints add its usage count (voucherUsage.ts). */
 export interface VoucherDoc {

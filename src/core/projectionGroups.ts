@@ -1,5 +1,5 @@
-import type { EventStore } from '../eventStore/eventStore.ts';
-import type { ReadStore } from '../readStore/readStore.ts';
+import type { EventStore } from './eventStore.ts';
+import type { ReadStore } from './readStore.ts';
 import { collectionsOf, indexesOf, type AnyProjection } from './projection.ts';
 import { ProjectionRunner, type RunnerLogger } from './projectionRunner.ts';
 
