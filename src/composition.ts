@@ -11,9 +11,11 @@ import { AttemptRecorder } from './application/telemetry.ts';
 import { expireDueVouchers } from './application/vouchers.ts';
 import type { Clock } from './domain/clock.ts';
 import type { VoucherEvent } from './domain/voucher/events.ts';
-import { evolve, initialState, type VoucherState } from './domain/voucher/state.ts';
+import { voucherDecider } from './domain/voucher/decide.ts';
+import type { VoucherState } from './domain/voucher/state.ts';
 import type { OrderEvent } from './domain/order/events.ts';
-import { evolveOrder, initialOrderState, type OrderState } from './domain/order/state.ts';
+import { orderDecider } from './domain/order/decide.ts';
+import type { OrderState } from './domain/order/state.ts';
 import { SqliteEventStore } from './infrastructure/eventStore/sqliteEventStore.ts';
 import { SqliteKvStore } from './infrastructure/kvStore/sqliteKvStore.ts';
 import type { ProjectorHandle } from './core/projectionRunner.ts';
@@ -39,9 +41,6 @@ export interface EmbeddedOptions {
    */
   projectors?: 'thread' | 'inline';
 }
-
-export const voucherDecider = { evolve, initialState: initialState as () => VoucherState };
-export const orderDecider = { evolve: evolveOrder, initialState: initialOrderState };
 
 /** Paths of one environment's embedded stores: each environment has its own files. */
 export const environmentFiles = (dataDir: string, environment: Environment) => ({

@@ -1,7 +1,8 @@
 import { isoSeconds } from '../clock.ts';
 import { stackContext, type StackProfile } from '../discount/stacking.ts';
 import type { OrderEvent, OrderVoucherDetached, OrderVoucherProfile } from './events.ts';
-import { liveVouchers, type OrderState } from './state.ts';
+import { evolveOrder, initialOrderState, liveVouchers, type OrderState } from './state.ts';
+import type { Decider } from '../../core/decider.ts';
 
 interface Metadata {
   now: Date;
@@ -126,4 +127,11 @@ export const decideOrder = (command: OrderCommand, state: OrderState): OrderEven
       throw new Error(`unknown command ${JSON.stringify(unknown)}`);
     }
   }
+};
+
+/** The order aggregate as one decider (core/decider.ts). */
+export const orderDecider: Decider<OrderCommand, OrderEvent, OrderState> = {
+  decide: decideOrder,
+  evolve: evolveOrder,
+  initialState: initialOrderState,
 };

@@ -6,7 +6,8 @@ import { compileRules } from '../discount/rules.ts';
 import type { VoucherCommand, ConditionsPatch } from './commands.ts';
 import type { Conditions, RecordedStatus, VoucherEvent, VoucherType } from './events.ts';
 import { evaluate } from './evaluate.ts';
-import type { Voucher, VoucherState } from './state.ts';
+import { evolve, initialState, type Voucher, type VoucherState } from './state.ts';
+import type { Decider } from '../../core/decider.ts';
 
 type Command<T extends VoucherCommand['type']> = Extract<VoucherCommand, { type: T }>;
 
@@ -275,3 +276,6 @@ export const decide = (command: VoucherCommand, state: VoucherState): VoucherEve
     }
   }
 };
+
+/** The voucher aggregate as one decider (core/decider.ts). */
+export const voucherDecider: Decider<VoucherCommand, VoucherEvent, VoucherState> = { decide, evolve, initialState };

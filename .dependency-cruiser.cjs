@@ -1,0 +1,35 @@
+/**
+ * Dependencies point inward: core (generic event sourcing) and domain (pure voucher rules) import
+ * no outer layer; projections see only those two; application wires use cases from them; adapters
+ * (infrastructure) and the HTTP layer sit outside. composition.ts and main.ts may import anything.
+ * `npm run lint` runs this; a violation or a cycle fails it.
+ */
+const layer = (name, mayImport) => ({
+  name: `${name}-imports-inward-only`,
+  severity: 'error',
+  from: { path: `^src/${name}/` },
+  to: { path: '^src/', pathNot: mayImport.map((l) => `^src/${l}/`) },
+});
+
+module.exports = {
+  forbidden: [
+    { name: 'no-cycles', severity: 'error', from: {}, to: { circular: true } },
+    layer('core', ['core']),
+    layer('domain', ['domain', 'core']),
+    layer('projections', ['projections', 'domain', 'core']),
+    layer('application', ['application', 'projections', 'domain', 'core']),
+    layer('infrastructure', ['infrastructure', 'core', 'domain']),
+    layer('http', ['http', 'application', 'domain', 'core']),
+    {
+      name: 'src-never-imports-tests-or-scripts',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^(test|scripts)/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+  },
+};
