@@ -1,3 +1,4 @@
+import { Map as PersistentMap } from 'immutable';
 import type { Conditions, RecordedStatus, VoucherEvent, VoucherType } from './events.ts';
 import type { ValidationRule } from '../discount/rules.ts';
 
@@ -31,15 +32,13 @@ export interface Voucher {
   updatedAt: string;
   deactivatedAt?: string;
   /**
-   * Applications by id, and the live (not rolled back) one per order id, and live uses per
-   * customer. For O(1) applies on vouchers with very many applications these collections are
-   * shared between successive states and updated in place by `evolve`: a state must not be used
-   * again after it has been evolved (the command handler drops its cached state whenever an
-   * append fails, and reloads it from the stream).
+   * Applications by id, the live (not rolled back) one per order id, and live uses per customer.
+   * Persistent maps: `evolve` returns new ones that share structure with the old (an apply costs
+   * O(log n), not a copy), and every earlier state stays valid and unchanged.
    */
-  applications: Map<string, Application>;
-  liveByOrder: Map<string, string>;
-  customerUses: Map<string, number>;
+  applications: PersistentMap<string, Application>;
+  liveByOrder: PersistentMap<string, string>;
+  customerUses: PersistentMap<string, number>;
 }
 
 export type VoucherState = Voucher | null;
@@ -63,9 +62,9 @@ export const evolve = (state: VoucherState, event: VoucherEvent): VoucherState =
         usageCount: 0,
         createdAt: d.createdAt,
         updatedAt: d.createdAt,
-        applications: new Map(),
-        liveByOrder: new Map(),
-        customerUses: new Map(),
+        applications: PersistentMap(),
+        liveByOrder: PersistentMap(),
+        customerUses: PersistentMap(),
       };
     }
     case 'VoucherUpdated': {
@@ -95,7 +94,7 @@ export const evolve = (state: VoucherState, event: VoucherEvent): VoucherState =
     case 'VoucherApplied': {
       if (!state) return state;
       const d = event.data;
-      state.applications.set(d.applicationId, {
+      const application: Application = {
         id: d.applicationId,
         orderId: d.orderId,
         customerId: d.customerId,
@@ -107,25 +106,39 @@ export const evolve = (state: VoucherState, event: VoucherEvent): VoucherState =
         orderFingerprint: d.orderFingerprint,
         customerFingerprint: d.customerFingerprint,
         status: 'applied',
-      });
-      state.liveByOrder.set(d.orderId, d.applicationId);
-      if (d.customerId !== undefined)
-        state.customerUses.set(d.customerId, (state.customerUses.get(d.customerId) ?? 0) + 1);
-      return { ...state, usageCount: state.usageCount + 1 };
+      };
+      return {
+        ...state,
+        usageCount: state.usageCount + 1,
+        applications: state.applications.set(d.applicationId, application),
+        liveByOrder: state.liveByOrder.set(d.orderId, d.applicationId),
+        customerUses:
+          d.customerId === undefined
+            ? state.customerUses
+            : state.customerUses.set(d.customerId, (state.customerUses.get(d.customerId) ?? 0) + 1),
+      };
     }
     case 'VoucherApplicationRolledBack': {
       if (!state) return state;
       const d = event.data;
       const application = state.applications.get(d.applicationId);
       if (!application || application.status === 'rolled_back') return state;
-      state.applications.set(d.applicationId, { ...application, status: 'rolled_back' });
-      if (state.liveByOrder.get(d.orderId) === d.applicationId) state.liveByOrder.delete(d.orderId);
-      if (d.customerId !== undefined) {
-        const uses = (state.customerUses.get(d.customerId) ?? 1) - 1;
-        if (uses > 0) state.customerUses.set(d.customerId, uses);
-        else state.customerUses.delete(d.customerId);
-      }
-      return { ...state, usageCount: Math.max(0, state.usageCount - 1) };
+      const uses = d.customerId === undefined ? 0 : (state.customerUses.get(d.customerId) ?? 1) - 1;
+      return {
+        ...state,
+        usageCount: Math.max(0, state.usageCount - 1),
+        applications: state.applications.set(d.applicationId, { ...application, status: 'rolled_back' }),
+        liveByOrder:
+          state.liveByOrder.get(d.orderId) === d.applicationId
+            ? state.liveByOrder.delete(d.orderId)
+            : state.liveByOrder,
+        customerUses:
+          d.customerId === undefined
+            ? state.customerUses
+            : uses > 0
+              ? state.customerUses.set(d.customerId, uses)
+              : state.customerUses.delete(d.customerId),
+      };
     }
     case 'VoucherExpired':
       if (!state) return state;

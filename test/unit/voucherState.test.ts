@@ -1,0 +1,89 @@
+import { expect } from 'chai';
+import { voucherDecider } from '../../src/domain/voucher/decide.ts';
+import type { VoucherEvent } from '../../src/domain/voucher/events.ts';
+import type { VoucherState } from '../../src/domain/voucher/state.ts';
+
+const { evolve, initialState } = voucherDecider;
+
+const created: VoucherEvent = {
+  type: 'VoucherCreated',
+  data: {
+    voucherId: 'v_1',
+    code: 'SAVE10',
+    voucherType: 'fixed',
+    value: 1000,
+    currency: 'USD',
+    conditions: {},
+    createdAt: '2026-01-01T00:00:00Z',
+  },
+} as VoucherEvent;
+
+const applied = (n: number, customerId = 'c_1'): VoucherEvent =>
+  ({
+    type: 'VoucherApplied',
+    data: {
+      voucherId: 'v_1',
+      applicationId: `app_${n}`,
+      orderId: `o_${n}`,
+      customerId,
+      discountAmount: 1000,
+      finalAmount: 4000,
+      orderValue: 5000,
+      currency: 'USD',
+      appliedAt: '2026-01-02T00:00:00Z',
+      orderFingerprint: `of_${n}`,
+      customerFingerprint: 'cf',
+    },
+  }) as VoucherEvent;
+
+const rolledBack = (n: number, customerId = 'c_1'): VoucherEvent =>
+  ({
+    type: 'VoucherApplicationRolledBack',
+    data: {
+      voucherId: 'v_1',
+      applicationId: `app_${n}`,
+      orderId: `o_${n}`,
+      customerId,
+      rolledBackAt: '2026-01-03T00:00:00Z',
+    },
+  }) as VoucherEvent;
+
+/** Everything a state holds, as plain data (its maps as entry lists). */
+const snapshot = (state: VoucherState) =>
+  state && {
+    ...state,
+    applications: [...state.applications],
+    liveByOrder: [...state.liveByOrder],
+    customerUses: [...state.customerUses],
+  };
+
+describe('voucher state: evolve is pure', () => {
+  it('leaves a folded state as it was when it is folded again (apply, then rollback)', () => {
+    const base = [created, applied(1)].reduce(evolve, initialState());
+    const before = snapshot(base);
+
+    const afterApply = evolve(base, applied(2));
+    expect(snapshot(base)).to.deep.equal(before);
+    const afterRollback = evolve(base, rolledBack(1));
+    expect(snapshot(base)).to.deep.equal(before);
+
+    // Both successors were built from the same, unchanged state.
+    expect(afterApply!.usageCount).to.equal(2);
+    expect([...afterApply!.customerUses]).to.deep.equal([['c_1', 2]]);
+    expect(afterRollback!.usageCount).to.equal(0);
+    expect([...afterRollback!.liveByOrder]).to.deep.equal([]);
+    expect(afterRollback!.applications.get('app_1')!.status).to.equal('rolled_back');
+    expect(base!.applications.get('app_1')!.status).to.equal('applied');
+  });
+
+  it('gives the same state whether a prefix of the stream is reused or folded afresh', () => {
+    const events = [created, applied(1), applied(2, 'c_2'), rolledBack(1), applied(3)];
+    const prefix = events.slice(0, 3).reduce(evolve, initialState());
+    const branch = evolve(prefix, applied(9, 'c_9')); // a fold that must not leak into `prefix`
+    const resumed = events.slice(3).reduce(evolve, prefix);
+    const fresh = events.reduce(evolve, initialState());
+    expect(snapshot(resumed)).to.deep.equal(snapshot(fresh));
+    expect(branch!.applications.has('app_3')).to.equal(false);
+    expect(resumed!.applications.has('app_9')).to.equal(false);
+  });
+});
