@@ -1,7 +1,8 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { ANALYTICS_GROUP, CORE_GROUP } from './projections/index.ts';
-import { ApiKeyRegistry } from './application/apiKeys.ts';
+import { ApiKeyRegistry, type ApiKeyEvent } from './application/apiKeys.ts';
+import type { EnvironmentEvent } from './application/events.ts';
 import { CodeRegistry } from './application/codeRegistry.ts';
 import { CommandHandler } from './core/commandHandler.ts';
 import type { EnvContext, Environment } from './application/context.ts';
@@ -12,9 +13,11 @@ import { expireDueVouchers } from './application/vouchers.ts';
 import type { Clock } from './domain/clock.ts';
 import type { VoucherEvent } from './domain/voucher/events.ts';
 import { voucherDecider } from './domain/voucher/decide.ts';
+import type { VoucherCommand } from './domain/voucher/commands.ts';
+import { DomainError } from './domain/errors.ts';
 import type { VoucherState } from './domain/voucher/state.ts';
 import type { OrderEvent } from './domain/order/events.ts';
-import { orderDecider } from './domain/order/decide.ts';
+import { orderDecider, type OrderCommand } from './domain/order/decide.ts';
 import type { OrderState } from './domain/order/state.ts';
 import { SqliteEventStore } from './infrastructure/eventStore/sqliteEventStore.ts';
 import { SqliteKvStore } from './infrastructure/kvStore/sqliteKvStore.ts';
@@ -78,7 +81,9 @@ export const openEmbeddedEnvironment = async (
   const logger = options.logger.child({ environment });
   let thread: ProjectorThread | undefined;
   // The rows of each commit are handed to the projector thread.
-  const events = SqliteEventStore.open(files.events, { onCommitted: (committed) => thread?.committed(committed) });
+  const events = SqliteEventStore.open<EnvironmentEvent>(files.events, {
+    onCommitted: (committed) => thread?.committed(committed),
+  });
   const { core: reads, analytics: analyticsReads, moved } = await openReadStores(files);
   if (moved.length > 0) {
     logger.info(
@@ -131,8 +136,22 @@ export const openEmbeddedEnvironment = async (
     projector,
     clock: options.clock,
     ids: options.ids ?? randomIds,
-    vouchers: new CommandHandler<VoucherEvent, VoucherState>(events, voucherDecider),
-    orders: new CommandHandler<OrderEvent, OrderState>(events, orderDecider),
+    vouchers: new CommandHandler<VoucherCommand, VoucherEvent, VoucherState, EnvironmentEvent>(events, voucherDecider, {
+      conflictError: () =>
+        new DomainError(
+          'CONCURRENT_MODIFICATION',
+          'The voucher is being changed by another writer; retry the request',
+          {},
+        ),
+    }),
+    orders: new CommandHandler<OrderCommand, OrderEvent, OrderState, EnvironmentEvent>(events, orderDecider, {
+      conflictError: () =>
+        new DomainError(
+          'CONCURRENT_MODIFICATION',
+          'The order is being changed by another writer; retry the request',
+          {},
+        ),
+    }),
     codes: new CodeRegistry(events),
     readYourWritesMs: options.readYourWritesMs ?? 5_000,
     analytics,
@@ -163,7 +182,7 @@ export interface Embedded {
 
 /** The account's stores: API key events and the operator's settings, shared by every environment. */
 export interface Account {
-  events: SqliteEventStore;
+  events: SqliteEventStore<ApiKeyEvent>;
   kv: SqliteKvStore;
 }
 
@@ -180,7 +199,7 @@ export const openAccount = async (
 ): Promise<{ account: Account; keys: ApiKeyRegistry }> => {
   const files = accountFiles(dataDir);
   const account = {
-    events: SqliteEventStore.open(files.events, { pollIntervalMs: 100 }),
+    events: SqliteEventStore.open<ApiKeyEvent>(files.events, { pollIntervalMs: 100 }),
     kv: SqliteKvStore.open(files.kv, clock),
   };
   const keys = new ApiKeyRegistry(account.events, clock, account.kv);

@@ -41,6 +41,10 @@ interface ApiKeyRevokedData {
   revokedBy: string;
 }
 
+/** The account store's events: the audit trail of API keys. */
+export type ApiKeyEvent =
+  { type: 'ApiKeyCreated'; data: ApiKeyCreatedData } | { type: 'ApiKeyRevoked'; data: ApiKeyRevokedData };
+
 export const API_KEYS_STREAM = 'apiKeys';
 const LAST_USED = 'key_last_used';
 /** Last-use times are written at most this often per key (they are shown in minutes). */
@@ -71,7 +75,7 @@ export class ApiKeyRegistry {
   private readonly renderedSecond = new Map<string, number>();
 
   constructor(
-    private readonly store: EventStore | undefined,
+    private readonly store: EventStore<ApiKeyEvent> | undefined,
     private readonly clock: Clock,
     private readonly kv?: KvStore,
   ) {}
@@ -196,14 +200,14 @@ export class ApiKeyRegistry {
     this.byId.set(record.id, record);
   }
 
-  private applyEvent(event: RecordedEvent): void {
+  private applyEvent(event: RecordedEvent<ApiKeyEvent>): void {
     if (event.streamId !== API_KEYS_STREAM) return;
     this.position = Math.max(this.position, event.position);
     if (event.type === 'ApiKeyCreated') {
-      const data = event.data as unknown as ApiKeyCreatedData;
+      const data = event.data;
       if (!this.byId.has(data.id)) this.remember({ ...data });
     } else if (event.type === 'ApiKeyRevoked') {
-      const { id, revokedAt, revokedBy } = event.data as unknown as ApiKeyRevokedData;
+      const { id, revokedAt, revokedBy } = event.data;
       const record = this.byId.get(id);
       if (record && record.revokedAt === undefined) Object.assign(record, { revokedAt, revokedBy });
     }

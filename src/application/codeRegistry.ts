@@ -1,5 +1,6 @@
 import { DomainError } from '../domain/errors.ts';
 import { codeStream, voucherStream, type VoucherCodeClaimed } from '../domain/voucher/events.ts';
+import type { EnvironmentEvent } from './events.ts';
 import { WrongExpectedRevisionError, type EventStore, type RecordedEvent } from '../core/eventStore.ts';
 
 /** A claim whose voucher was never created (the process died in between) is free after this. */
@@ -16,7 +17,7 @@ export class CodeRegistry {
   /** Lower-case code → voucher id, for claims whose voucher exists (they never change). */
   private readonly known = new Map<string, string>();
 
-  constructor(private readonly store: EventStore) {}
+  constructor(private readonly store: EventStore<EnvironmentEvent>) {}
 
   /** The voucher id owning the code, or undefined. */
   async lookup(code: string): Promise<string | undefined> {
@@ -31,7 +32,10 @@ export class CodeRegistry {
 
   /** Claims the code for the voucher or throws DUPLICATE_VOUCHER_CODE. */
   async claim(code: string, voucherId: string, now: Date): Promise<void> {
-    const event = { type: 'VoucherCodeClaimed', data: { code, voucherId, claimedAt: now.toISOString() } };
+    const event: VoucherCodeClaimed = {
+      type: 'VoucherCodeClaimed',
+      data: { code, voucherId, claimedAt: now.toISOString() },
+    };
     try {
       await this.store.appendToStream(codeStream(code), [event], { expectedRevision: 'no_stream' });
       return;
@@ -54,9 +58,9 @@ export class CodeRegistry {
     }
   }
 
-  private async lastClaim(code: string): Promise<RecordedEvent<VoucherCodeClaimed['data']> | undefined> {
-    const events = await this.store.readStream(codeStream(code));
-    return events.at(-1) as RecordedEvent<VoucherCodeClaimed['data']> | undefined;
+  private async lastClaim(code: string): Promise<RecordedEvent<VoucherCodeClaimed> | undefined> {
+    const events = await this.store.readStream<VoucherCodeClaimed>(codeStream(code));
+    return events.at(-1);
   }
 
   private async voucherExists(voucherId: string): Promise<boolean> {

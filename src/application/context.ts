@@ -4,6 +4,9 @@ import type { VoucherState } from '../domain/voucher/state.ts';
 import type { OrderEvent } from '../domain/order/events.ts';
 import type { OrderState } from '../domain/order/state.ts';
 import type { EventStore } from '../core/eventStore.ts';
+import type { EnvironmentEvent } from './events.ts';
+import type { VoucherCommand } from '../domain/voucher/commands.ts';
+import type { OrderCommand } from '../domain/order/decide.ts';
 import type { KvStore } from '../core/kvStore.ts';
 import type { ProjectorHandle } from '../core/projectionRunner.ts';
 import type { ReadStore } from '../core/readStore.ts';
@@ -18,15 +21,15 @@ export type Environment = 'sandbox' | 'production';
 /** Everything a use case needs for one environment; built only by the composition root. */
 export interface EnvContext {
   environment: Environment;
-  events: EventStore;
+  events: EventStore<EnvironmentEvent>;
   /** The core group's read models: vouchers, usage counts, usage history. */
   reads: ReadStore;
   /** The analytics group's read models: analytics aggregates and export records. */
   analyticsReads: ReadStore;
   kv: KvStore;
-  vouchers: CommandHandler<VoucherEvent, VoucherState>;
+  vouchers: CommandHandler<VoucherCommand, VoucherEvent, VoucherState, EnvironmentEvent>;
   /** Order streams `order-<orderId>`: the vouchers each order carries (stacking, see orders.ts). */
-  orders: CommandHandler<OrderEvent, OrderState>;
+  orders: CommandHandler<OrderCommand, OrderEvent, OrderState, EnvironmentEvent>;
   codes: CodeRegistry;
   projector: ProjectorHandle;
   clock: Clock;

@@ -1,3 +1,4 @@
+import type { EnvironmentEvent } from './events.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { evolveExport, type ExportView } from '../projections/exports.ts';
@@ -6,7 +7,7 @@ import type { VoucherDoc } from '../projections/voucherDetails.ts';
 import { exportStream, type ExportEvent, type ExportFormat } from '../domain/analytics/events.ts';
 import { isoSeconds, type Clock } from '../domain/clock.ts';
 import { DomainError } from '../domain/errors.ts';
-import { WrongExpectedRevisionError, type EventStore, type NewEvent } from '../core/eventStore.ts';
+import { WrongExpectedRevisionError, type EventStore } from '../core/eventStore.ts';
 import type { ProjectorHandle } from '../core/projectionRunner.ts';
 import type { ReadStore } from '../core/readStore.ts';
 import { metricsOf, pick, type Metric } from './analytics/reads.ts';
@@ -27,7 +28,7 @@ export interface ExportRequest {
 }
 
 export interface ExportJobsDeps {
-  events: EventStore;
+  events: EventStore<EnvironmentEvent>;
   /** The core read models (vouchers). */
   reads: ReadStore;
   /** The analytics group's read models (export records, daily aggregates). */
@@ -116,7 +117,7 @@ export class ExportJobs {
         estimatedCompletion: isoSeconds(new Date(now.getTime() + 1_000 * (2 + Math.ceil(recordCount / 20_000)))),
       },
     };
-    await this.deps.events.appendToStream(exportStream(exportId), [event as NewEvent], {
+    await this.deps.events.appendToStream(exportStream(exportId), [event], {
       expectedRevision: 'no_stream',
     });
     this.enqueue(exportId);
@@ -126,9 +127,9 @@ export class ExportJobs {
   /** The export as its stream tells it, with expiry by the clock; EXPORT_NOT_FOUND when unknown. */
   async get(exportId: string): Promise<{ view: ExportView; revision: number }> {
     const events = /^export_[A-Za-z0-9]{1,64}$/.test(exportId)
-      ? await this.deps.events.readStream(exportStream(exportId))
+      ? await this.deps.events.readStream<ExportEvent>(exportStream(exportId))
       : [];
-    const view = events.reduce<ExportView | null>((v, e) => evolveExport(v, e as unknown as ExportEvent), null);
+    const view = events.reduce<ExportView | null>(evolveExport, null);
     if (!view) throw new DomainError('EXPORT_NOT_FOUND', `Export ${exportId} was not found`, { export_id: exportId });
     const expired =
       view.status === 'completed' && view.expires_at !== null && view.expires_at <= isoSeconds(this.deps.clock.now());
@@ -285,7 +286,7 @@ export class ExportJobs {
   /** Appends to the export's stream at `revision`; a concurrent writer got there first: nothing to do. */
   private async append(exportId: string, revision: number, event: ExportEvent): Promise<void> {
     try {
-      await this.deps.events.appendToStream(exportStream(exportId), [event as NewEvent], {
+      await this.deps.events.appendToStream(exportStream(exportId), [event], {
         expectedRevision: revision,
       });
     } catch (error) {

@@ -95,7 +95,12 @@ export interface OrderForApply {
   /** Pending attachments of an older version, past their TTL: settle them first. */
   stale: boolean;
   /** The order stream's append recording the application (RecordApplication; its stacking check throws STACKING_CONFLICT). */
-  append(voucher: StackProfile, applicationId: string, orderValue: number, discountAmount: number): StreamAppend;
+  append(
+    voucher: StackProfile,
+    applicationId: string,
+    orderValue: number,
+    discountAmount: number,
+  ): StreamAppend<OrderEvent>;
   /** Tells the order handler's cache what the append wrote. */
   written(result: AppendResult): void;
   /** The order was not read but taken to be new (`guess`): its append expects no stream. */
@@ -142,7 +147,12 @@ class OrderRead implements OrderForApply {
     this.stale = (state?.vouchers ?? []).some((v) => isStale(v, now));
   }
 
-  append(voucher: StackProfile, applicationId: string, orderValue: number, discountAmount: number): StreamAppend {
+  append(
+    voucher: StackProfile,
+    applicationId: string,
+    orderValue: number,
+    discountAmount: number,
+  ): StreamAppend<OrderEvent> {
     const { orderId, now } = this;
     this.events = decideOrder(
       {
@@ -155,7 +165,7 @@ class OrderRead implements OrderForApply {
     return {
       streamId: this.stream,
       expectedRevision: this.revision < 0 ? 'no_stream' : this.revision,
-      events: this.events.map((e) => ({ type: e.type, data: e.data, metadata: { ...this.meta } })),
+      events: this.events.map((e) => ({ ...e, metadata: { ...this.meta } })),
     };
   }
 

@@ -1,3 +1,4 @@
+import type { EnvironmentEvent } from './events.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { Customer, Order } from '../domain/discount/types.ts';
 import { decide } from '../domain/voucher/decide.ts';
@@ -107,7 +108,7 @@ type ApplyResult = { outcome: ApplyOutcome; orderValue: number };
  * A class, not an object of closures: under tsx every named closure made per request costs a
  * defineProperty (esbuild's keepNames), and this runs on every apply.
  */
-class ApplyWork implements Work<VoucherEvent, VoucherState, ApplyResult> {
+class ApplyWork implements Work<VoucherEvent, VoucherState, ApplyResult, EnvironmentEvent> {
   readonly metadata: Record<string, unknown>;
 
   constructor(
@@ -130,7 +131,7 @@ class ApplyWork implements Work<VoucherEvent, VoucherState, ApplyResult> {
     };
   }
 
-  also(events: VoucherEvent[], state: VoucherState): StreamAppend[] {
+  also(events: VoucherEvent[], state: VoucherState): StreamAppend<EnvironmentEvent>[] {
     const applied = events.find((e) => e.type === 'VoucherApplied');
     return applied
       ? [

@@ -1,3 +1,4 @@
+import type { EnvironmentEvent } from './events.ts';
 import { isoSeconds, type Clock } from '../domain/clock.ts';
 import { telemetryStream, type OrderAttempt } from '../domain/analytics/events.ts';
 import type { EventStore } from '../core/eventStore.ts';
@@ -26,7 +27,7 @@ export class AttemptRecorder {
   private readonly intervalMs: number;
 
   constructor(
-    private readonly events: EventStore,
+    private readonly events: EventStore<EnvironmentEvent>,
     private readonly clock: Clock,
     private readonly options: TelemetryOptions = {},
   ) {

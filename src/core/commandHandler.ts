@@ -1,28 +1,18 @@
-import { DomainError } from '../domain/errors.ts';
+import type { Decider, DomainEvent } from './decider.ts';
 import {
   WrongExpectedRevisionError,
   type AppendResult,
   type EventStore,
   type ExpectedRevision,
   type NewEvent,
-  type RecordedEvent,
   type StreamAppend,
 } from './eventStore.ts';
 
-export interface DomainEvent {
-  type: string;
-  data: Record<string, unknown> & object;
-}
-
-export interface Decider<E extends DomainEvent, S> {
-  evolve(state: S, event: E): S;
-  initialState(): S;
-  /** Turns a stored event into the current domain event (the place for upcasters). */
-  upcast?(event: RecordedEvent): E;
-}
-
-/** One unit of work on a stream: decide events from the state, then read a result. */
-export interface Work<E, S, R> {
+/**
+ * One unit of work on a stream: decide events from the state, then read a result. `X` is the
+ * union of the events an `also` append may carry (other aggregates' streams).
+ */
+export interface Work<E extends DomainEvent, S, R, X extends DomainEvent = E> {
   decide(state: S): E[];
   /** Runs right after this work's events are folded in (and before the next work's). */
   result(state: S, events: E[]): R;
@@ -34,7 +24,7 @@ export interface Work<E, S, R> {
    * with that WrongExpectedRevisionError (the caller re-reads that stream and retries) and the
    * rest of the batch is written without it.
    */
-  also?(events: E[], stateBefore: S): StreamAppend[];
+  also?(events: E[], stateBefore: S): StreamAppend<X>[];
 }
 
 export interface Outcome<R> {
@@ -45,22 +35,23 @@ export interface Outcome<R> {
   also?: AppendResult[];
 }
 
-interface Pending<E, S> {
-  work: Work<E, S, unknown>;
+interface Pending<E extends DomainEvent, S, X extends DomainEvent> {
+  work: Work<E, S, unknown, X>;
   resolve(outcome: Outcome<unknown>): void;
   reject(error: unknown): void;
 }
 
-/**
- * A decided work, to be answered once its batch is written: plain records rather than a closure
- * per work (under tsx each named closure made per request costs a defineProperty).
- */
-type Settled<E, S> =
-  | { pending: Pending<E, S>; ok: true; result: unknown; wrote: boolean; first: number; count: number }
-  | { pending: Pending<E, S>; ok: false; error: unknown };
+/** A decided work, to be answered once its batch is written. */
+type Settled<E extends DomainEvent, S, X extends DomainEvent> =
+  | { pending: Pending<E, S, X>; ok: true; result: unknown; wrote: boolean; first: number; count: number }
+  | { pending: Pending<E, S, X>; ok: false; error: unknown };
 
 /** Answers each work of a written batch: `position` of the append, `alsoResults` of its `also` appends. */
-function settle<E, S>(settled: Settled<E, S>[], position: number, alsoResults: AppendResult[]): void {
+function settle<E extends DomainEvent, S, X extends DomainEvent>(
+  settled: Settled<E, S, X>[],
+  position: number,
+  alsoResults: AppendResult[],
+): void {
   for (const s of settled) {
     if (!s.ok) {
       s.pending.reject(s.error);
@@ -88,6 +79,19 @@ export interface CommandHandlerOptions {
   maxAttempts?: number;
   /** Most works decided together and appended in one write. */
   maxBatch?: number;
+  /**
+   * The error a work fails with when another writer wins the stream `maxAttempts` times in a row
+   * (the HTTP layer answers it as 409). Default: a StreamConflictError.
+   */
+  conflictError?: (streamId: string) => Error;
+}
+
+/** The default error for a stream that kept changing under the handler (see `conflictError`). */
+export class StreamConflictError extends Error {
+  override readonly name = 'StreamConflictError';
+  constructor(readonly streamId: string) {
+    super(`${streamId} is being changed by another writer; retry`);
+  }
 }
 
 /**
@@ -103,29 +107,43 @@ export interface CommandHandlerOptions {
  *   at most `maxAttempts` times, then fails with CONCURRENT_MODIFICATION (409); any other store
  *   failure rejects the batch as it is (an outage is never reported as a conflict).
  */
-export class CommandHandler<E extends DomainEvent, S> {
+export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent = E> {
   private readonly cache = new Map<string, CacheEntry<S>>();
-  private readonly queues = new Map<string, Array<Pending<E, S>>>();
-  /** Streams whose cached state a batch is evolving (in place) until its append settles. */
-  private readonly writing = new Set<string>();
+  private readonly queues = new Map<string, Array<Pending<E, S, E | X>>>();
   private readonly idleWaiters: Array<() => void> = [];
   private readonly cacheSize: number;
   private readonly maxAttempts: number;
   private readonly maxBatch: number;
+  private readonly conflictError: (streamId: string) => Error;
 
+  /**
+   * `store` holds the aggregate's events `E` and those (`X`) that works append to other streams
+   * with `also`; `decider` must be pure: a state, once folded, is never changed, so a cached state
+   * can be read while a batch decided on it is being written.
+   */
   constructor(
-    private readonly store: EventStore,
-    private readonly decider: Decider<E, S>,
+    private readonly store: EventStore<E | X>,
+    readonly decider: Decider<C, E, S>,
     options: CommandHandlerOptions = {},
   ) {
     this.cacheSize = options.cacheSize ?? 10_000;
     this.maxAttempts = options.maxAttempts ?? 5;
     this.maxBatch = options.maxBatch ?? 256;
+    this.conflictError = options.conflictError ?? ((streamId) => new StreamConflictError(streamId));
   }
 
-  execute<R>(streamId: string, work: Work<E, S, R>): Promise<Outcome<R>> {
+  /** Decides `command` on the stream's state with the decider, appends the events, returns them. */
+  handle(streamId: string, command: C, metadata?: Record<string, unknown>): Promise<Outcome<E[]>> {
+    return this.execute(streamId, {
+      decide: (state) => this.decider.decide(command, state),
+      result: (_state, events) => events,
+      metadata,
+    });
+  }
+
+  execute<R>(streamId: string, work: Work<E, S, R, E | X>): Promise<Outcome<R>> {
     return new Promise<Outcome<R>>((resolve, reject) => {
-      const pending = { work, resolve, reject } as Pending<E, S>;
+      const pending = { work, resolve, reject } as Pending<E, S, E | X>;
       const queue = this.queues.get(streamId);
       if (queue) {
         queue.push(pending);
@@ -141,11 +159,11 @@ export class CommandHandler<E extends DomainEvent, S> {
    * last write. When the aggregate is cached and up to date and no batch is being written on the
    * stream, `view` runs at once on the cached state, with no queueing and no batch (works queued
    * but not started have not happened yet); otherwise it runs as a work that decides nothing,
-   * after the works queued before it. It never sees a batch's events before they are written
-   * (a batch evolves the cached state in place until its append settles).
+   * after the works queued before it. It never sees a batch's events before they are written:
+   * the cache takes a batch's state only once its append has settled.
    */
   read<R>(streamId: string, view: (state: S) => R): Promise<R> {
-    const cached = this.writing.has(streamId) ? undefined : this.cache.get(streamId);
+    const cached = this.cache.get(streamId);
     if (cached && cached.token !== undefined && cached.token === this.store.externalChangeToken?.()) {
       try {
         return Promise.resolve(view(cached.state));
@@ -169,8 +187,7 @@ export class CommandHandler<E extends DomainEvent, S> {
 
   /**
    * The stream's state and revision as of now, without queueing behind the stream's works: for a
-   * decision written through another stream's `also`, whose expected revision guards it (an
-   * immutable state is required: the caller must not change it).
+   * decision written through another stream's `also`, whose expected revision guards it.
    */
   async peek(streamId: string): Promise<{ state: S; revision: number }> {
     const entry = await this.load(streamId);
@@ -231,7 +248,7 @@ export class CommandHandler<E extends DomainEvent, S> {
     if (this.queues.size === 0) this.idleWaiters.splice(0).forEach((resolve) => resolve());
   }
 
-  private async runBatch(streamId: string, initial: Array<Pending<E, S>>): Promise<void> {
+  private async runBatch(streamId: string, initial: Array<Pending<E, S, E | X>>): Promise<void> {
     let batch = initial;
     for (let attempt = 1; batch.length > 0; attempt += 1) {
       let entry: CacheEntry<S>;
@@ -241,8 +258,7 @@ export class CommandHandler<E extends DomainEvent, S> {
         batch.forEach((p) => p.reject(error));
         return;
       }
-      this.writing.add(streamId);
-      try {
+      {
         const { state, settled, events, also } = this.decideAll(entry.state, batch);
         if (events.length === 0) {
           this.remember(streamId, entry.state === state ? entry : { ...entry, state });
@@ -261,7 +277,7 @@ export class CommandHandler<E extends DomainEvent, S> {
           settle(settled, appended!.position, others);
           return;
         } catch (error) {
-          this.cache.delete(streamId); // its collections may have been evolved in place
+          this.cache.delete(streamId); // the stream may have moved: the next load reads it
           if (error instanceof WrongExpectedRevisionError && error.streamId !== streamId) {
             // Another stream of an `also` moved: only the works that wrote to it fail (they retry).
             const failed = new Set(also.filter((a) => a.append.streamId === error.streamId).map((a) => a.pending));
@@ -275,26 +291,20 @@ export class CommandHandler<E extends DomainEvent, S> {
             return;
           }
           if (attempt >= this.maxAttempts) {
-            const conflict = new DomainError(
-              'CONCURRENT_MODIFICATION',
-              'The voucher is being changed by another writer; retry the request',
-              {},
-            );
+            const conflict = this.conflictError(streamId);
             batch.forEach((p) => p.reject(conflict));
             return;
           }
         }
-      } finally {
-        this.writing.delete(streamId);
       }
     }
   }
 
-  private decideAll(initial: S, batch: Array<Pending<E, S>>) {
+  private decideAll(initial: S, batch: Array<Pending<E, S, E | X>>) {
     let state = initial;
-    const events: NewEvent[] = [];
-    const also: Array<{ pending: Pending<E, S>; append: StreamAppend }> = [];
-    const settled: Settled<E, S>[] = [];
+    const events: NewEvent<E>[] = [];
+    const also: Array<{ pending: Pending<E, S, E | X>; append: StreamAppend<E | X> }> = [];
+    const settled: Settled<E, S, E | X>[] = [];
     for (const pending of batch) {
       try {
         const decided = pending.work.decide(state);
@@ -303,7 +313,7 @@ export class CommandHandler<E extends DomainEvent, S> {
         // Folded into the state means appended: whatever `result` does next, state and log agree.
         for (const event of decided) {
           state = this.decider.evolve(state, event);
-          events.push({ type: event.type, data: event.data, metadata });
+          events.push({ ...event, metadata });
         }
         const first = also.length;
         for (const append of mine) also.push({ pending, append });
@@ -327,12 +337,12 @@ export class CommandHandler<E extends DomainEvent, S> {
     const token = this.store.externalChangeToken?.();
     if (cached && token !== undefined && cached.token === token) return cached;
     const fromRevision = cached ? cached.revision + 1 : 0;
-    const recorded = await this.store.readStream(streamId, { fromRevision });
+    const recorded = await this.store.readStream<E>(streamId, { fromRevision });
     let state = cached ? cached.state : this.decider.initialState();
     let revision = cached ? cached.revision : -1;
     try {
       for (const event of recorded) {
-        state = this.decider.evolve(state, this.decider.upcast ? this.decider.upcast(event) : (event as unknown as E));
+        state = this.decider.evolve(state, event);
         revision = event.revision;
       }
     } catch (error) {

@@ -12,8 +12,11 @@ export interface Decider<Command, Event, State> {
   initialState(): State;
 }
 
-/** The shape every event of a decider has: a type name and a JSON-serialisable payload. */
+/** The shape every event has: a type name and a JSON-serialisable payload. */
 export interface DomainEvent<Type extends string = string, Data extends object = object> {
   type: Type;
   data: Data;
 }
+
+/** An event of no particular union (generic tooling: replay, contract tests). */
+export type AnyEvent = DomainEvent<string, Record<string, unknown>>;

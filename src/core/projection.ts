@@ -1,3 +1,4 @@
+import type { DomainEvent } from './decider.ts';
 import type { RecordedEvent } from './eventStore.ts';
 import type { Document } from './readStore.ts';
 
@@ -6,13 +7,14 @@ import type { Document } from './readStore.ts';
  * touches, and how the document evolves. The runner stores `_position` (the last global position
  * applied) on every document, so an event delivered twice changes nothing.
  */
-export interface Projection<V extends Document = Document> {
+export interface Projection<E extends DomainEvent = DomainEvent, V extends Document = Document> {
   name: string;
   collection: string;
-  handles: readonly string[];
-  documentId(event: RecordedEvent): string | undefined;
+  /** The event types it folds: the runner hands it these and no others. */
+  handles: readonly E['type'][];
+  documentId(event: RecordedEvent<E>): string | undefined;
   /** Returns the new document, or null to delete it. Must be pure. */
-  evolve(view: V | null, event: RecordedEvent): V | null;
+  evolve(view: V | null, event: RecordedEvent<E>): V | null;
   /** Indexes the read side queries with. */
   indexes?: string[][];
 }
@@ -39,22 +41,28 @@ export const docKey = (collection: string, id: string): string => `${collection}
  * any touched document already records a position at or after it; documents and checkpoint are
  * written in one transaction, so an event is either applied to all its documents or to none.
  */
-export interface DocumentSetProjection {
+export interface DocumentSetProjection<E extends DomainEvent = DomainEvent> {
   name: string;
   /** Collections written, with the indexes the read side queries each one with. */
   collections: Record<string, string[][]>;
-  handles: readonly string[];
-  touches(event: RecordedEvent): DocRef[];
+  /** The event types it folds: the runner hands it these and no others. */
+  handles: readonly E['type'][];
+  touches(event: RecordedEvent<E>): DocRef[];
   /**
    * Documents the event also touches that only the touched documents can name (analytics: the
    * days of a customer's next uses, read from the customer's document). Called with the documents
    * `touches` named, as they are just before the event; must be pure.
    */
-  follows?(event: RecordedEvent, docs: ReadonlyMap<string, Document | null>): DocRef[];
+  follows?(event: RecordedEvent<E>, docs: ReadonlyMap<string, Document | null>): DocRef[];
   /** Must be pure: `docs` holds every touched document; returns the changed ones. */
-  evolve(docs: ReadonlyMap<string, Document | null>, event: RecordedEvent): DocSet;
+  evolve(docs: ReadonlyMap<string, Document | null>, event: RecordedEvent<E>): DocSet;
 }
 
+/**
+ * A projection of any event union, as a group lists them. The runner delivers only the types a
+ * projection `handles` (methods take their events bivariantly, which lets a list hold projections
+ * typed on different unions).
+ */
 export type AnyProjection = Projection | DocumentSetProjection;
 
 export const isDocumentSet = (p: AnyProjection): p is DocumentSetProjection => 'touches' in p;

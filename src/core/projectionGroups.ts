@@ -1,4 +1,4 @@
-import type { EventStore } from './eventStore.ts';
+import type { EventLog } from './eventStore.ts';
 import type { ReadStore } from './readStore.ts';
 import { collectionsOf, indexesOf, type AnyProjection } from './projection.ts';
 import { ProjectionRunner, type RunnerLogger } from './projectionRunner.ts';
@@ -29,7 +29,7 @@ export interface RebuildResult {
  * with the reset.
  */
 export const rebuildReadModels = async (
-  events: EventStore,
+  events: EventLog,
   reads: ReadStore,
   projections: AnyProjection[],
   checkpointName: string,
@@ -108,7 +108,7 @@ export interface GroupDefinition {
  * sees the catch-up batches too. Used on the main thread and on the projector thread alike.
  */
 export const startGroup = async (
-  events: EventStore,
+  events: EventLog,
   reads: ReadStore,
   group: GroupDefinition,
   logger: RunnerLogger & { info(obj: object, msg: string): void },

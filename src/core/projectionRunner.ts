@@ -1,4 +1,5 @@
-import type { EventStore, RecordedEvent, Subscription } from './eventStore.ts';
+import type { DomainEvent } from './decider.ts';
+import type { EventLog, RecordedEvent, Subscription } from './eventStore.ts';
 import type { ReadStore, WriteBatch } from './readStore.ts';
 import { CheckpointWaiters } from './checkpointWaiters.ts';
 import {
@@ -41,7 +42,7 @@ export class ProjectionRunner implements ProjectorHandle {
   private stopped = false;
 
   constructor(
-    private readonly events: EventStore,
+    private readonly events: EventLog,
     private readonly reads: ReadStore,
     private readonly projections: AnyProjection[],
     private readonly checkpointName: string,
@@ -73,7 +74,7 @@ export class ProjectionRunner implements ProjectorHandle {
   }
 
   /** Folds a batch of events into the read models and advances the checkpoint. */
-  async handle(batch: RecordedEvent[]): Promise<void> {
+  async handle(batch: RecordedEvent<DomainEvent>[]): Promise<void> {
     if (batch.length === 0) return;
     const write: WriteBatch = {
       upserts: [],
@@ -88,7 +89,7 @@ export class ProjectionRunner implements ProjectorHandle {
     this.advance(batch.at(-1)!.position);
   }
 
-  private async project(projection: Projection, batch: RecordedEvent[], write: WriteBatch): Promise<void> {
+  private async project(projection: Projection, batch: RecordedEvent<DomainEvent>[], write: WriteBatch): Promise<void> {
     const handled = new Set(projection.handles);
     const relevant = batch.filter((e) => handled.has(e.type) && projection.documentId(e) !== undefined);
     if (relevant.length === 0) return;
@@ -110,7 +111,7 @@ export class ProjectionRunner implements ProjectorHandle {
 
   private async projectSet(
     projection: DocumentSetProjection,
-    batch: RecordedEvent[],
+    batch: RecordedEvent<DomainEvent>[],
     write: WriteBatch,
   ): Promise<void> {
     const handled = new Set(projection.handles);

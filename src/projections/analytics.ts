@@ -1,6 +1,5 @@
 import type { OrderAttemptsRecorded } from '../domain/analytics/events.ts';
 import type { VoucherApplicationRolledBack, VoucherApplied } from '../domain/voucher/events.ts';
-import type { RecordedEvent } from '../core/eventStore.ts';
 import { docKey, type DocRef, type DocSet, type DocumentSetProjection } from '../core/projection.ts';
 import type { Document } from '../core/readStore.ts';
 import { applyGapChanges, followingDays, gapChanges, neighbours, type GapChanges } from './customerGaps.ts';
@@ -22,7 +21,7 @@ import {
   type VoucherCustomerDoc,
 } from './analyticsDocs.ts';
 
-type Event = RecordedEvent & (VoucherApplied | VoucherApplicationRolledBack | OrderAttemptsRecorded);
+type Handled = VoucherApplied | VoucherApplicationRolledBack | OrderAttemptsRecorded;
 
 /** A working copy of the touched documents; `changes` collects what evolve returns. */
 class Docs {
@@ -211,7 +210,7 @@ const attempts = (docs: Docs, d: OrderAttemptsRecorded['data']): void => {
  * per voucher per customer, per customer in the environment, seen (voucher, order id) pairs and
  * the application facts a rollback undoes. Runs in its own group (checkpoint `analytics`).
  */
-export const analytics: DocumentSetProjection = {
+export const analytics: DocumentSetProjection<Handled> = {
   name: 'analytics',
   collections: {
     [C.daily]: [['voucher_id', 'date']],
@@ -221,8 +220,7 @@ export const analytics: DocumentSetProjection = {
     [C.applications]: [],
   },
   handles: ['VoucherApplied', 'VoucherApplicationRolledBack', 'OrderAttemptsRecorded'],
-  touches: (raw) => {
-    const event = raw as Event;
+  touches: (event) => {
     const refs: DocRef[] = [];
     const customer = (voucherId: string, customerId: string | undefined) => {
       if (customerId === undefined) return;
@@ -262,8 +260,7 @@ export const analytics: DocumentSetProjection = {
     }
     return refs;
   },
-  follows: (raw, docs) => {
-    const event = raw as Event;
+  follows: (event, docs) => {
     if (event.type !== 'VoucherApplied' && event.type !== 'VoucherApplicationRolledBack') return [];
     const d = event.data;
     if (d.customerId === undefined) return [];
@@ -276,8 +273,7 @@ export const analytics: DocumentSetProjection = {
         }))
       : [];
   },
-  evolve: (current, raw) => {
-    const event = raw as Event;
+  evolve: (current, event) => {
     const docs = new Docs(current);
     if (event.type === 'VoucherApplied') applied(docs, event.data);
     else if (event.type === 'VoucherApplicationRolledBack') rolledBack(docs, event.data);

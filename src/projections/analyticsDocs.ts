@@ -34,8 +34,9 @@ export interface DailyDoc extends Totals {
   [key: string]: unknown;
 }
 
-/** Per day of one customer with one voucher: [uses, spend (final amounts), order value]. */
-export type DayEntry = [uses: number, spend: number, orderValue: number];
+import type { DayEntry } from './customerGaps.ts';
+
+export type { DayEntry };
 
 /**
  * `analytics_voucher_customers/<voucher>|<customer>`: one customer of one voucher. `days` holds

@@ -19,7 +19,8 @@
  * two uses after x (placing the new use last among those on day x), so an event updates at most
  * three daily documents; the days of the next uses come from the customer's per-day uses.
  */
-import type { DayEntry } from './analyticsDocs.ts';
+/** Per day of one customer with one voucher: [uses, spend (final amounts), order value]. */
+export type DayEntry = [uses: number, spend: number, orderValue: number];
 
 /** Gaps of FAR days or more (or no earlier use): longer than any window, so all alike. */
 export const FAR = 90;

@@ -1,5 +1,4 @@
 import type { ExportEvent, ExportFormat, ExportMetric } from '../domain/analytics/events.ts';
-import type { RecordedEvent } from '../core/eventStore.ts';
 import type { Projection } from '../core/projection.ts';
 
 export type ExportStatus = 'processing' | 'completed' | 'failed' | 'expired';
@@ -73,11 +72,11 @@ export const evolveExport = (view: ExportView | null, event: ExportEvent): Expor
 };
 
 /** Exports by status: which to resume on start (processing), which files to sweep (completed, by expires_at). */
-export const exportsProjection: Projection<ExportView> = {
+export const exportsProjection: Projection<ExportEvent, ExportView> = {
   name: 'exports',
   collection: 'exports',
   handles: ['ExportRequested', 'ExportCompleted', 'ExportFailed', 'ExportExpired'],
-  documentId: (event) => (event.data as { exportId?: string }).exportId,
-  evolve: (view, event) => evolveExport(view, event as RecordedEvent & ExportEvent),
+  documentId: (event) => event.data.exportId,
+  evolve: evolveExport,
   indexes: [['status', 'expires_at']],
 };

@@ -1,4 +1,4 @@
-import type { AnyProjection, Projection } from '../core/projection.ts';
+import type { AnyProjection } from '../core/projection.ts';
 import type { GroupDefinition } from '../core/projectionGroups.ts';
 import { analytics } from './analytics.ts';
 import { exportsProjection } from './exports.ts';
@@ -7,11 +7,7 @@ import { voucherDetails } from './voucherDetails.ts';
 import { voucherUsage } from './voucherUsage.ts';
 
 /** The read models the service keeps current in-process, rebuilt together by `npm run replay`. */
-export const coreProjections: Projection[] = [
-  voucherDetails as Projection,
-  voucherUsage as Projection,
-  usageHistory as Projection,
-];
+export const coreProjections: AnyProjection[] = [voucherDetails, voucherUsage, usageHistory];
 /** v2: usage counts in their own collection (voucherUsage.ts) instead of the voucher documents. */
 export const CORE_CHECKPOINT = 'core.v2';
 export const CORE_PREVIOUS_CHECKPOINTS = ['core'];
@@ -21,7 +17,7 @@ export const CORE_PREVIOUS_CHECKPOINTS = ['core'];
  * A separate checkpoint keeps the core read models (and read-your-writes after apply) independent
  * of the heavier analytics fold, and lets each group be rebuilt on its own.
  */
-export const analyticsProjections: AnyProjection[] = [analytics, exportsProjection as Projection];
+export const analyticsProjections: AnyProjection[] = [analytics, exportsProjection];
 /**
  * A group's checkpoint is renamed whenever its fold changes, so that read models written by an
  * older fold are rebuilt on the next start (see retireOutdatedReadModels). v2: the daily gap

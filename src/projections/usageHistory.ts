@@ -1,5 +1,4 @@
 import type { VoucherEvent } from '../domain/voucher/events.ts';
-import type { RecordedEvent } from '../core/eventStore.ts';
 import type { Projection } from '../core/projection.ts';
 
 /** One voucher application, for `usage_history` and `GET /vouchers/{id}/applications`. */
@@ -22,15 +21,15 @@ export interface ApplicationView {
   [key: string]: unknown;
 }
 
-type Recorded = RecordedEvent & VoucherEvent;
-
-export const usageHistory: Projection<ApplicationView> = {
+export const usageHistory: Projection<VoucherEvent, ApplicationView> = {
   name: 'usage_history',
   collection: 'applications',
   handles: ['VoucherApplied', 'VoucherApplicationRolledBack'],
-  documentId: (event) => (event.data as { applicationId?: string }).applicationId,
-  evolve: (view, raw) => {
-    const event = raw as Recorded;
+  documentId: (event) =>
+    event.type === 'VoucherApplied' || event.type === 'VoucherApplicationRolledBack'
+      ? event.data.applicationId
+      : undefined,
+  evolve: (view, event) => {
     if (event.type === 'VoucherApplied') {
       const d = event.data;
       return {

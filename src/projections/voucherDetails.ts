@@ -30,7 +30,7 @@ export interface VoucherDoc {
 /** The voucher as the list and retrieve endpoints show it. */
 export type VoucherView = VoucherDoc & { usage_count: number };
 
-type Recorded = RecordedEvent & VoucherEvent;
+type Recorded = RecordedEvent<VoucherEvent>;
 
 const evolveView = (view: VoucherDoc | null, event: Recorded): VoucherDoc | null => {
   switch (event.type) {
@@ -86,12 +86,12 @@ const evolveView = (view: VoucherDoc | null, event: Recorded): VoucherDoc | null
   }
 };
 
-export const voucherDetails: Projection<VoucherDoc> = {
+export const voucherDetails: Projection<VoucherEvent, VoucherDoc> = {
   name: 'voucher_details',
   collection: 'vouchers',
   handles: ['VoucherCreated', 'VoucherUpdated', 'VoucherDeactivated', 'VoucherExpired'],
-  documentId: (event) => (event.data as { voucherId?: string }).voucherId,
-  evolve: (view, event) => evolveView(view, event as Recorded),
+  documentId: (event) => event.data.voucherId,
+  evolve: evolveView,
   indexes: [
     ['created_seq'],
     ['status', 'created_seq'],

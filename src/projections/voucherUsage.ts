@@ -1,5 +1,5 @@
-import type { RecordedEvent } from '../core/eventStore.ts';
 import type { Projection } from '../core/projection.ts';
+import type { VoucherApplicationRolledBack, VoucherApplied } from '../domain/voucher/events.ts';
 
 /**
  * A voucher's usage count, in a collection of its own. It is the only part of a voucher that
@@ -14,13 +14,13 @@ export interface VoucherUsage {
   [key: string]: unknown;
 }
 
-export const voucherUsage: Projection<VoucherUsage> = {
+export const voucherUsage: Projection<VoucherApplied | VoucherApplicationRolledBack, VoucherUsage> = {
   name: 'voucher_usage',
   collection: 'voucher_usage',
   handles: ['VoucherApplied', 'VoucherApplicationRolledBack'],
-  documentId: (event: RecordedEvent) => (event.data as { voucherId?: string }).voucherId,
+  documentId: (event) => event.data.voucherId,
   evolve: (usage, event) => {
-    const id = (event.data as { voucherId: string }).voucherId;
+    const id = event.data.voucherId;
     const count = usage?.usage_count ?? 0;
     return { id, usage_count: event.type === 'VoucherApplied' ? count + 1 : Math.max(0, count - 1) };
   },

@@ -2,6 +2,7 @@
  * The analytics projection group: a rebuild from scratch gives the documents the live projector
  * kept; events delivered twice change nothing; the fold itself (attempt dedupe, rollbacks).
  */
+import type { DocumentSetProjection } from '../../src/core/projection.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -144,13 +145,17 @@ describe('analytics projections', function () {
       position,
       recordedAt: '2026-01-01T00:00:00Z',
     });
+    // The test builds events as plain records: the projection as a group holds it (any event type).
+    const analyticsUntyped: DocumentSetProjection = analytics;
     const fold = (list: ReturnType<typeof recorded>[]) => {
       const docs = new Map<string, any>();
       for (const e of list) {
         const view = new Map(
-          analytics.touches(e).map((r) => [`${r.collection}/${r.id}`, docs.get(`${r.collection}/${r.id}`) ?? null]),
+          analyticsUntyped
+            .touches(e)
+            .map((r) => [`${r.collection}/${r.id}`, docs.get(`${r.collection}/${r.id}`) ?? null]),
         );
-        for (const [k, v] of analytics.evolve(view, e)) docs.set(k, v);
+        for (const [k, v] of analyticsUntyped.evolve(view, e)) docs.set(k, v);
       }
       return docs;
     };

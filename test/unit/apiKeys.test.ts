@@ -7,7 +7,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { ALL_SCOPES, API_KEYS_STREAM, ApiKeyRegistry, hashKey, type Scope } from '../../src/application/apiKeys.ts';
+import {
+  ALL_SCOPES,
+  API_KEYS_STREAM,
+  ApiKeyRegistry,
+  hashKey,
+  type ApiKeyEvent,
+  type Scope,
+} from '../../src/application/apiKeys.ts';
 import { accountFiles, openAccount, type Account } from '../../src/composition.ts';
 import { DomainError } from '../../src/domain/errors.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
@@ -117,7 +124,12 @@ describe('ApiKeyRegistry', () => {
       ]);
       expect(record.scopes).to.deep.equal(['vouchers:read', 'vouchers:redeem', 'webhooks:manage']);
       const [event] = await account.events.readStream(API_KEYS_STREAM);
-      expect(event!.data.scopes).to.deep.equal(['vouchers:read', 'vouchers:redeem', 'webhooks:manage']);
+      expect(event!.type).to.equal('ApiKeyCreated');
+      expect(event!.type === 'ApiKeyCreated' && event!.data.scopes).to.deep.equal([
+        'vouchers:read',
+        'vouchers:redeem',
+        'webhooks:manage',
+      ]);
     });
 
     it('refuses an empty scope list with INVALID_REQUEST and records nothing', async () => {
@@ -289,7 +301,7 @@ describe('ApiKeyRegistry', () => {
     it('follow()s another connection to the same file (as another process would write it)', async () => {
       const { keys: first } = await open();
       const before = await first.create('sandbox', 'before');
-      const events = SqliteEventStore.open(accountFiles(dir).events, { pollIntervalMs: 20 });
+      const events = SqliteEventStore.open<ApiKeyEvent>(accountFiles(dir).events, { pollIntervalMs: 20 });
       const kv = SqliteKvStore.open(accountFiles(dir).kv, clock);
       const second = new ApiKeyRegistry(events, clock, kv);
       try {

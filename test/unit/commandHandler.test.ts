@@ -6,10 +6,11 @@ import sinon from 'sinon';
 import { CommandHandler, type CommandHandlerOptions, type Work } from '../../src/core/commandHandler.ts';
 import { DomainError } from '../../src/domain/errors.ts';
 import type { VoucherCommand } from '../../src/domain/voucher/commands.ts';
-import { decide } from '../../src/domain/voucher/decide.ts';
+import { decide, voucherDecider } from '../../src/domain/voucher/decide.ts';
 import { voucherStream, type Conditions, type VoucherEvent } from '../../src/domain/voucher/events.ts';
 import { evolve, initialState, type VoucherState } from '../../src/domain/voucher/state.ts';
 import { WrongExpectedRevisionError, type RecordedEvent } from '../../src/core/eventStore.ts';
+import type { AnyEvent } from '../../src/core/decider.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 
 const metadata = { now: new Date('2026-01-15T12:00:00Z') };
@@ -53,18 +54,25 @@ const rejectionOf = async (promise: Promise<unknown>): Promise<unknown> => {
   }
   return expect.fail(`expected a rejection, got ${JSON.stringify(value)}`);
 };
-const summary = (events: RecordedEvent[]) =>
-  events.map((e) => [e.revision, e.type === 'VoucherApplied' ? (e.data as { orderId: string }).orderId : e.type]);
+const summary = (events: RecordedEvent<VoucherEvent>[]) =>
+  events.map((e) => [e.revision, e.type === 'VoucherApplied' ? e.data.orderId : e.type]);
+/** The conflict error the service supplies (composition.ts). */
+const conflictError = () =>
+  new DomainError('CONCURRENT_MODIFICATION', 'The voucher is being changed by another writer', {});
 
 describe('CommandHandler over SqliteEventStore', () => {
   let dir: string;
-  let store: SqliteEventStore;
+  /** Voucher events, and others the tests write beside them (the handler must ignore other streams). */
+  let store: SqliteEventStore<VoucherEvent | AnyEvent>;
   const handler = (options?: CommandHandlerOptions) =>
-    new CommandHandler<VoucherEvent, VoucherState>(store, { evolve, initialState }, options);
+    new CommandHandler<VoucherCommand, VoucherEvent, VoucherState, AnyEvent>(store, voucherDecider, {
+      conflictError,
+      ...options,
+    });
 
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'command-handler-'));
-    store = SqliteEventStore.open(path.join(dir, 'events.db'));
+    store = SqliteEventStore.open<VoucherEvent | AnyEvent>(path.join(dir, 'events.db'));
   });
   afterEach(async () => {
     sinon.restore();
@@ -94,7 +102,7 @@ describe('CommandHandler over SqliteEventStore', () => {
     const h = handler();
     await h.execute(stream, work(createCmd('v_shared')));
     await Promise.all(range(50).map((i) => h.execute(stream, work(applyCmd('v_shared', `o${i}`)))));
-    const other = SqliteEventStore.open(path.join(dir, 'events.db'));
+    const other = SqliteEventStore.open<VoucherEvent | AnyEvent>(path.join(dir, 'events.db'));
     try {
       await other.appendToStream('unrelated', [{ type: 'Noise', data: {} }]);
       const read = sinon.spy(store, 'readStream');
@@ -120,7 +128,7 @@ describe('CommandHandler over SqliteEventStore', () => {
     expect(append.callCount).to.be.lessThan(100);
     expect(append.callCount).to.be.at.most(2);
     expect(outcomes.map((o) => o.result)).to.deep.equal(range(100));
-    const events = await store.readStream(stream);
+    const events = await store.readStream<VoucherEvent>(stream);
     expect(summary(events)).to.deep.equal([[0, 'VoucherCreated'], ...range(99).map((i) => [i + 1, `o${i}`])]);
     expect(events.every((e) => e.metadata.correlationId === 'test')).to.equal(true);
     expect(outcomes.at(-1)!.position).to.equal(events.at(-1)!.position);
@@ -139,7 +147,7 @@ describe('CommandHandler over SqliteEventStore', () => {
   describe('(c) a conflict with another writer', () => {
     /** Another process (a second connection) appends `orderId`'s application just before the handler's next append. */
     const interfereBeforeNextAppend = async (stream: string, voucherId: string, orderId: string) => {
-      const state = (await store.readStream(stream)).reduce<VoucherState>(
+      const state = (await store.readStream<VoucherEvent>(stream)).reduce<VoucherState>(
         (s, e) => evolve(s, e as unknown as VoucherEvent),
         initialState(),
       );
@@ -147,7 +155,7 @@ describe('CommandHandler over SqliteEventStore', () => {
         type: e.type,
         data: e.data as unknown as Record<string, unknown>,
       }));
-      const other = SqliteEventStore.open(path.join(dir, 'events.db'));
+      const other = SqliteEventStore.open<VoucherEvent | AnyEvent>(path.join(dir, 'events.db'));
       const realAppend = store.appendToStream.bind(store);
       let done = false;
       const append = sinon.stub(store, 'appendToStream').callsFake(async (id, events, options) => {
@@ -174,7 +182,7 @@ describe('CommandHandler over SqliteEventStore', () => {
       expect(append.callCount).to.equal(2);
       expect(await rejectionOf(append.firstCall.returnValue)).to.be.instanceOf(WrongExpectedRevisionError);
       expect(append.secondCall.args[2]).to.deep.equal({ expectedRevision: 1 });
-      expect(summary(await store.readStream(stream))).to.deep.equal([
+      expect(summary(await store.readStream<VoucherEvent>(stream))).to.deep.equal([
         [0, 'VoucherCreated'],
         [1, 'theirs'],
         [2, 'ours'],
@@ -194,7 +202,7 @@ describe('CommandHandler over SqliteEventStore', () => {
         details: { max_uses: 1, current_uses: 1, limit_type: 'total_uses' },
       });
       expect(append.callCount).to.equal(1);
-      expect(summary(await store.readStream(stream))).to.deep.equal([
+      expect(summary(await store.readStream<VoucherEvent>(stream))).to.deep.equal([
         [0, 'VoucherCreated'],
         [1, 'theirs'],
       ]);
@@ -233,7 +241,7 @@ describe('CommandHandler over SqliteEventStore', () => {
     const outcome = await h.execute(stream, work(applyCmd('v_e', 'o1')));
     expect(outcome.result).to.equal(1);
     expect(read.firstCall.args[1]).to.deep.equal({ fromRevision: 0 });
-    expect(summary(await store.readStream(stream))).to.deep.equal([
+    expect(summary(await store.readStream<VoucherEvent>(stream))).to.deep.equal([
       [0, 'VoucherCreated'],
       [1, 'o1'],
     ]);
@@ -246,11 +254,14 @@ describe('CommandHandler over SqliteEventStore', () => {
       if (event.type === 'VoucherApplied' && event.data.orderId === failOn) throw new Error('unknown event shape');
       return evolve(state, event);
     };
-    const h = new CommandHandler<VoucherEvent, VoucherState>(store, { evolve: folding, initialState });
+    const h = new CommandHandler<VoucherCommand, VoucherEvent, VoucherState, AnyEvent>(store, {
+      ...voucherDecider,
+      evolve: folding,
+    });
     await h.execute(stream, work(createCmd('v_h')));
     // another process appends two applications; folding the second one fails once
-    const otherStore = SqliteEventStore.open(path.join(dir, 'events.db'));
-    const other = new CommandHandler<VoucherEvent, VoucherState>(otherStore, { evolve, initialState });
+    const otherStore = SqliteEventStore.open<VoucherEvent | AnyEvent>(path.join(dir, 'events.db'));
+    const other = new CommandHandler<VoucherCommand, VoucherEvent, VoucherState, AnyEvent>(otherStore, voucherDecider);
     await other.execute(stream, work(applyCmd('v_h', 'o1')));
     await other.execute(stream, work(applyCmd('v_h', 'o2')));
     await otherStore.close();
@@ -286,9 +297,11 @@ describe('CommandHandler over SqliteEventStore', () => {
     ).to.deep.equal([1, 2, 'VOUCHER_ALREADY_APPLIED', 3, 'USAGE_LIMIT_EXCEEDED']);
     expect(append.callCount).to.be.at.most(2);
     // o2 and o3 were decided in one batch, around the rejected command, and appended together.
-    const withO2 = append.getCalls().find((c) => c.args[1].some((e) => e.data.orderId === 'o2'))!;
-    expect(withO2.args[1].map((e) => e.data.orderId)).to.include('o3');
-    expect(summary(await store.readStream(stream))).to.deep.equal([
+    const withO2 = append
+      .getCalls()
+      .find((c) => c.args[1].some((e) => e.type === 'VoucherApplied' && e.data.orderId === 'o2'))!;
+    expect(withO2.args[1].map((e) => (e.type === 'VoucherApplied' ? e.data.orderId : e.type))).to.include('o3');
+    expect(summary(await store.readStream<VoucherEvent>(stream))).to.deep.equal([
       [0, 'VoucherCreated'],
       [1, 'o1'],
       [2, 'o2'],
@@ -355,7 +368,7 @@ describe('CommandHandler over SqliteEventStore', () => {
       expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
       const failed = (outcomes[1] as PromiseRejectedResult).reason;
       expect(failed).to.be.instanceOf(WrongExpectedRevisionError).and.include({ streamId: 'side-taken' });
-      expect(summary(await store.readStream(stream))).to.deep.equal([
+      expect(summary(await store.readStream<VoucherEvent>(stream))).to.deep.equal([
         [0, 'VoucherCreated'],
         [1, 'o1'],
         [2, 'o3'],
@@ -496,9 +509,9 @@ describe('CommandHandler over SqliteEventStore', () => {
     const stream = voucherStream('v_read2');
     const h = handler();
     await h.execute(stream, work(createCmd('v_read2')));
-    const other = SqliteEventStore.open(path.join(dir, 'events.db'));
+    const other = SqliteEventStore.open<VoucherEvent | AnyEvent>(path.join(dir, 'events.db'));
     try {
-      await new CommandHandler<VoucherEvent, VoucherState>(other, { evolve, initialState }).execute(
+      await new CommandHandler<VoucherCommand, VoucherEvent, VoucherState, AnyEvent>(other, voucherDecider).execute(
         stream,
         work(applyCmd('v_read2', 'elsewhere')),
       );

@@ -8,6 +8,7 @@ import { voucherDetails, type VoucherDoc } from '../../src/projections/voucherDe
 import { voucherUsage, type VoucherUsage } from '../../src/projections/voucherUsage.ts';
 import type { VoucherEvent } from '../../src/domain/voucher/events.ts';
 import type { RecordedEvent } from '../../src/core/eventStore.ts';
+import type { Document } from '../../src/core/readStore.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import type { Projection } from '../../src/core/projection.ts';
 import { ProjectionRunner } from '../../src/core/projectionRunner.ts';
@@ -103,14 +104,10 @@ const recorded = (events: VoucherEvent[]): RecordedEvent[] =>
   }));
 
 /** Folds the events a projection handles into the document with `id`. */
-const foldDoc = <D extends { id: string }>(
-  projection: Projection<D & Record<string, unknown>>,
-  events: RecordedEvent[],
-  id: string,
-) =>
+const foldDoc = <D extends { id: string }>(projection: Projection, events: RecordedEvent[], id: string) =>
   events
     .filter((e) => projection.handles.includes(e.type) && projection.documentId(e) === id)
-    .reduce<(D & Record<string, unknown>) | null>((view, e) => projection.evolve(view, e), null);
+    .reduce<Document | null>((view, e) => projection.evolve(view, e), null) as (D & Record<string, unknown>) | null;
 
 const detailsAfterHistory: VoucherDoc = {
   id: V,
@@ -201,7 +198,9 @@ describe('projections: pure evolve', () => {
     expect(foldDoc(usageHistory, events, 'va_1')).to.deep.equal(expected.va_1);
     expect(foldDoc(usageHistory, events, 'va_2')).to.deep.equal(expected.va_2);
     expect(
-      events.filter((e) => usageHistory.handles.includes(e.type)).map((e) => usageHistory.documentId(e)),
+      events
+        .filter((e) => (usageHistory as Projection).handles.includes(e.type))
+        .map((e) => (usageHistory as Projection).documentId(e)),
     ).to.deep.equal(['va_1', 'va_2', 'va_1']);
   });
 });

@@ -18,12 +18,23 @@ import type {
   StreamAppend,
   SubscribeOptions,
   Subscription,
+  Upcaster,
 } from '../../core/eventStore.ts';
 import { GroupCommitter, type CommittedEvents, type FlushInfo } from './sqliteGroupCommit.ts';
-import { openDatabase, prepareStatements, rowToEvent, type EventInsert, type Statements } from './sqliteSchema.ts';
+import {
+  openDatabase,
+  prepareStatements,
+  rowToEvent,
+  type EventInsert,
+  type EventRow,
+  type Statements,
+} from './sqliteSchema.ts';
+import type { AnyEvent, DomainEvent } from '../../core/decider.ts';
 import { SqliteSubscription } from './sqliteSubscription.ts';
 
-export interface SqliteEventStoreOptions {
+export interface SqliteEventStoreOptions<E extends DomainEvent = AnyEvent> {
+  /** Applied to every event read back (core/eventStore.ts `Upcaster`). Default: events as stored. */
+  upcast?: Upcaster<E>;
   /** How often caught-up subscriptions look for other processes' commits. Default 200. */
   pollIntervalMs?: number;
   /** How long a write waits for another process's lock before failing. Default 5000. */
@@ -47,10 +58,12 @@ const DEFAULT_MAX_BATCH_SIZE = 500;
 /** SQLite's "no limit" for LIMIT. */
 const NO_LIMIT = -1;
 
-export class SqliteEventStore implements EventStore {
+export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements EventStore<E> {
+  /** A stored row as the current version of its event (JSON parsed, then upcast). */
+  private readonly decode: (row: EventRow) => RecordedEvent<E>;
   private readonly statements: Statements;
   private readonly committer: GroupCommitter;
-  private readonly subscriptions = new Set<SqliteSubscription>();
+  private readonly subscriptions = new Set<SqliteSubscription<E>>();
   private readonly pollIntervalMs: number;
   /** No new subscriptions once close() started; no appends/reads once it has flushed. */
   private closing: Promise<void> | undefined;
@@ -58,15 +71,21 @@ export class SqliteEventStore implements EventStore {
   private token = 0;
   private tokenTurn: NodeJS.Immediate | undefined;
 
-  static open(filePath: string, options: SqliteEventStoreOptions = {}): SqliteEventStore {
+  static open<E extends DomainEvent = AnyEvent>(
+    filePath: string,
+    options: SqliteEventStoreOptions<E> = {},
+  ): SqliteEventStore<E> {
     const db = openDatabase(filePath, { busyTimeoutMs: options.busyTimeoutMs ?? 5000 });
-    return new SqliteEventStore(db, options);
+    return new SqliteEventStore<E>(db, options);
   }
 
   private constructor(
     private readonly db: Database.Database,
-    options: SqliteEventStoreOptions,
+    options: SqliteEventStoreOptions<E>,
   ) {
+    const upcast = options.upcast;
+    // Without an upcaster the stored JSON is taken as the current event: the write side wrote it.
+    this.decode = upcast ? (row) => upcast(rowToEvent(row)) : (row) => rowToEvent(row) as RecordedEvent<E>;
     this.pollIntervalMs = options.pollIntervalMs ?? 200;
     this.statements = prepareStatements(db);
     this.committer = new GroupCommitter(db, this.statements, (info, committed) => {
@@ -78,7 +97,7 @@ export class SqliteEventStore implements EventStore {
 
   appendToStream(
     streamId: string,
-    events: NewEvent[],
+    events: NewEvent<E>[],
     options: { expectedRevision?: ExpectedRevision } = {},
   ): Promise<AppendResult> {
     return this.appendToStreams([{ streamId, events, expectedRevision: options.expectedRevision }]).then(
@@ -86,7 +105,7 @@ export class SqliteEventStore implements EventStore {
     );
   }
 
-  appendToStreams(appends: StreamAppend[]): Promise<AppendResult[]> {
+  appendToStreams(appends: StreamAppend<E>[]): Promise<AppendResult[]> {
     return new Promise((resolve, reject) => {
       if (this.closed) throw new Error('SqliteEventStore is closed');
       if (appends.length === 0) throw new TypeError('appendToStreams needs at least one stream');
@@ -115,7 +134,7 @@ export class SqliteEventStore implements EventStore {
     if (committed.rows.length > 0) for (const subscription of this.subscriptions) subscription.offer(committed);
   }
 
-  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+  async readStream<T extends E = E>(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent<T>[]> {
     this.assertOpen();
     const fromRevision = options.fromRevision ?? 0;
     const maxCount = limit(options.maxCount);
@@ -124,10 +143,11 @@ export class SqliteEventStore implements EventStore {
     const revision = this.statements.streamRevision.get(streamId)?.revision ?? -1;
     if (revision < fromRevision) return [];
     const rows = this.statements.readStream.all(streamId, fromRevision, maxCount);
-    return rows.map(rowToEvent);
+    // The stream's events are of the part `T` of the union its caller names (see the port).
+    return rows.map(this.decode) as RecordedEvent<T>[];
   }
 
-  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent<E>[]> {
     this.assertOpen();
     return this.readAfter(options.after ?? 0, limit(options.maxCount));
   }
@@ -154,14 +174,14 @@ export class SqliteEventStore implements EventStore {
     return this.statements.headPosition.get()!.head;
   }
 
-  subscribeToAll(options: SubscribeOptions, handler: BatchHandler): Subscription {
+  subscribeToAll(options: SubscribeOptions, handler: BatchHandler<E>): Subscription {
     if (this.closing) throw new Error('SqliteEventStore is closed');
     const maxBatchSize = options.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE;
     if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1) {
       throw new RangeError(`maxBatchSize must be a positive integer, got ${maxBatchSize}`);
     }
-    const subscription: SqliteSubscription = new SqliteSubscription(
-      { readAfter: (after, maxCount) => this.readAfter(after, maxCount) },
+    const subscription: SqliteSubscription<E> = new SqliteSubscription<E>(
+      { readAfter: (after, maxCount) => this.readAfter(after, maxCount), decode: this.decode },
       handler,
       {
         after: options.after ?? 0,
@@ -203,8 +223,8 @@ export class SqliteEventStore implements EventStore {
     };
   }
 
-  private readAfter(after: number, maxCount: number): RecordedEvent[] {
-    return this.statements.readAll.all(after, maxCount).map(rowToEvent);
+  private readAfter(after: number, maxCount: number): RecordedEvent<E>[] {
+    return this.statements.readAll.all(after, maxCount).map(this.decode);
   }
 
   private assertOpen(): void {
@@ -236,7 +256,7 @@ export function eventId(): string {
   return `${time.slice(0, 8)}-${time.slice(8)}-7${idSequence.toString(16).padStart(3, '0')}-${randomUUID().slice(19)}`;
 }
 
-function toInsert(event: NewEvent): EventInsert {
+function toInsert(event: NewEvent<DomainEvent>): EventInsert {
   if (typeof event.type !== 'string' || event.type === '') {
     throw new TypeError('event type must be a non-empty string');
   }

@@ -21,16 +21,19 @@
  * without reading the store: up to its checkpoint it has seen everything, and a later commit of
  * another process is found by the poll or by the next local commit (whose `after` will not match).
  */
+import type { AnyEvent, DomainEvent } from '../../core/decider.ts';
 import type { BatchHandler, RecordedEvent, Subscription } from '../../core/eventStore.ts';
-import { rowToEvent, type EventRow } from './sqliteSchema.ts';
+import type { EventRow } from './sqliteSchema.ts';
 import type { CommittedEvents } from './sqliteGroupCommit.ts';
 
 /** Most events queued by `offer`; beyond it the queue is dropped and the loop reads the store. */
 const MAX_QUEUED_EVENTS = 5_000;
 
-export interface SubscriptionSource {
+export interface SubscriptionSource<E extends DomainEvent = AnyEvent> {
   /** Events with position > after, in position order, at most maxCount. */
-  readAfter(after: number, maxCount: number): RecordedEvent[];
+  readAfter(after: number, maxCount: number): RecordedEvent<E>[];
+  /** Turns a committed row into the event it holds (the store's decoder, upcaster included). */
+  decode(row: EventRow): RecordedEvent<E>;
 }
 
 export interface SqliteSubscriptionOptions {
@@ -42,7 +45,7 @@ export interface SqliteSubscriptionOptions {
   onEnd: () => void;
 }
 
-export class SqliteSubscription implements Subscription {
+export class SqliteSubscription<E extends DomainEvent = AnyEvent> implements Subscription {
   private checkpoint: number;
   private stopped = false;
   private wake: (() => void) | undefined;
@@ -55,8 +58,8 @@ export class SqliteSubscription implements Subscription {
   private mustRead = false;
 
   constructor(
-    private readonly source: SubscriptionSource,
-    private readonly handler: BatchHandler,
+    private readonly source: SubscriptionSource<E>,
+    private readonly handler: BatchHandler<E>,
     private readonly options: SqliteSubscriptionOptions,
   ) {
     this.checkpoint = options.after;
@@ -124,7 +127,7 @@ export class SqliteSubscription implements Subscription {
    * Queued events that continue exactly from the checkpoint, at most maxBatchSize, or undefined
    * when the store must be read. Drops queued events at or before the checkpoint.
    */
-  private takeQueued(): RecordedEvent[] | undefined {
+  private takeQueued(): RecordedEvent<E>[] | undefined {
     const rows: EventRow[] = [];
     let position = this.checkpoint;
     while (this.queued.length > 0 && rows.length < this.options.maxBatchSize) {
@@ -149,7 +152,7 @@ export class SqliteSubscription implements Subscription {
       }
       this.dropFirst(chunk.rows.length);
     }
-    return rows.length === 0 ? undefined : rows.map(rowToEvent);
+    return rows.length === 0 ? undefined : rows.map(this.source.decode);
   }
 
   private dropFirst(events: number): void {
