@@ -2,8 +2,10 @@
 import { expect } from 'chai';
 import type { VoucherCommand } from '../../src/domain/voucher/commands.ts';
 import type { VoucherCreated } from '../../src/domain/voucher/events.ts';
-import { fold, given } from '../support/decider.ts';
+import { voucherDecider } from '../../src/domain/voucher/decide.ts';
+import { deciderSpecification } from '../support/deciderSpecification.ts';
 
+const { given, fold } = deciderSpecification(voucherDecider);
 type Cmd<T extends VoucherCommand['type']> = Extract<VoucherCommand, { type: T }>;
 const NOW = new Date('2026-01-15T12:00:00.000Z');
 const metadata = { now: NOW };

@@ -3,33 +3,17 @@
  * pending attachments of older versions and their expiry.
  */
 import { expect } from 'chai';
-import { DomainError, type ErrorCode } from '../../src/domain/errors.ts';
-import { decideOrder, type OrderCommand } from '../../src/domain/order/decide.ts';
+import { orderDecider, type OrderCommand } from '../../src/domain/order/decide.ts';
 import type { OrderEvent } from '../../src/domain/order/events.ts';
-import { evolveOrder, initialOrderState, liveVouchers, PENDING_TTL_MS } from '../../src/domain/order/state.ts';
+import { liveVouchers, PENDING_TTL_MS } from '../../src/domain/order/state.ts';
 import type { StackProfile } from '../../src/domain/discount/stacking.ts';
+import { deciderSpecification } from '../support/deciderSpecification.ts';
 
 const NOW = new Date('2026-01-15T12:00:00Z');
 const AT = '2026-01-15T12:00:00Z';
 const O = 'o-1';
 
-const fold = (events: OrderEvent[]) => events.reduce(evolveOrder, initialOrderState());
-const given = (events: OrderEvent[]) => ({
-  when: (command: OrderCommand) => ({
-    then: (expected: OrderEvent[]) => expect(decideOrder(command, fold(events))).to.deep.equal(expected),
-    thenThrows: (code: ErrorCode, details?: Record<string, unknown>) => {
-      let error: unknown;
-      try {
-        decideOrder(command, fold(events));
-      } catch (e) {
-        error = e;
-      }
-      expect(error, 'expected a DomainError').to.be.instanceOf(DomainError);
-      expect((error as DomainError).code).to.equal(code);
-      if (details) expect((error as DomainError).details).to.deep.include(details);
-    },
-  }),
-});
+const { given, fold } = deciderSpecification(orderDecider);
 
 const basic = (code: string, type: StackProfile['type'] = 'percentage'): StackProfile => ({
   voucherId: `v_${code}`,
