@@ -303,7 +303,18 @@ export const buildOpenApi = (): object => ({
 const nullable = (type: string) => ({ type: [type, 'null'] });
 const voucher = {
   type: 'object',
-  required: ['id', 'code', 'type', 'value', 'conditions', 'status', 'usage_count', 'created_at', 'updated_at'],
+  required: [
+    'id',
+    'code',
+    'type',
+    'value',
+    'currency',
+    'conditions',
+    'status',
+    'usage_count',
+    'created_at',
+    'updated_at',
+  ],
   properties: {
     id: { type: 'string', pattern: '^v_' },
     code: { type: 'string' },
@@ -314,15 +325,16 @@ const voucher = {
     conditions: schemas.conditionsSchema,
     validation_rules: schemas.validationRulesSchema,
     status: { type: 'string', enum: ['active', 'inactive', 'expired'] },
-    usage_count: { type: 'integer' },
+    usage_count: { type: 'integer', minimum: 0 },
     created_at: { type: 'string' },
     updated_at: { type: 'string' },
   },
 };
 const usage = {
   type: 'object',
+  required: ['id', 'order_id', 'customer_id', 'discount_amount', 'final_amount', 'currency', 'status', 'applied_at'],
   properties: {
-    id: { type: 'string' },
+    id: { type: 'string', pattern: '^va_' },
     order_id: { type: 'string' },
     customer_id: nullable('string'),
     discount_amount: { type: 'integer' },
@@ -337,9 +349,9 @@ const page = (item: object) => ({
   required: ['data', 'total', 'limit', 'offset', 'has_more'],
   properties: {
     data: { type: 'array', items: item },
-    total: { type: 'integer' },
-    limit: { type: 'integer' },
-    offset: { type: 'integer' },
+    total: { type: 'integer', minimum: 0 },
+    limit: { type: 'integer', minimum: 1 },
+    offset: { type: 'integer', minimum: 0 },
     has_more: { type: 'boolean' },
   },
 });
@@ -347,14 +359,16 @@ const componentSchemas = {
   Voucher: voucher,
   VoucherWithHistory: {
     ...voucher,
+    required: [...voucher.required, 'usage_history'],
     properties: { ...voucher.properties, usage_history: { type: 'array', items: usage, maxItems: 100 } },
   },
   VoucherPage: page(voucher),
   UsagePage: page(usage),
   Deleted: {
     type: 'object',
+    required: ['id', 'code', 'status', 'deleted_at'],
     properties: {
-      id: { type: 'string' },
+      id: { type: 'string', pattern: '^v_' },
       code: { type: 'string' },
       status: { const: 'inactive' },
       deleted_at: { type: 'string' },
@@ -362,9 +376,24 @@ const componentSchemas = {
   },
   Application: {
     type: 'object',
+    required: [
+      'id',
+      'voucher',
+      'order_id',
+      'customer_id',
+      'discount_amount',
+      'final_amount',
+      'currency',
+      'status',
+      'applied_at',
+    ],
     properties: {
       id: { type: 'string', pattern: '^va_' },
-      voucher: { type: 'object', properties: { id: { type: 'string' }, code: { type: 'string' } } },
+      voucher: {
+        type: 'object',
+        required: ['id', 'code'],
+        properties: { id: { type: 'string', pattern: '^v_' }, code: { type: 'string' } },
+      },
       order_id: { type: 'string' },
       customer_id: nullable('string'),
       discount_amount: { type: 'integer' },
@@ -376,16 +405,35 @@ const componentSchemas = {
   },
   ValidationResult: {
     type: 'object',
+    required: [
+      'is_valid',
+      'voucher',
+      'discount_amount',
+      'final_amount',
+      'currency',
+      'validation_details',
+      'applied_to',
+      'conditions_met',
+    ],
     properties: {
       is_valid: { const: true },
-      voucher: { type: 'object' },
+      voucher: {
+        type: 'object',
+        required: ['id', 'code', 'type', 'value'],
+        properties: {
+          id: { type: 'string', pattern: '^v_' },
+          code: { type: 'string' },
+          type: { type: 'string', enum: schemas.voucherTypes },
+          value: nullable('number'),
+        },
+      },
       discount_amount: { type: 'integer' },
       final_amount: { type: 'integer' },
       currency: nullable('string'),
       validation_details: {
         type: 'object',
-        description:
-          'Advanced types add: bogo bogo_eligible_items, bogo_applied_items, discount_applied, remaining_eligibility; tiered order_value, applicable_tier, discount_amount; conditional conditions_met, conditions_failed, all_conditions_satisfied, discount_applicable; stackable stack_position, prior_discount, amount_left, max_total_discount',
+        description: 'The advanced types add their own members (see the reference, "Advanced types").',
+        required: ['min_order_value_met', 'usage_limit_not_exceeded', 'valid_date_range'],
         properties: {
           min_order_value_met: { type: 'boolean' },
           usage_limit_not_exceeded: { type: 'boolean' },
@@ -397,6 +445,7 @@ const componentSchemas = {
         type: 'array',
         items: {
           type: 'object',
+          required: ['item_id', 'original_price', 'discount_amount', 'final_price'],
           properties: {
             item_id: { type: 'string' },
             original_price: { type: 'integer' },

@@ -172,12 +172,15 @@ export const analyticsPaths = (h: Helpers) => {
 const int = { type: 'integer' };
 const num = { type: 'number' };
 const str = { type: 'string' };
-const period = { type: 'object', properties: { start: str, end: str } };
+const period = { type: 'object', required: ['start', 'end'], properties: { start: str, end: str } };
 const metricProps = Object.fromEntries(METRICS.map((m) => [m, m === 'conversion_rate' ? num : int]));
+const dated = { type: 'object', required: ['date'], properties: { date: str, ...metricProps } };
+const exportFields = ['export_id', 'status', 'format', 'voucher_count', 'metrics', 'record_count', 'created_at'];
 
 export const analyticsSchemas = {
   Performance: {
     type: 'object',
+    required: ['voucher_id', 'code', 'time_period', 'currency', 'generated_at', 'performance'],
     properties: {
       voucher_id: str,
       code: str,
@@ -186,6 +189,15 @@ export const analyticsSchemas = {
       generated_at: str,
       performance: {
         type: 'object',
+        required: [
+          'total_uses',
+          'total_discount',
+          'conversion_rate',
+          'avg_order_value',
+          'revenue_impact',
+          'unique_customers',
+          'repeat_usage',
+        ],
         properties: {
           total_uses: int,
           total_discount: int,
@@ -198,31 +210,39 @@ export const analyticsSchemas = {
       },
       details: {
         type: 'object',
+        description: 'Only with include_details=true.',
+        required: ['daily', 'segments'],
         properties: {
-          daily: { type: 'array', items: { type: 'object', properties: { date: str, ...metricProps } } },
-          segments: { type: 'array', items: { type: 'object', properties: { segment: str, ...metricProps } } },
+          daily: { type: 'array', items: dated },
+          segments: {
+            type: 'array',
+            items: { type: 'object', required: ['segment'], properties: { segment: str, ...metricProps } },
+          },
         },
       },
     },
   },
   Trends: {
     type: 'object',
+    required: ['voucher_id', 'code', 'interval', 'metrics', 'time_period', 'generated_at', 'trends', 'summary'],
     properties: {
       voucher_id: str,
       code: str,
       interval: { enum: ['day', 'week', 'month'] },
-      metrics: { type: 'array', items: str },
+      metrics: { type: 'array', items: { enum: [...METRICS] } },
       time_period: period,
       generated_at: str,
-      trends: { type: 'array', items: { type: 'object', properties: { date: str, ...metricProps } } },
+      trends: { type: 'array', items: dated },
       summary: {
         type: 'object',
+        required: ['total_period_uses', 'total_period_discount', 'avg_daily_uses', 'growth_rate'],
         properties: { total_period_uses: int, total_period_discount: int, avg_daily_uses: num, growth_rate: num },
       },
     },
   },
   CustomerInsights: {
     type: 'object',
+    required: ['voucher_id', 'code', 'time_period', 'generated_at', 'customer_insights'],
     properties: {
       voucher_id: str,
       code: str,
@@ -230,6 +250,15 @@ export const analyticsSchemas = {
       generated_at: str,
       customer_insights: {
         type: 'object',
+        required: [
+          'total_customers',
+          'new_customers',
+          'returning_customers',
+          'avg_customer_value',
+          'customer_lifetime_value',
+          'top_customer_segments',
+          'geographic_distribution',
+        ],
         properties: {
           total_customers: int,
           new_customers: int,
@@ -240,12 +269,17 @@ export const analyticsSchemas = {
             type: 'array',
             items: {
               type: 'object',
+              required: ['segment', 'count', 'avg_order_value', 'conversion_rate'],
               properties: { segment: str, count: int, avg_order_value: int, conversion_rate: num },
             },
           },
           geographic_distribution: {
             type: 'array',
-            items: { type: 'object', properties: { region: str, count: int, percentage: num } },
+            items: {
+              type: 'object',
+              required: ['region', 'count', 'percentage'],
+              properties: { region: str, count: int, percentage: num },
+            },
           },
         },
       },
@@ -253,13 +287,14 @@ export const analyticsSchemas = {
   },
   ExportRecord: {
     type: 'object',
+    required: [...exportFields, 'estimated_completion', 'time_period'],
     properties: {
       export_id: { type: 'string', pattern: '^export_' },
       status: { const: 'processing' },
       estimated_completion: str,
       format: { enum: [...EXPORT_FORMATS] },
       voucher_count: int,
-      metrics: { type: 'array', items: str },
+      metrics: { type: 'array', items: { enum: [...METRICS] } },
       record_count: int,
       time_period: period,
       created_at: str,
@@ -267,12 +302,15 @@ export const analyticsSchemas = {
   },
   ExportStatus: {
     type: 'object',
+    description:
+      'While processing: estimated_completion; once completed (also after expiry): download_url, expires_at, file_size, completed_at; when failed: error.',
+    required: exportFields,
     properties: {
-      export_id: str,
+      export_id: { type: 'string', pattern: '^export_' },
       status: { enum: ['processing', 'completed', 'failed', 'expired'] },
       format: { enum: [...EXPORT_FORMATS] },
       voucher_count: int,
-      metrics: { type: 'array', items: str },
+      metrics: { type: 'array', items: { enum: [...METRICS] } },
       record_count: int,
       created_at: str,
       estimated_completion: str,
@@ -280,7 +318,19 @@ export const analyticsSchemas = {
       expires_at: str,
       file_size: { type: 'string', examples: ['2.5 MB'] },
       completed_at: str,
-      error: { type: 'object' },
+      error: {
+        type: 'object',
+        required: ['code', 'message', 'details'],
+        properties: { code: str, message: str, details: { type: 'object' } },
+      },
     },
+    allOf: [
+      { if: { properties: { status: { const: 'processing' } } }, then: { required: ['estimated_completion'] } },
+      {
+        if: { properties: { status: { const: 'completed' } } },
+        then: { required: ['download_url', 'expires_at', 'file_size', 'completed_at'] },
+      },
+      { if: { properties: { status: { const: 'failed' } } }, then: { required: ['error'] } },
+    ],
   },
 };

@@ -4,6 +4,7 @@
  */
 import { expect } from 'chai';
 import { TestService } from '../support/harness.ts';
+import { expectError } from '../support/httpClient.ts';
 
 const tier = (min: number, max: number | null, discount: number, discount_type = 'percentage') => ({
   min_value: min,
@@ -22,12 +23,6 @@ describe('HTTP advanced voucher types', () => {
     await service.stop();
   });
 
-  const expectError = (res: { status: number; body: any }, status: number, code: string, details?: unknown): void => {
-    expect(res.status, JSON.stringify(res.body)).to.equal(status);
-    expect(res.body.error.code).to.equal(code);
-    expect(res.body.error.message).to.be.a('string').that.is.not.empty;
-    if (details !== undefined) expect(res.body.error.details).to.deep.equal(details);
-  };
   const validate = (code: string, order: unknown, customer?: unknown) =>
     service.post('/v1/vouchers/validate', { code, order, ...(customer ? { customer } : {}) });
 

@@ -11,7 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { API_KEYS_STREAM } from '../../src/application/apiKeys.ts';
-import { TestService, type TestResponse } from '../support/harness.ts';
+import { TestService } from '../support/harness.ts';
+import { expectError } from '../support/httpClient.ts';
 import { ROOT, sleep } from '../support/processes.ts';
 
 const ISO_SECONDS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
@@ -69,15 +70,6 @@ const jsonLine = (result: CliResult): any => {
   const lines = result.stdout.slice(0, -1).split('\n');
   expect(lines, `one line on stdout: ${JSON.stringify(result.stdout)}`).to.have.length(1);
   return JSON.parse(lines[0]!);
-};
-
-const expectError = (res: TestResponse, status: number, code: string, details: unknown): void => {
-  expect(res.status, JSON.stringify(res.body)).to.equal(status);
-  expect(res.body).to.have.all.keys('error');
-  expect(res.body.error).to.have.all.keys('code', 'message', 'details');
-  expect(res.body.error.code).to.equal(code);
-  expect(res.body.error.message).to.be.a('string').that.is.not.empty;
-  expect(res.body.error.details).to.deep.equal(details);
 };
 
 /** Every file under `dir`, recursively, with its raw bytes. */

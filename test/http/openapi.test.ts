@@ -4,11 +4,12 @@
  * `schemas.*` to compileBody / compileQuery, and openapi.ts puts the same objects in the document
  * untransformed), and the error responses it lists are the ones the routes answer.
  */
-import { expect } from 'chai';
+import { AssertionError, expect } from 'chai';
 import sinon from 'sinon';
 import * as schemas from '../../src/http/schemas.ts';
 import { exportSchema } from '../../src/http/routes/analytics.ts';
 import { TestService } from '../support/harness.ts';
+import { expectMatchesOpenApi } from '../support/httpClient.ts';
 import { loseEveryRace } from '../support/races.ts';
 
 type Json = Record<string, any>;
@@ -308,6 +309,43 @@ describe('OpenAPI document: request schemas and error responses agree with the s
         }
       }
       expectListed('/analytics/export', 'post', 500, 'EXPORT_FAILED');
+    });
+  });
+
+  describe('success responses', () => {
+    const json = new Headers({ 'content-type': 'application/json; charset=utf-8' });
+
+    it('declares a JSON schema for every 2xx answer of every operation (the download: one per format)', () => {
+      for (const [template, item] of Object.entries(doc.paths as Record<string, Json>))
+        for (const [method, op] of Object.entries(item)) {
+          if (!op?.responses) continue;
+          const success = Object.keys(op.responses).filter((status) => status.startsWith('2'));
+          expect(success, `${method.toUpperCase()} ${template}`).to.not.be.empty;
+          for (const status of success)
+            expect(op.responses[status].content, `${method.toUpperCase()} ${template} ${status}`).to.be.an('object');
+        }
+    });
+
+    it('the client fails a success body with a missing or mistyped member, and passes the real one', async () => {
+      const created = await service.post('/v1/vouchers', { code: 'OAS_BODY', type: 'fixed', value: 100 });
+      expect(created.status).to.equal(201);
+      const voucherPath = `/v1/vouchers/${created.body.id}`;
+      const fetched = await service.get(voucherPath);
+      expect(() => expectMatchesOpenApi('GET', voucherPath, fetched)).to.not.throw();
+      const { usage_count: _dropped, ...withoutUsage } = fetched.body;
+      expect(() => expectMatchesOpenApi('GET', voucherPath, { ...fetched, body: withoutUsage })).to.throw(
+        AssertionError,
+        /usage_count/,
+      );
+      expect(() =>
+        expectMatchesOpenApi('GET', voucherPath, { ...fetched, body: { ...fetched.body, usage_count: '0' } }),
+      ).to.throw(AssertionError, /usage_count/);
+      expect(() =>
+        expectMatchesOpenApi('GET', '/v1/vouchers?limit=1', { status: 200, headers: json, body: { data: [] } }),
+      ).to.throw(AssertionError, /total/);
+      expect(() =>
+        expectMatchesOpenApi('POST', '/v1/vouchers/validate', { status: 204, headers: json, body: {} }),
+      ).to.throw(AssertionError, /lists no such response/);
     });
   });
 });

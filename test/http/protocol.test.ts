@@ -3,15 +3,7 @@ import zlib from 'node:zlib';
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { PRODUCTION_KEY, SANDBOX_KEY, TestService } from '../support/harness.ts';
-
-const expectErrorShape = (res: { status: number; body: any }, status: number, code: string, details: unknown): void => {
-  expect(res.status, JSON.stringify(res.body)).to.equal(status);
-  expect(Object.keys(res.body)).to.deep.equal(['error']);
-  expect(Object.keys(res.body.error).sort()).to.deep.equal(['code', 'details', 'message']);
-  expect(res.body.error.code).to.equal(code);
-  expect(res.body.error.message).to.be.a('string').that.is.not.empty;
-  expect(res.body.error.details).to.deep.equal(details);
-};
+import { expectError, expectMatchesOpenApi, type HttpResponse } from '../support/httpClient.ts';
 
 describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, request ids', () => {
   let service: TestService;
@@ -29,7 +21,7 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
   describe('authentication', () => {
     it('answers 401 MISSING_API_KEY without an Authorization header', async () => {
       const res = await service.get('/v1/vouchers', { key: null });
-      expectErrorShape(res, 401, 'MISSING_API_KEY', {});
+      expectError(res, 401, 'MISSING_API_KEY', {});
       expect(res.headers.get('content-type')).to.match(/^application\/json/);
     });
 
@@ -43,7 +35,7 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
     ]) {
       it(`answers 401 MISSING_API_KEY for a malformed header "${header.slice(0, 20)}…"`, async () => {
         const res = await service.get('/v1/vouchers', { key: null, headers: { Authorization: header } });
-        expectErrorShape(res, 401, 'MISSING_API_KEY', {});
+        expectError(res, 401, 'MISSING_API_KEY', {});
       });
     }
 
@@ -53,13 +45,13 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
       'not_a_key_at_all',
     ]) {
       it(`answers 401 INVALID_API_KEY for an unknown key ${key.slice(0, 8)}…`, async () => {
-        expectErrorShape(await service.get('/v1/vouchers', { key }), 401, 'INVALID_API_KEY', {});
+        expectError(await service.get('/v1/vouchers', { key }), 401, 'INVALID_API_KEY', {});
       });
     }
 
     it('checks the key before the body: POST without a key is 401, not 400', async () => {
       const res = await service.post('/v1/vouchers', { nonsense: true }, { key: null });
-      expectErrorShape(res, 401, 'MISSING_API_KEY', {});
+      expectError(res, 401, 'MISSING_API_KEY', {});
       const create = await service.post(
         '/v1/vouchers',
         { code: 'NOAUTH', type: 'fixed', value: 100 },
@@ -81,14 +73,14 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
     it('keeps sandbox and production apart: ids, lists, codes and redemption', async () => {
       const prod = await service.createVoucher({ code: 'ENVCODE', type: 'fixed', value: 700 }, { key: PRODUCTION_KEY });
       const fromSandbox = await service.get(`/v1/vouchers/${prod.id}`, { key: SANDBOX_KEY });
-      expectErrorShape(fromSandbox, 404, 'VOUCHER_NOT_FOUND', { voucher_id: prod.id });
+      expectError(fromSandbox, 404, 'VOUCHER_NOT_FOUND', { voucher_id: prod.id });
       expect((await service.get(`/v1/vouchers/${prod.id}`, { key: PRODUCTION_KEY })).body.value).to.equal(700);
 
       // the same code can exist in both
       const sand = await service.createVoucher({ code: 'envcode', type: 'fixed', value: 300 }, { key: SANDBOX_KEY });
       expect(sand.id).to.not.equal(prod.id);
       const fromProduction = await service.get(`/v1/vouchers/${sand.id}`, { key: PRODUCTION_KEY });
-      expectErrorShape(fromProduction, 404, 'VOUCHER_NOT_FOUND', { voucher_id: sand.id });
+      expectError(fromProduction, 404, 'VOUCHER_NOT_FOUND', { voucher_id: sand.id });
 
       const prodOnly = await service.createVoucher(
         { code: 'PRODONLY', type: 'fixed', value: 100 },
@@ -138,7 +130,7 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
       const rollback = await service.post(`/v1/vouchers/applications/${applied.body.id}/rollback`, undefined, {
         key: SANDBOX_KEY,
       });
-      expectErrorShape(rollback, 404, 'APPLICATION_NOT_FOUND', { application_id: applied.body.id });
+      expectError(rollback, 404, 'APPLICATION_NOT_FOUND', { application_id: applied.body.id });
       expect((await service.put(`/v1/vouchers/${prod.id}`, { value: 1 }, { key: SANDBOX_KEY })).status).to.equal(404);
       expect((await service.delete(`/v1/vouchers/${prod.id}`, { key: SANDBOX_KEY })).status).to.equal(404);
       expect((await service.get(`/v1/vouchers/${prod.id}`, { key: PRODUCTION_KEY })).body).to.include({
@@ -169,16 +161,16 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
 
   describe('errors and media types', () => {
     it('answers unknown paths with 404 NOT_FOUND {path}', async () => {
-      expectErrorShape(await service.get('/v1/nothing-here?x=1'), 404, 'NOT_FOUND', { path: '/v1/nothing-here' });
-      expectErrorShape(await service.get('/nothing'), 404, 'NOT_FOUND', { path: '/nothing' });
-      expectErrorShape(await service.request('PATCH', '/v1/vouchers'), 404, 'NOT_FOUND', { path: '/v1/vouchers' });
+      expectError(await service.get('/v1/nothing-here?x=1'), 404, 'NOT_FOUND', { path: '/v1/nothing-here' });
+      expectError(await service.get('/nothing'), 404, 'NOT_FOUND', { path: '/nothing' });
+      expectError(await service.request('PATCH', '/v1/vouchers'), 404, 'NOT_FOUND', { path: '/v1/vouchers' });
     });
 
     it('answers unknown paths with 404 whatever the key (no key, a bad key)', async () => {
-      expectErrorShape(await service.get('/v1/nothing-here', { key: null }), 404, 'NOT_FOUND', {
+      expectError(await service.get('/v1/nothing-here', { key: null }), 404, 'NOT_FOUND', {
         path: '/v1/nothing-here',
       });
-      expectErrorShape(await service.get('/v1/nothing-here', { key: 'sk_test_unknown' }), 404, 'NOT_FOUND', {
+      expectError(await service.get('/v1/nothing-here', { key: 'sk_test_unknown' }), 404, 'NOT_FOUND', {
         path: '/v1/nothing-here',
       });
       // a known path still asks for the key first
@@ -191,7 +183,7 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
         raw: big,
         headers: { 'Content-Type': 'application/json' },
       });
-      expectErrorShape(res, 413, 'PAYLOAD_TOO_LARGE', { max_bytes: 1_048_576 });
+      expectError(res, 413, 'PAYLOAD_TOO_LARGE', { max_bytes: 1_048_576 });
     });
 
     it('accepts a body just under 1 MB (then rejects its unknown member with 400)', async () => {
@@ -209,12 +201,12 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
         raw: JSON.stringify({ code: 'PLAIN', type: 'fixed', value: 100 }),
         headers: { 'Content-Type': 'text/plain' },
       });
-      expectErrorShape(res, 415, 'UNSUPPORTED_MEDIA_TYPE', {});
+      expectError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', {});
       const form = await service.post('/v1/vouchers', undefined, {
         raw: 'code=PLAIN&type=fixed',
         headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
       });
-      expectErrorShape(form, 415, 'UNSUPPORTED_MEDIA_TYPE', {});
+      expectError(form, 415, 'UNSUPPORTED_MEDIA_TYPE', {});
       expect((await service.post('/v1/vouchers/validate', { code: 'PLAIN', order: { value: 1000 } })).status).to.equal(
         404,
       );
@@ -248,16 +240,26 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
     describe('bodies the plain reader hands to body-parser, or reads in pieces', () => {
       /** POST with node:http, so the body can be compressed or sent in chunks without a length. */
       const send = (urlPath: string, headers: Record<string, string>, pieces: Buffer[]) =>
-        new Promise<{ status: number; body: any }>((resolve, reject) => {
+        new Promise<HttpResponse>((resolve, reject) => {
           const req = http.request(
             `${service.baseUrl}${urlPath}`,
             { method: 'POST', headers: { Authorization: `Bearer ${SANDBOX_KEY}`, ...headers } },
             (res) => {
               const chunks: Buffer[] = [];
               res.on('data', (c: Buffer) => chunks.push(c));
-              res.on('end', () =>
-                resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }),
-              );
+              res.on('end', () => {
+                const response = {
+                  status: res.statusCode!,
+                  headers: new Headers(
+                    Object.entries(res.headers).flatMap(([name, value]): Array<[string, string]> =>
+                      value === undefined ? [] : [[name, String(value)]],
+                    ),
+                  ),
+                  body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
+                };
+                expectMatchesOpenApi('POST', urlPath, response);
+                resolve(response);
+              });
             },
           );
           req.on('error', reject);
@@ -278,7 +280,7 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
         const res = await send('/v1/vouchers', { 'Content-Type': 'application/json; charset=latin1' }, [
           voucher('LATIN'),
         ]);
-        expectErrorShape(res, 415, 'UNSUPPORTED_MEDIA_TYPE', {});
+        expectError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', {});
       });
 
       it('reads a chunked body sent in pieces, and counts a chunked body over 1 MB as it arrives (413)', async () => {
@@ -299,7 +301,7 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
           { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' },
           Array.from({ length: Math.ceil(big.length / 65_536) }, (_, i) => big.subarray(i * 65_536, (i + 1) * 65_536)),
         );
-        expectErrorShape(tooBig, 413, 'PAYLOAD_TOO_LARGE', { max_bytes: 1_048_576 });
+        expectError(tooBig, 413, 'PAYLOAD_TOO_LARGE', { max_bytes: 1_048_576 });
         expect((await service.get('/v1/vouchers?limit=100')).body.data.map((v: any) => v.code)).to.not.include(
           'BIGCHUNKS',
         );
@@ -316,7 +318,7 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
     it('answers an internal failure with 500 INTERNAL_ERROR {request_id}: no stack, no error text', async () => {
       sinon.stub(service.sandbox.reads, 'find').rejects(new Error('boom secret'));
       const res = await service.get('/v1/vouchers', { headers: { 'X-Request-Id': 'req-fail-1' } });
-      expectErrorShape(res, 500, 'INTERNAL_ERROR', { request_id: 'req-fail-1' });
+      expectError(res, 500, 'INTERNAL_ERROR', { request_id: 'req-fail-1' });
       expect(res.headers.get('x-request-id')).to.equal('req-fail-1');
       const text = JSON.stringify(res.body);
       expect(text).to.not.include('boom');

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { TestService } from '../support/harness.ts';
+import { expectError } from '../support/httpClient.ts';
 import { loseEveryRace } from '../support/races.ts';
 
 const MINUTE = 60 * 1000;
@@ -28,13 +29,6 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
 
   const voucherEvents = async (id: string): Promise<string[]> =>
     (await service.sandbox.events.readStream(`voucher-${id}`)).map((e) => e.type);
-
-  const expectError = (res: { status: number; body: any }, status: number, code: string, details: unknown): void => {
-    expect(res.status, JSON.stringify(res.body)).to.equal(status);
-    expect(res.body.error.code).to.equal(code);
-    expect(res.body.error.message).to.be.a('string').that.is.not.empty;
-    expect(res.body.error.details).to.deep.equal(details);
-  };
 
   describe('POST /v1/vouchers/validate', () => {
     let save15: any;

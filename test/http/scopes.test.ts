@@ -12,6 +12,7 @@ import { voucherRoutes } from '../../src/http/routes/vouchers.ts';
 import { analyticsRoutes } from '../../src/http/routes/analytics.ts';
 import { waitForExport } from '../support/analyticsFixture.ts';
 import { PRODUCTION_KEY, SANDBOX_KEY, TestService, type TestResponse } from '../support/harness.ts';
+import { expectError } from '../support/httpClient.ts';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -36,15 +37,6 @@ interface RouteCase {
 }
 
 /** Asserts the whole error body: `{error: {code, message, details}}` and nothing else. */
-const expectError = (res: TestResponse, status: number, code: string, details: unknown): void => {
-  expect(res.status, `${code}: ${JSON.stringify(res.body)}`).to.equal(status);
-  expect(res.headers.get('content-type')).to.match(/^application\/json/);
-  expect(res.body).to.be.an('object').that.has.all.keys('error');
-  expect(res.body.error).to.have.all.keys('code', 'message', 'details');
-  expect(res.body.error.code).to.equal(code);
-  expect(res.body.error.message).to.be.a('string').that.is.not.empty;
-  expect(res.body.error.details).to.deep.equal(details);
-};
 
 /** `/vouchers/:voucherId` and `/vouchers/{voucher_id}` both become `/vouchers/{}`. */
 const normalise = (template: string): string => template.replace(/:[A-Za-z_]+|\{[A-Za-z_]+\}/g, '{}');

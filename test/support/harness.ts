@@ -15,6 +15,7 @@ import {
   type RateLimitStoreFactory,
 } from '../../src/http/rateLimits.ts';
 import { FakeClock } from './fakeClock.ts';
+import { expectMatchesOpenApi } from './httpClient.ts';
 
 export const SANDBOX_KEY = 'sk_test_SandboxKeyForTests0000000000001';
 export const PRODUCTION_KEY = 'sk_live_ProductionKeyForTests00000000001';
@@ -42,7 +43,10 @@ export interface RequestOptions {
   raw?: string;
 }
 
-/** The whole service on embedded stores in a temp dir, with a fake clock, on 127.0.0.1. */
+/**
+ * The whole service on embedded stores in a temp dir, with a fake clock, on 127.0.0.1. Its client
+ * (`request`, `get`, `post`, …) checks every 2xx JSON body against the OpenAPI document.
+ */
 export class TestService {
   private constructor(
     readonly dataDir: string,
@@ -124,7 +128,10 @@ export class TestService {
     } catch {
       /* not JSON: keep the text */
     }
-    return { status: res.status, headers: res.headers, body: parsed as T };
+    const response = { status: res.status, headers: res.headers, body: parsed as T };
+    // every success body is checked against the OpenAPI response schema of its operation
+    expectMatchesOpenApi(method, urlPath, response);
+    return response;
   }
 
   post<T = any>(urlPath: string, body?: unknown, options?: RequestOptions) {

@@ -2,8 +2,11 @@
 import { expect } from 'chai';
 import type { VoucherCommand } from '../../src/domain/voucher/commands.ts';
 import type { VoucherCreated } from '../../src/domain/voucher/events.ts';
-import { fold, given } from '../support/decider.ts';
+import { voucherDecider } from '../../src/domain/voucher/decide.ts';
+import { advancedVoucherCreated } from '../fixtures/events.ts';
+import { deciderSpecification } from '../support/deciderSpecification.ts';
 
+const { given, fold } = deciderSpecification(voucherDecider);
 type Cmd<T extends VoucherCommand['type']> = Extract<VoucherCommand, { type: T }>;
 const NOW = new Date('2026-01-15T12:00:00.000Z');
 const metadata = { now: NOW };
@@ -25,13 +28,8 @@ const create = (
   data: { voucherId: V, code: 'ADV', voucherType, config, ...extra },
   metadata,
 });
-const created = (
-  voucherType: VoucherCreated['data']['voucherType'],
-  config: Record<string, unknown>,
-): VoucherCreated => ({
-  type: 'VoucherCreated',
-  data: { voucherId: V, code: 'ADV', voucherType, config, conditions: {}, createdAt: '2026-01-01T00:00:00Z' },
-});
+const created = (voucherType: VoucherCreated['data']['voucherType'], config: Record<string, unknown>): VoucherCreated =>
+  advancedVoucherCreated(voucherType, config, { voucherId: V, code: 'ADV' });
 const update = (data: Omit<Cmd<'UpdateVoucher'>['data'], 'voucherId'>): Cmd<'UpdateVoucher'> => ({
   type: 'UpdateVoucher',
   data: { voucherId: V, ...data },

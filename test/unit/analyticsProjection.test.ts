@@ -23,6 +23,8 @@ import type { ReadStore } from '../../src/core/readStore.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 import { buildFixture } from '../support/analyticsFixture.ts';
 import { TestService } from '../support/harness.ts';
+import type { RecordedEvent } from '../../src/core/eventStore.ts';
+import { orderAttemptsRecorded, recorded, voucherApplicationRolledBack, voucherApplied } from '../fixtures/events.ts';
 
 const snapshot = async (reads: ReadStore) => {
   const out: Record<string, unknown[]> = {};
@@ -135,19 +137,11 @@ describe('analytics projections', function () {
   });
 
   describe('fold', () => {
-    const recorded = (type: string, data: Record<string, unknown>, position: number) => ({
-      id: `e${position}`,
-      streamId: 's',
-      type,
-      data,
-      metadata: {},
-      revision: 0,
-      position,
-      recordedAt: '2026-01-01T00:00:00Z',
-    });
+    const at = (event: { type: string; data: object }, position: number) =>
+      recorded(event, position, { streamId: 's', revision: 0 });
     // The test builds events as plain records: the projection as a group holds it (any event type).
     const analyticsUntyped: DocumentSetProjection = analytics;
-    const fold = (list: ReturnType<typeof recorded>[]) => {
+    const fold = (list: RecordedEvent[]) => {
       const docs = new Map<string, any>();
       for (const e of list) {
         const view = new Map(
@@ -162,9 +156,8 @@ describe('analytics projections', function () {
 
     it('attempts: one per distinct order id (also within one event), one per call without an id', () => {
       const docs = fold([
-        recorded(
-          'OrderAttemptsRecorded',
-          {
+        at(
+          orderAttemptsRecorded({
             recordedAt: '2026-01-01T00:00:01Z',
             attempts: [
               { voucherId: 'v_A', orderId: 'o1', at: '2026-01-01T00:00:00Z' },
@@ -173,7 +166,7 @@ describe('analytics projections', function () {
               { voucherId: 'v_A', at: '2026-01-01T00:00:00Z', segment: 'vip' },
               { voucherId: 'v_B', orderId: 'o1', at: '2026-01-01T23:59:59Z' },
             ],
-          },
+          }),
           1,
         ),
       ]);
@@ -189,37 +182,29 @@ describe('analytics projections', function () {
     });
 
     it('a rollback subtracts on the day of the application; a second rollback of it changes nothing', () => {
-      const appliedData = {
+      const applied = voucherApplied({
         voucherId: 'v_A',
         applicationId: 'va_1',
         code: 'A',
         orderId: 'o1',
         customerId: 'c1',
-        orderValue: 10_000,
         discountAmount: 1_000,
         finalAmount: 9_000,
-        currency: 'EUR',
-        appliedTo: [],
         orderFingerprint: 'x',
         customerFingerprint: 'y',
         appliedAt: '2026-01-01T23:00:00Z',
-      };
-      const back = {
+      });
+      const back = voucherApplicationRolledBack({
         voucherId: 'v_A',
         applicationId: 'va_1',
         orderId: 'o1',
         customerId: 'c1',
-        orderValue: 10_000,
         discountAmount: 1_000,
         finalAmount: 9_000,
         appliedAt: '2026-01-01T23:00:00Z',
         rolledBackAt: '2026-01-02T01:00:00Z',
-      };
-      const docs = fold([
-        recorded('VoucherApplied', appliedData, 1),
-        recorded('VoucherApplicationRolledBack', back, 2),
-        recorded('VoucherApplicationRolledBack', back, 3),
-      ]);
+      });
+      const docs = fold([at(applied, 1), at(back, 2), at(back, 3)]);
       // an application is a use, not an order attempt: nothing is left once it is rolled back
       expect(docs.get('analytics_daily/v_A|2026-01-01')).to.deep.include({
         uses: 0,

@@ -21,6 +21,7 @@ import {
 } from '../../src/projections/customerGaps.ts';
 import type { EventStore, RecordedEvent } from '../../src/core/eventStore.ts';
 import { ProjectionRunner } from '../../src/core/projectionRunner.ts';
+import { recorded, voucherApplicationRolledBack, voucherApplied } from '../fixtures/events.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 
 const BASE = dayNumber('2026-01-01');
@@ -132,50 +133,39 @@ describe('customer gap histograms (unique customers and repeat usage of any wind
     });
     afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-    const applied = (position: number, id: string, customer: string, day: number): RecordedEvent => ({
-      id: `e${position}`,
-      streamId: 'voucher-v_1',
-      type: 'VoucherApplied',
-      revision: position,
-      position,
-      recordedAt: dayAt(day),
-      metadata: {},
-      data: {
-        voucherId: 'v_1',
-        applicationId: id,
-        code: 'C',
-        orderId: `o_${id}`,
-        customerId: customer,
-        orderValue: 1_000,
-        discountAmount: 100,
-        finalAmount: 900,
-        currency: 'USD',
-        appliedTo: [],
-        orderFingerprint: 'f',
-        customerFingerprint: 'g',
-        appliedAt: `${dayAt(day)}T12:00:00.000Z`,
-      },
-    });
-    const rolledBack = (position: number, id: string, customer: string, day: number): RecordedEvent => ({
-      id: `e${position}`,
-      streamId: 'voucher-v_1',
-      type: 'VoucherApplicationRolledBack',
-      revision: position,
-      position,
-      recordedAt: dayAt(day),
-      metadata: {},
-      data: {
-        voucherId: 'v_1',
-        applicationId: id,
-        orderId: `o_${id}`,
-        customerId: customer,
-        discountAmount: 100,
-        finalAmount: 900,
-        orderValue: 1_000,
-        appliedAt: `${dayAt(day)}T12:00:00.000Z`,
-        rolledBackAt: `${dayAt(day)}T13:00:00.000Z`,
-      },
-    });
+    const applied = (position: number, id: string, customer: string, day: number): RecordedEvent =>
+      recorded(
+        voucherApplied({
+          applicationId: id,
+          code: 'C',
+          orderId: `o_${id}`,
+          customerId: customer,
+          orderValue: 1_000,
+          discountAmount: 100,
+          finalAmount: 900,
+          currency: 'USD',
+          orderFingerprint: 'f',
+          customerFingerprint: 'g',
+          appliedAt: `${dayAt(day)}T12:00:00.000Z`,
+        }),
+        position,
+        { revision: position, recordedAt: dayAt(day) },
+      );
+    const rolledBack = (position: number, id: string, customer: string, day: number): RecordedEvent =>
+      recorded(
+        voucherApplicationRolledBack({
+          applicationId: id,
+          orderId: `o_${id}`,
+          customerId: customer,
+          discountAmount: 100,
+          finalAmount: 900,
+          orderValue: 1_000,
+          appliedAt: `${dayAt(day)}T12:00:00.000Z`,
+          rolledBackAt: `${dayAt(day)}T13:00:00.000Z`,
+        }),
+        position,
+        { revision: position, recordedAt: dayAt(day) },
+      );
 
     it('matches the brute-force count for every window, whatever the batches, and redelivery changes nothing', async function () {
       this.timeout(120_000);

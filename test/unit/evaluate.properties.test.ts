@@ -5,15 +5,13 @@ import type { Order, OrderItem } from '../../src/domain/discount/types.ts';
 import { evaluate, type Evaluation } from '../../src/domain/voucher/evaluate.ts';
 import type { Conditions } from '../../src/domain/voucher/events.ts';
 import { evolve, type Voucher } from '../../src/domain/voucher/state.ts';
+import { voucherCreated } from '../fixtures/events.ts';
 
 const NOW = new Date('2026-01-15T12:00:00Z');
 const IDS = ['A', 'B', 'C', 'D', 'E'];
 
 const voucher = (type: 'percentage' | 'fixed', value: number, conditions: Conditions): Voucher =>
-  evolve(null, {
-    type: 'VoucherCreated',
-    data: { voucherId: 'v_1', code: 'PROP', voucherType: type, value, conditions, createdAt: '2026-01-01T00:00:00Z' },
-  })!;
+  evolve(null, voucherCreated({ code: 'PROP', voucherType: type, value, currency: undefined, conditions }))!;
 
 const percentage = fc.integer({ min: 0, max: 10_000 }).map((bp) => ({ type: 'percentage' as const, value: bp / 100 }));
 const fixed = fc

@@ -3,33 +3,18 @@
  * pending attachments of older versions and their expiry.
  */
 import { expect } from 'chai';
-import { DomainError, type ErrorCode } from '../../src/domain/errors.ts';
-import { decideOrder, type OrderCommand } from '../../src/domain/order/decide.ts';
+import { orderDecider, type OrderCommand } from '../../src/domain/order/decide.ts';
 import type { OrderEvent } from '../../src/domain/order/events.ts';
-import { evolveOrder, initialOrderState, liveVouchers, PENDING_TTL_MS } from '../../src/domain/order/state.ts';
+import { liveVouchers, PENDING_TTL_MS } from '../../src/domain/order/state.ts';
 import type { StackProfile } from '../../src/domain/discount/stacking.ts';
+import { orderVoucherAttached, orderVoucherConfirmed, orderVoucherDetached } from '../fixtures/events.ts';
+import { deciderSpecification } from '../support/deciderSpecification.ts';
 
 const NOW = new Date('2026-01-15T12:00:00Z');
 const AT = '2026-01-15T12:00:00Z';
 const O = 'o-1';
 
-const fold = (events: OrderEvent[]) => events.reduce(evolveOrder, initialOrderState());
-const given = (events: OrderEvent[]) => ({
-  when: (command: OrderCommand) => ({
-    then: (expected: OrderEvent[]) => expect(decideOrder(command, fold(events))).to.deep.equal(expected),
-    thenThrows: (code: ErrorCode, details?: Record<string, unknown>) => {
-      let error: unknown;
-      try {
-        decideOrder(command, fold(events));
-      } catch (e) {
-        error = e;
-      }
-      expect(error, 'expected a DomainError').to.be.instanceOf(DomainError);
-      expect((error as DomainError).code).to.equal(code);
-      if (details) expect((error as DomainError).details).to.deep.include(details);
-    },
-  }),
-});
+const { given, fold } = deciderSpecification(orderDecider);
 
 const basic = (code: string, type: StackProfile['type'] = 'percentage'): StackProfile => ({
   voucherId: `v_${code}`,
@@ -65,14 +50,10 @@ const record = (
   metadata: { now },
 });
 /** Written by older versions (attach → apply → confirm): still folded, and settled when stale. */
-const attached = (v: StackProfile, applicationId: string, attachedAt = AT): OrderEvent => ({
-  type: 'OrderVoucherAttached',
-  data: { ...profile(v), orderId: O, applicationId, attachedAt },
-});
-const confirmed = (v: StackProfile, applicationId: string, discountAmount: number, confirmedAt = AT): OrderEvent => ({
-  type: 'OrderVoucherConfirmed',
-  data: { ...profile(v), orderId: O, applicationId, discountAmount, confirmedAt },
-});
+const attached = (v: StackProfile, applicationId: string, attachedAt = AT): OrderEvent =>
+  orderVoucherAttached({ ...profile(v), orderId: O, applicationId, attachedAt });
+const confirmed = (v: StackProfile, applicationId: string, discountAmount: number, confirmedAt = AT): OrderEvent =>
+  orderVoucherConfirmed({ ...profile(v), orderId: O, applicationId, discountAmount, confirmedAt });
 
 describe('order decider', () => {
   const A = basic('A10');
@@ -131,10 +112,8 @@ describe('order decider', () => {
   });
 
   it("the same voucher still on the order (its rollback's detach was lost, or pending from an older version): superseded", () => {
-    const superseded = (applicationId: string): OrderEvent => ({
-      type: 'OrderVoucherDetached',
-      data: { orderId: O, voucherId: 'v_A10', applicationId, reason: 'superseded', detachedAt: AT },
-    });
+    const superseded = (applicationId: string): OrderEvent =>
+      orderVoucherDetached({ orderId: O, voucherId: 'v_A10', applicationId, reason: 'superseded', detachedAt: AT });
     given([confirmed(A, 'va_1', 1000)])
       .when(record(A, 'va_2'))
       .then([superseded('va_1'), confirmed(A, 'va_2', 1000)]);
@@ -200,10 +179,13 @@ describe('order decider', () => {
     given([]).when(detach('va_1')).then([]);
     const state = fold([
       attached(A, 'va_1'),
-      {
-        type: 'OrderVoucherDetached',
-        data: { orderId: O, voucherId: 'v_A10', applicationId: 'va_1', reason: 'apply_failed', detachedAt: AT },
-      },
+      orderVoucherDetached({
+        orderId: O,
+        voucherId: 'v_A10',
+        applicationId: 'va_1',
+        reason: 'apply_failed',
+        detachedAt: AT,
+      }),
     ]);
     expect(state!.vouchers).to.deep.equal([]);
   });

@@ -11,22 +11,13 @@ import type { OrderVoucher } from '../../src/domain/discount/stacking.ts';
 import { evaluate, type Evaluation } from '../../src/domain/voucher/evaluate.ts';
 import type { VoucherType } from '../../src/domain/voucher/events.ts';
 import { evolve, type Voucher } from '../../src/domain/voucher/state.ts';
+import { advancedVoucherCreated } from '../fixtures/events.ts';
 
 const NOW = new Date('2026-01-15T12:00:00Z');
 const IDS = ['A', 'B', 'C', 'D'];
 
 const voucher = (type: VoucherType, config: Record<string, unknown>): Voucher =>
-  evolve(null, {
-    type: 'VoucherCreated',
-    data: {
-      voucherId: 'v_p',
-      code: 'PROP',
-      voucherType: type,
-      config,
-      conditions: {},
-      createdAt: '2026-01-01T00:00:00Z',
-    },
-  })!;
+  evolve(null, advancedVoucherCreated(type, config, { voucherId: 'v_p', code: 'PROP' }))!;
 
 const item: fc.Arbitrary<OrderItem> = fc.record({
   id: fc.constantFrom(...IDS),

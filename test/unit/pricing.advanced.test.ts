@@ -7,8 +7,9 @@ import { DomainError } from '../../src/domain/errors.ts';
 import type { Customer, Order } from '../../src/domain/discount/types.ts';
 import type { OrderVoucher } from '../../src/domain/discount/stacking.ts';
 import { evaluate } from '../../src/domain/voucher/evaluate.ts';
-import type { Conditions, VoucherType } from '../../src/domain/voucher/events.ts';
+import type { Conditions, VoucherCreated, VoucherType } from '../../src/domain/voucher/events.ts';
 import { evolve, type Voucher } from '../../src/domain/voucher/state.ts';
+import { advancedVoucherCreated } from '../fixtures/events.ts';
 
 const NOW = new Date('2026-01-15T12:00:00Z');
 
@@ -18,18 +19,15 @@ export const advanced = (
   conditions: Conditions = {},
   validationRules?: Array<Record<string, unknown>>,
 ): Voucher =>
-  evolve(null, {
-    type: 'VoucherCreated',
-    data: {
+  evolve(
+    null,
+    advancedVoucherCreated(type, config, {
       voucherId: `v_${type}`,
       code: type.toUpperCase(),
-      voucherType: type,
-      config,
       conditions,
-      ...(validationRules ? { validationRules } : {}),
-      createdAt: '2026-01-01T00:00:00Z',
-    },
-  })!;
+      ...(validationRules ? { validationRules: validationRules as VoucherCreated['data']['validationRules'] } : {}),
+    }),
+  )!;
 
 const thrown = (fn: () => unknown): DomainError => {
   try {

@@ -9,6 +9,15 @@ import { voucherUsage, type VoucherUsage } from '../../src/projections/voucherUs
 import type { VoucherEvent } from '../../src/domain/voucher/events.ts';
 import type { RecordedEvent } from '../../src/core/eventStore.ts';
 import type { Document } from '../../src/core/readStore.ts';
+import {
+  recorded as recordedEvent,
+  voucherApplicationRolledBack,
+  voucherApplied,
+  voucherCreated,
+  voucherDeactivated,
+  voucherExpired,
+  voucherUpdated,
+} from '../fixtures/events.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import type { Projection } from '../../src/core/projection.ts';
 import { ProjectionRunner } from '../../src/core/projectionRunner.ts';
@@ -17,69 +26,30 @@ import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadSt
 const V = 'v_1';
 const FUTURE = '2026-03-01T00:00:00Z';
 
-const created: VoucherEvent = {
-  type: 'VoucherCreated',
-  data: {
-    voucherId: V,
-    code: 'Summer15',
-    voucherType: 'percentage',
-    value: 15,
-    currency: 'EUR',
-    conditions: { max_uses: 10, valid_until: FUTURE },
-    createdAt: '2026-01-01T00:00:00Z',
-  },
-};
-const updated: VoucherEvent = {
-  type: 'VoucherUpdated',
-  data: {
-    voucherId: V,
-    value: 20,
-    conditions: { max_uses: 20, valid_until: FUTURE },
-    status: 'active',
-    updatedAt: '2026-01-02T00:00:00Z',
-  },
-};
-const applied = (applicationId: string, orderId: string, customerId?: string): VoucherEvent => ({
-  type: 'VoucherApplied',
-  data: {
-    voucherId: V,
+const created = voucherCreated({ code: 'Summer15', conditions: { max_uses: 10, valid_until: FUTURE } });
+const updated = voucherUpdated({ value: 20, conditions: { max_uses: 20, valid_until: FUTURE } });
+const applied = (applicationId: string, orderId: string, customerId?: string): VoucherEvent =>
+  voucherApplied({
     applicationId,
     code: 'Summer15',
     orderId,
     customerId,
-    orderValue: 10_000,
     discountAmount: 2_000,
     finalAmount: 8_000,
-    currency: 'EUR',
-    appliedTo: [],
-    orderFingerprint: 'of',
-    customerFingerprint: 'cf',
     appliedAt: `2026-01-03T00:00:0${applicationId.slice(-1)}Z`,
-  },
+  });
+const rolledBack = voucherApplicationRolledBack({
+  applicationId: 'va_1',
+  orderId: 'ord_1',
+  customerId: 'cus_1',
+  discountAmount: 2_000,
+  finalAmount: 8_000,
+  reason: 'returned',
+  appliedAt: '2026-01-03T00:00:01Z',
+  rolledBackAt: '2026-01-04T00:00:00Z',
 });
-const rolledBack: VoucherEvent = {
-  type: 'VoucherApplicationRolledBack',
-  data: {
-    voucherId: V,
-    applicationId: 'va_1',
-    orderId: 'ord_1',
-    customerId: 'cus_1',
-    discountAmount: 2_000,
-    finalAmount: 8_000,
-    orderValue: 10_000,
-    reason: 'returned',
-    appliedAt: '2026-01-03T00:00:01Z',
-    rolledBackAt: '2026-01-04T00:00:00Z',
-  },
-};
-const deactivated: VoucherEvent = {
-  type: 'VoucherDeactivated',
-  data: { voucherId: V, deactivatedAt: '2026-01-05T00:00:00Z' },
-};
-const expired: VoucherEvent = {
-  type: 'VoucherExpired',
-  data: { voucherId: V, validUntil: FUTURE, expiredAt: '2026-03-01T00:00:30Z' },
-};
+const deactivated = voucherDeactivated({ deactivatedAt: '2026-01-05T00:00:00Z' });
+const expired = voucherExpired({ validUntil: FUTURE, expiredAt: '2026-03-01T00:00:30Z' });
 
 /** created, updated, applied va_1 (cus_1), applied va_2 (no customer), rolled back va_1, deactivated */
 const HISTORY = [
@@ -91,17 +61,11 @@ const HISTORY = [
   deactivated,
 ];
 
+/** At positions 10, 20, …, revisions 0, 1, … of the voucher's stream. */
 const recorded = (events: VoucherEvent[]): RecordedEvent[] =>
-  events.map((event, i) => ({
-    id: `e${i + 1}`,
-    streamId: `voucher-${V}`,
-    type: event.type,
-    data: event.data as unknown as Record<string, unknown>,
-    metadata: {},
-    revision: i,
-    position: (i + 1) * 10,
-    recordedAt: '2026-01-01T00:00:00.000Z',
-  }));
+  events.map((event, i) =>
+    recordedEvent(event, (i + 1) * 10, { id: `e${i + 1}`, revision: i, recordedAt: '2026-01-01T00:00:00.000Z' }),
+  );
 
 /** Folds the events a projection handles into the document with `id`. */
 const foldDoc = <D extends { id: string }>(projection: Projection, events: RecordedEvent[], id: string) =>
@@ -138,10 +102,7 @@ describe('projections: pure evolve', () => {
   });
 
   it('voucher_details: an update to active clears deleted_at; currency null clears, absent keeps; expiry sets the status', () => {
-    const reactivated: VoucherEvent = {
-      type: 'VoucherUpdated',
-      data: { voucherId: V, currency: null, status: 'active', updatedAt: '2026-01-06T00:00:00Z' },
-    };
+    const reactivated = voucherUpdated({ currency: null, updatedAt: '2026-01-06T00:00:00Z' });
     const doc = foldDoc(voucherDetails, recorded([...HISTORY, reactivated]), V)!;
     expect(doc).to.deep.include({
       status: 'active',

@@ -13,25 +13,19 @@ import { ANALYTICS_GROUP } from '../../src/projections/index.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { ProjectorThread } from '../../src/infrastructure/projector/projectorThread.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
+import { voucherApplied } from '../fixtures/events.ts';
 
-const applied = (n: number) => ({
-  type: 'VoucherApplied',
-  data: {
+const applied = (n: number) =>
+  voucherApplied({
     voucherId: 'v_T',
     applicationId: `va_${n}`,
     code: 'T',
     orderId: `o${n}`,
     customerId: `c${n % 3}`,
-    orderValue: 10_000,
     discountAmount: 1_000,
     finalAmount: 9_000,
     currency: 'USD',
-    appliedTo: [],
-    orderFingerprint: 'of',
-    customerFingerprint: 'cf',
-    appliedAt: '2026-01-03T10:00:00Z',
-  },
-});
+  });
 
 describe('ProjectorThread', function () {
   this.timeout(30_000);

@@ -3,7 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { ANALYTICS_GROUP, coreProjections, CORE_CHECKPOINT } from '../../src/projections/index.ts';
-import type { VoucherEvent } from '../../src/domain/voucher/events.ts';
+import type { VoucherCreated, VoucherEvent } from '../../src/domain/voucher/events.ts';
+import {
+  voucherApplicationRolledBack,
+  voucherApplied,
+  voucherCreated,
+  voucherDeactivated,
+} from '../fixtures/events.ts';
 import { codeStream, voucherStream } from '../../src/domain/voucher/events.ts';
 import type { EventStore, RecordedEvent } from '../../src/core/eventStore.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
@@ -16,14 +22,8 @@ const T1 = '2025-01-01T11:00:00Z';
 const T2 = '2025-01-01T12:00:00Z';
 const T3 = '2025-01-01T13:00:00Z';
 
-const created = (
-  voucherId: string,
-  code: string,
-  extra: Partial<Extract<VoucherEvent, { type: 'VoucherCreated' }>['data']> = {},
-): VoucherEvent => ({
-  type: 'VoucherCreated',
-  data: { voucherId, code, voucherType: 'percentage', value: 10, conditions: {}, createdAt: T0, ...extra },
-});
+const created = (voucherId: string, code: string, extra: Partial<VoucherCreated['data']> = {}): VoucherEvent =>
+  voucherCreated({ voucherId, code, value: 10, currency: undefined, createdAt: T0, ...extra });
 
 const applied = (
   voucherId: string,
@@ -31,39 +31,31 @@ const applied = (
   applicationId: string,
   orderId: string,
   customerId?: string,
-): VoucherEvent => ({
-  type: 'VoucherApplied',
-  data: {
+): VoucherEvent =>
+  voucherApplied({
     voucherId,
     applicationId,
     code,
     orderId,
     ...(customerId ? { customerId } : {}),
-    orderValue: 10_000,
     discountAmount: 1_000,
     finalAmount: 9_000,
     currency: 'USD',
-    appliedTo: [],
     orderFingerprint: `of-${orderId}`,
-    customerFingerprint: 'cf',
     appliedAt: T1,
-  },
-});
+  });
 
-const rolledBack = (voucherId: string, applicationId: string, orderId: string): VoucherEvent => ({
-  type: 'VoucherApplicationRolledBack',
-  data: {
+const rolledBack = (voucherId: string, applicationId: string, orderId: string): VoucherEvent =>
+  voucherApplicationRolledBack({
     voucherId,
     applicationId,
     orderId,
     discountAmount: 1_000,
     finalAmount: 9_000,
-    orderValue: 10_000,
     reason: 'order cancelled',
     appliedAt: T1,
     rolledBackAt: T2,
-  },
-});
+  });
 
 interface Fixture {
   dir: string;
@@ -98,10 +90,7 @@ const openFixture = async (): Promise<Fixture> => {
   await append('apply2', voucherStream('v_A'), applied('v_A', 'SAVE10', 'va_2', 'order-2'));
   await append('apply3', voucherStream('v_B'), applied('v_B', 'Flat5', 'va_3', 'order-3'));
   await append('rollback1', voucherStream('v_A'), rolledBack('v_A', 'va_1', 'order-1'));
-  await append('deactivateB', voucherStream('v_B'), {
-    type: 'VoucherDeactivated',
-    data: { voucherId: 'v_B', deactivatedAt: T3 },
-  });
+  await append('deactivateB', voucherStream('v_B'), voucherDeactivated({ voucherId: 'v_B', deactivatedAt: T3 }));
   return { dir, events, reads, at };
 };
 

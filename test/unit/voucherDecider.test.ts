@@ -6,78 +6,53 @@ import type {
   VoucherApplicationRolledBack,
   VoucherApplied,
   VoucherCreated,
-  VoucherDeactivated,
   VoucherEvent,
-  VoucherExpired,
 } from '../../src/domain/voucher/events.ts';
-import { fold, given } from '../support/decider.ts';
+import {
+  CODE,
+  VOUCHER_ID as V,
+  voucherApplicationRolledBack,
+  voucherApplied,
+  voucherCreated,
+  voucherDeactivated,
+  voucherExpired,
+  voucherUpdated,
+} from '../fixtures/events.ts';
+import { voucherDecider } from '../../src/domain/voucher/decide.ts';
+import { deciderSpecification } from '../support/deciderSpecification.ts';
 
+const { given, fold } = deciderSpecification(voucherDecider);
 type Cmd<T extends VoucherCommand['type']> = Extract<VoucherCommand, { type: T }>;
 
 const NOW = new Date('2026-01-15T12:00:00.000Z');
 const NOW_ISO = '2026-01-15T12:00:00Z';
 const metadata = { now: NOW };
-const V = 'v_1';
-const CODE = 'SUMMER15';
 
 // ---- events (the given) ----
-const created = (over: Partial<VoucherCreated['data']> = {}): VoucherCreated => ({
-  type: 'VoucherCreated',
-  data: {
-    voucherId: V,
-    code: CODE,
-    voucherType: 'percentage',
-    value: 15,
-    currency: 'EUR',
-    conditions: {},
-    createdAt: '2026-01-01T00:00:00Z',
-    ...over,
-  },
-});
+const created = voucherCreated;
 const withConditions = (conditions: Conditions, over: Partial<VoucherCreated['data']> = {}) =>
   created({ conditions, ...over });
-const applied = (applicationId: string, orderId: string, customerId?: string): VoucherApplied => ({
-  type: 'VoucherApplied',
-  data: {
-    voucherId: V,
+const applied = (applicationId: string, orderId: string, customerId?: string): VoucherApplied =>
+  voucherApplied({
     applicationId,
-    code: CODE,
     orderId,
     customerId,
-    orderValue: 10_000,
-    discountAmount: 1_500,
-    finalAmount: 8_500,
-    currency: 'EUR',
-    appliedTo: [],
     orderFingerprint: `of-${orderId}`,
     customerFingerprint: `cf-${customerId ?? 'none'}`,
     appliedAt: '2026-01-14T10:00:00Z',
-  },
-});
-const rolledBack = (applicationId: string, orderId: string, customerId?: string): VoucherApplicationRolledBack => ({
-  type: 'VoucherApplicationRolledBack',
-  data: {
-    voucherId: V,
+  });
+const rolledBack = (applicationId: string, orderId: string, customerId?: string): VoucherApplicationRolledBack =>
+  voucherApplicationRolledBack({
     applicationId,
     orderId,
     customerId,
-    discountAmount: 1_500,
-    finalAmount: 8_500,
-    orderValue: 10_000,
     appliedAt: '2026-01-14T10:00:00Z',
     rolledBackAt: '2026-01-14T11:00:00Z',
-  },
-});
-const deactivated: VoucherDeactivated = {
-  type: 'VoucherDeactivated',
-  data: { voucherId: V, deactivatedAt: '2026-01-10T00:00:00Z' },
-};
+  });
+const deactivated = voucherDeactivated({ deactivatedAt: '2026-01-10T00:00:00Z' });
 const PAST = '2026-01-10T00:00:00Z';
 const FUTURE = '2026-03-01T00:00:00Z';
-const expired: VoucherExpired = {
-  type: 'VoucherExpired',
-  data: { voucherId: V, validUntil: PAST, expiredAt: '2026-01-10T00:01:00Z' },
-};
+const expired = voucherExpired({ validUntil: PAST, expiredAt: '2026-01-10T00:01:00Z' });
 
 // ---- commands ----
 const create = (data: Partial<Cmd<'CreateVoucher'>['data']> = {}): Cmd<'CreateVoucher'> => ({
@@ -131,12 +106,9 @@ const apply = (data: Partial<Cmd<'ApplyVoucher'>['data']> = {}): Cmd<'ApplyVouch
  *  base 6_999 (shipping not discounted); 15% = 1_049.85 → 1_050 (half-up); final 7_499 − 1_050 = 6_449;
  *  shares: A 1_050×3_998/6_999 = 599.79, B 1_050×3_001/6_999 = 450.21 → floors 599 + 450 = 1_049,
  *  the leftover cent goes to the larger remainder (A) → A 600, B 450. */
-const appliedByHand = (over: Partial<VoucherApplied['data']> = {}): VoucherApplied => ({
-  type: 'VoucherApplied',
-  data: {
-    voucherId: V,
+const appliedByHand = (over: Partial<VoucherApplied['data']> = {}): VoucherApplied =>
+  voucherApplied({
     applicationId: 'va_new',
-    code: CODE,
     orderId: 'ord_new',
     customerId: 'cus_1',
     customerSegment: 'vip',
@@ -145,7 +117,6 @@ const appliedByHand = (over: Partial<VoucherApplied['data']> = {}): VoucherAppli
     orderItems: ORDER.items,
     discountAmount: 1_050,
     finalAmount: 6_449,
-    currency: 'EUR',
     appliedTo: [
       { item_id: 'A', original_price: 3_998, discount_amount: 600, final_price: 3_398 },
       { item_id: 'B', original_price: 3_001, discount_amount: 450, final_price: 2_551 },
@@ -154,8 +125,7 @@ const appliedByHand = (over: Partial<VoucherApplied['data']> = {}): VoucherAppli
     customerFingerprint: 'cf-cus_1',
     appliedAt: NOW_ISO,
     ...over,
-  },
-});
+  });
 
 const updated = (
   over: Partial<{
@@ -164,17 +134,14 @@ const updated = (
     conditions: Conditions;
     status: 'active' | 'inactive' | 'expired';
   }>,
-) => ({
-  type: 'VoucherUpdated' as const,
-  data: {
-    voucherId: V,
+) =>
+  voucherUpdated({
     value: over.value,
     currency: over.currency,
     conditions: over.conditions,
     status: over.status ?? 'active',
     updatedAt: NOW_ISO,
-  },
-});
+  });
 
 describe('voucher decider', () => {
   describe('CreateVoucher', () => {
