@@ -5,7 +5,7 @@ import { ApiKeyRegistry } from './application/apiKeys.ts';
 import { CodeRegistry } from './application/codeRegistry.ts';
 import { CommandHandler } from './core/commandHandler.ts';
 import type { EnvContext, Environment } from './application/context.ts';
-import { ExportJobs } from './application/exports.ts';
+import { ExportJobs } from './application/exports/jobs.ts';
 import { randomIds, type IdGenerator } from './application/ids.ts';
 import { AttemptRecorder } from './application/telemetry.ts';
 import { expireDueVouchers } from './application/vouchers.ts';
@@ -31,8 +31,8 @@ export interface EmbeddedOptions {
   logger: Logger;
   ids?: IdGenerator;
   readYourWritesMs?: number;
-  /** Pause before each export job (tests of the resume path; EXPORT_JOB_DELAY_MS). */
-  exportJobDelayMs?: number;
+  /** Awaited before each export job starts (ExportJobsDeps.beforeJob): tests hold jobs back with it. */
+  beforeExportJob?: (exportId: string) => Promise<void>;
   /**
    * Where the analytics projection group runs: `thread` (default), a worker thread per environment
    * with its own store connections (projectorThread.ts); `inline`, on the main thread
@@ -108,7 +108,7 @@ export const openEmbeddedEnvironment = async (
     analytics,
     dir: files.exports,
     logger,
-    startDelayMs: options.exportJobDelayMs,
+    beforeJob: options.beforeExportJob,
   });
   await exports.start();
   return {

@@ -15,10 +15,13 @@ export interface RunningService {
   base: string;
 }
 
-/** Starts `src/main.ts` on 127.0.0.1 and a free port; resolves once /health answers (at most 20 s). */
-export const startService = async (env: Record<string, string>): Promise<RunningService> => {
+/**
+ * Starts `entry` (default `src/main.ts`) on 127.0.0.1 and a free port; resolves once /health
+ * answers (at most 20 s).
+ */
+export const startService = async (env: Record<string, string>, entry = 'src/main.ts'): Promise<RunningService> => {
   const port = await freePort();
-  const proc = run(['src/main.ts'], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env });
+  const proc = run([entry], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env });
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitForHealth(proc, base, { timeoutMs: 20_000, requestTimeoutMs: 1_000 });
