@@ -62,7 +62,7 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
   }
   const events = SqliteEventStore.open(files.events);
   // Each group's read models live in their own file (composition.ts).
-  const { byGroup } = await openReadStores(files);
+  const { byGroup } = openReadStores(files);
   const interactive = process.stdout.isTTY === true;
   const bar = interactive
     ? new cliProgress.SingleBar(

@@ -6,7 +6,7 @@ import type { EnvironmentEvent } from './application/events.ts';
 import { CodeRegistry } from './application/codeRegistry.ts';
 import { CommandHandler } from './core/commandHandler.ts';
 import type { EnvContext, Environment } from './application/context.ts';
-import { ExportJobs } from './application/exports.ts';
+import { ExportJobs } from './application/exports/jobs.ts';
 import { randomIds, type IdGenerator } from './application/ids.ts';
 import { AttemptRecorder } from './application/telemetry.ts';
 import { expireDueVouchers } from './application/vouchers.ts';
@@ -23,7 +23,7 @@ import { SqliteEventStore } from './infrastructure/eventStore/sqliteEventStore.t
 import { SqliteKvStore } from './infrastructure/kvStore/sqliteKvStore.ts';
 import type { ProjectorHandle } from './core/projectionRunner.ts';
 import { ProjectorThread } from './infrastructure/projector/projectorThread.ts';
-import { retireMovedReadModels, startGroup } from './core/projectionGroups.ts';
+import { startGroup } from './core/projectionGroups.ts';
 import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
 
 export const ENVIRONMENTS: Environment[] = ['sandbox', 'production'];
@@ -34,8 +34,8 @@ export interface EmbeddedOptions {
   logger: Logger;
   ids?: IdGenerator;
   readYourWritesMs?: number;
-  /** Pause before each export job (tests of the resume path; EXPORT_JOB_DELAY_MS). */
-  exportJobDelayMs?: number;
+  /** Awaited before each export job starts (ExportJobsDeps.beforeJob): tests hold jobs back with it. */
+  beforeExportJob?: (exportId: string) => Promise<void>;
   /**
    * Where the analytics projection group runs: `thread` (default), a worker thread per environment
    * with its own store connections (projectorThread.ts); `inline`, on the main thread
@@ -60,16 +60,11 @@ export const environmentFiles = (dataDir: string, environment: Environment) => (
   exports: path.join(dataDir, environment, 'exports'),
 });
 
-/**
- * Opens an environment's read stores, one per projection group: `core` (read.db) and `analytics`
- * (analytics.db). Analytics read models an older version kept in read.db are removed from it
- * (`moved`: the checkpoints found), and the analytics group rebuilds them in its own file.
- */
-export const openReadStores = async (files: ReturnType<typeof environmentFiles>) => {
+/** Opens an environment's read stores, one per projection group: `core` (read.db) and `analytics` (analytics.db). */
+export const openReadStores = (files: ReturnType<typeof environmentFiles>) => {
   const core = SqliteReadStore.open(files.reads);
   const analytics = SqliteReadStore.open(files.analytics);
-  const moved = await retireMovedReadModels(core, ANALYTICS_GROUP);
-  return { byGroup: { [CORE_GROUP.name]: core, [ANALYTICS_GROUP.name]: analytics }, core, analytics, moved };
+  return { byGroup: { [CORE_GROUP.name]: core, [ANALYTICS_GROUP.name]: analytics }, core, analytics };
 };
 
 /** One environment on the embedded SQLite stores, with its projector running. */
@@ -84,13 +79,7 @@ export const openEmbeddedEnvironment = async (
   const events = SqliteEventStore.open<EnvironmentEvent>(files.events, {
     onCommitted: (committed) => thread?.committed(committed),
   });
-  const { core: reads, analytics: analyticsReads, moved } = await openReadStores(files);
-  if (moved.length > 0) {
-    logger.info(
-      { group: ANALYTICS_GROUP.name, checkpoints: moved, file: files.analytics },
-      'analytics read models now have a file of their own: rebuilding them there from the event log',
-    );
-  }
+  const { core: reads, analytics: analyticsReads } = openReadStores(files);
   const kv = SqliteKvStore.open(files.kv, options.clock, { relaxedNamespaces: ['quotes'] }); // quotes can be recomputed
   // The core group (what a write's response waits for: read-your-writes) runs here, so that it
   // folds a commit in the same turn; the heavier analytics group runs on the projector thread.
@@ -124,7 +113,7 @@ export const openEmbeddedEnvironment = async (
     analytics,
     dir: files.exports,
     logger,
-    startDelayMs: options.exportJobDelayMs,
+    beforeJob: options.beforeExportJob,
   });
   await exports.start();
   return {

@@ -23,8 +23,6 @@ export interface Config {
   rateLimits: RateLimitConfig;
   /** The dashboard's operator password (ADMIN_PASSWORD); unset or empty: generated on the first start. */
   adminPassword?: string;
-  /** EXPORT_JOB_DELAY_MS: pause before each export job starts (default 0; for tests of resuming exports). */
-  exportJobDelayMs: number;
   /** PROJECTORS: `thread` (default) runs the analytics projection group on a worker thread, `inline` on the main thread. */
   projectors: 'thread' | 'inline';
 }
@@ -50,7 +48,6 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   expiryIntervalMs: Math.min(60_000, Math.max(1_000, integer(env.EXPIRY_INTERVAL_MS, 30_000, 'EXPIRY_INTERVAL_MS'))),
   rateLimits: rateLimitsFrom(env),
   adminPassword: env.ADMIN_PASSWORD || undefined,
-  exportJobDelayMs: integer(env.EXPORT_JOB_DELAY_MS, 0, 'EXPORT_JOB_DELAY_MS'),
   projectors: projectorsFrom(env.PROJECTORS),
 });
 

@@ -35,6 +35,8 @@ export interface SpawnOptions {
   name?: string;
   /** Flags before `--import tsx`, e.g. `--cpu-prof`. */
   nodeFlags?: string[];
+  /** Load tsx to run TypeScript sources (default); false for compiled JavaScript (dist/). */
+  tsx?: boolean;
   /** Keep only the last `keepChunks` chunks of output (long-running children); all of it by default. */
   keepChunks?: number;
   /** Called when the process cannot be spawned; without it such an error is thrown, as by any emitter. */
@@ -56,9 +58,10 @@ const chunkBuffer = (limit: number) => {
   };
 };
 
-/** Runs `node [nodeFlags] --import tsx <args>` in `cwd` with extra environment variables. */
+/** Runs `node [nodeFlags] --import tsx <args>` (without tsx: `node [nodeFlags] <args>`) in `cwd` with extra environment variables. */
 export const spawnNode = (args: string[], options: SpawnOptions): Proc => {
-  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), '--import', 'tsx', ...args], {
+  const loader = options.tsx === false ? [] : ['--import', 'tsx'];
+  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), ...loader, ...args], {
     cwd: options.cwd,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

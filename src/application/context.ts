@@ -13,7 +13,7 @@ import type { ReadStore } from '../core/readStore.ts';
 import type { CodeRegistry } from './codeRegistry.ts';
 import type { CommandHandler } from '../core/commandHandler.ts';
 import type { IdGenerator } from './ids.ts';
-import type { ExportJobs } from './exports.ts';
+import type { ExportJobs } from './exports/jobs.ts';
 import type { AttemptRecorder } from './telemetry.ts';
 
 export type Environment = 'sandbox' | 'production';

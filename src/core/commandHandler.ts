@@ -110,6 +110,8 @@ export class StreamConflictError extends Error {
 export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent = E> {
   private readonly cache = new Map<string, CacheEntry<S>>();
   private readonly queues = new Map<string, Array<Pending<E, S, E | X>>>();
+  /** Streams with a batch being decided or written: a read waits for it and sees its outcome. */
+  private readonly writing = new Set<string>();
   private readonly idleWaiters: Array<() => void> = [];
   private readonly cacheSize: number;
   private readonly maxAttempts: number;
@@ -159,11 +161,11 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
    * last write. When the aggregate is cached and up to date and no batch is being written on the
    * stream, `view` runs at once on the cached state, with no queueing and no batch (works queued
    * but not started have not happened yet); otherwise it runs as a work that decides nothing,
-   * after the works queued before it. It never sees a batch's events before they are written:
-   * the cache takes a batch's state only once its append has settled.
+   * after the works queued before it. A read that arrives while a batch is being written waits
+   * for that append and sees its events once they are durable, never before.
    */
   read<R>(streamId: string, view: (state: S) => R): Promise<R> {
-    const cached = this.cache.get(streamId);
+    const cached = this.writing.has(streamId) ? undefined : this.cache.get(streamId);
     if (cached && cached.token !== undefined && cached.token === this.store.externalChangeToken?.()) {
       try {
         return Promise.resolve(view(cached.state));
@@ -258,7 +260,8 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
         batch.forEach((p) => p.reject(error));
         return;
       }
-      {
+      this.writing.add(streamId);
+      try {
         const { state, settled, events, also } = this.decideAll(entry.state, batch);
         if (events.length === 0) {
           this.remember(streamId, entry.state === state ? entry : { ...entry, state });
@@ -296,6 +299,8 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
             return;
           }
         }
+      } finally {
+        this.writing.delete(streamId);
       }
     }
   }

@@ -55,72 +55,24 @@ export const rebuildReadModels = async (
   return { events: count, position };
 };
 
-/**
- * Read models written by an older fold of a group (its checkpoint had another name): when the
- * group's current checkpoint is absent and a previous one exists, removes the group's documents
- * and the previous checkpoints (one transaction each), so the runner rebuilds them from position 0
- * while it catches up. Returns the previous checkpoints found.
- */
-export const retireOutdatedReadModels = async (
-  reads: ReadStore,
-  projections: AnyProjection[],
-  checkpointName: string,
-  previous: readonly string[],
-): Promise<string[]> => {
-  if (previous.length === 0 || (await reads.getCheckpoint(checkpointName)) > 0) return [];
-  const found: string[] = [];
-  for (const name of previous) {
-    if ((await reads.getCheckpoint(name)) === 0) continue;
-    await reads.reset(collectionsOf(projections), name);
-    found.push(name);
-  }
-  return found;
-};
-
-/**
- * Read models a group used to keep in another store (the analytics group's lived in the core
- * group's file until they got one of their own): for each of the group's checkpoints, current or
- * previous, that `from` still holds, removes the group's documents and that checkpoint from it (one
- * transaction each), so nothing stale is left behind. The group's own store, which starts without
- * a checkpoint, is rebuilt by its runner from position 0. Returns the checkpoints found.
- */
-export const retireMovedReadModels = async (from: ReadStore, group: GroupDefinition): Promise<string[]> => {
-  const found: string[] = [];
-  for (const name of [group.checkpoint, ...group.previous]) {
-    if ((await from.getCheckpoint(name)) === 0) continue;
-    await from.reset(collectionsOf(group.projections), name);
-    found.push(name);
-  }
-  return found;
-};
-
 /** A projection group as the runners need it (projections/index.ts defines the service's). */
 export interface GroupDefinition {
   name: string;
   projections: AnyProjection[];
   checkpoint: string;
-  previous: readonly string[];
 }
 
 /**
- * Starts a group's runner, after removing read models an older fold of the group wrote (they are
- * rebuilt while it catches up, logged once). `onAdvance` is set before the runner starts, so it
- * sees the catch-up batches too. Used on the main thread and on the projector thread alike.
+ * Starts a group's runner. `onAdvance` is set before the runner starts, so it sees the catch-up
+ * batches too. Used on the main thread and on the projector thread alike.
  */
 export const startGroup = async (
   events: EventLog,
   reads: ReadStore,
   group: GroupDefinition,
-  logger: RunnerLogger & { info(obj: object, msg: string): void },
+  logger: RunnerLogger,
   onAdvance?: (position: number) => void,
 ): Promise<ProjectionRunner> => {
-  const retired = await retireOutdatedReadModels(reads, group.projections, group.checkpoint, group.previous);
-  if (retired.length > 0) {
-    logger.info(
-      { group: group.name, previous: retired, checkpoint: group.checkpoint },
-      'read models are from an older version: rebuilding them from the event log',
-    );
-  }
   const runner = new ProjectionRunner(events, reads, group.projections, group.checkpoint, logger);
   runner.onAdvance = onAdvance;
   await runner.start();

@@ -224,36 +224,6 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     });
   });
 
-  it('opens a file of the older schema (AUTOINCREMENT, a streams table): revisions from the events, the table dropped', async function () {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    const old = new Database(file);
-    old.exec(`
-      CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, stream_id TEXT NOT NULL,
-        revision INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, recorded_at TEXT NOT NULL,
-        UNIQUE (stream_id, revision));
-      CREATE TABLE streams (stream_id TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID;
-      INSERT INTO events (id, stream_id, revision, type, data, metadata, recorded_at) VALUES
-        ('e1', 'v', 0, 'V0', '{}', '{}', '2026-01-01T00:00:00.000Z'), ('e2', 'v', 1, 'V1', '{}', '{}', '2026-01-01T00:00:00.000Z');
-      INSERT INTO streams VALUES ('v', 0);`); // stale on purpose: it must not be believed
-    old.close();
-    const store = open();
-    const wrong = await store
-      .appendToStream('v', [{ type: 'X', data: {} }], { expectedRevision: 0 })
-      .catch((e: unknown) => e);
-    expect(wrong).to.be.instanceOf(WrongExpectedRevisionError).and.include({ actual: 1 });
-    expect(await store.appendToStream('v', [{ type: 'V2', data: {} }], { expectedRevision: 1 })).to.deep.equal({
-      nextExpectedRevision: 2,
-      position: 3,
-    });
-    expect(await store.readStream('missing')).to.deep.equal([]);
-    const check = new Database(file, { readonly: true });
-    try {
-      expect(check.prepare("SELECT name FROM sqlite_master WHERE name = 'streams'").all()).to.deep.equal([]);
-    } finally {
-      check.close();
-    }
-  });
-
   it('close() writes appends still queued, then refuses new work', async function () {
     const store = open();
     const pending = store.appendToStream('late', [{ type: 'Queued', data: {} }]);

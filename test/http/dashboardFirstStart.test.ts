@@ -9,7 +9,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { loadConfig } from '../../src/config.ts';
 import { DashboardClient } from '../support/dashboardClient.ts';
-import { exitWithin, killAll, sleep, startService } from '../support/processes.ts';
+import { buildOnce, COMPILED_MAIN, exitWithin, killAll, sleep, startService } from '../support/processes.ts';
 
 const PASSWORD_LINE = /operator password {2}(\S+)/;
 const WELCOME_BOX = /={78}\n[\s\S]*Dashboard \(API keys\)[^\n]*\n[\s\S]*={78}\n/;
@@ -20,15 +20,18 @@ interface Running {
   stop: () => Promise<void>;
 }
 
-/** Starts `src/main.ts` (no configured keys, no ADMIN_PASSWORD unless given) and waits for its welcome box. */
+/** Starts the compiled service as `npm start` does (no configured keys, no ADMIN_PASSWORD unless given) and waits for its welcome box. */
 const start = async (dataDir: string, extraEnv: Record<string, string> = {}): Promise<Running> => {
-  const service = await startService({
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'info',
-    ADMIN_PASSWORD: '',
-    VOUCHER_API_KEYS: '',
-    ...extraEnv,
-  });
+  const service = await startService(
+    {
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'info',
+      ADMIN_PASSWORD: '',
+      VOUCHER_API_KEYS: '',
+      ...extraEnv,
+    },
+    COMPILED_MAIN,
+  );
   const deadline = Date.now() + 10_000;
   while (!WELCOME_BOX.test(service.proc.stdout()) && Date.now() < deadline) await sleep(50);
   return {
@@ -44,7 +47,9 @@ const start = async (dataDir: string, extraEnv: Record<string, string> = {}): Pr
 describe('operator password on the real process', function () {
   this.timeout(60_000);
   let dataDir: string;
-  before(() => {
+  before(function () {
+    this.timeout(120_000); // a fresh clone compiles the whole tree (dist/)
+    buildOnce();
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-admin-'));
   });
   after(async () => {

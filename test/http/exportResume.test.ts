@@ -42,8 +42,8 @@ describe('exports survive a crash (real process, SIGKILL)', function () {
 
   it('a processing export is resumed on the next start and completes', async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-export-resume-'));
-    // The job waits a minute before it starts: the kill lands while it is still processing.
-    const first = await startService({ DATA_DIR: dataDir, VOUCHER_API_KEYS: KEY, EXPORT_JOB_DELAY_MS: '60000' });
+    // Its export jobs never start: the kill lands while the export is still processing.
+    const first = await startService({ DATA_DIR: dataDir, VOUCHER_API_KEYS: KEY }, 'test/http/exportResume.main.ts');
     const voucher = (await call(first, 'POST', '/v1/vouchers', { code: 'RESUME10', type: 'percentage', value: 10 }))
       .body;
     const applied: Array<{ applied_at: string; discount_amount: number }> = [];

@@ -9,7 +9,16 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { hashKey } from '../../src/application/apiKeys.ts';
 import net from 'node:net';
-import { exitWithin, freePort, killAll, run, startService, type RunningService } from '../support/processes.ts';
+import {
+  buildOnce,
+  COMPILED_MAIN,
+  exitWithin,
+  freePort,
+  killAll,
+  run,
+  startService,
+  type RunningService,
+} from '../support/processes.ts';
 
 const KEY = /sk_(test|live)_[A-Za-z0-9]{32}/g;
 
@@ -17,7 +26,9 @@ describe('first start (real process)', () => {
   let dataDir: string;
   let first: RunningService | undefined;
 
-  before(() => {
+  before(function () {
+    this.timeout(120_000); // a fresh clone compiles the whole tree (dist/)
+    buildOnce();
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'first-start-'));
   });
   after(async () => {
@@ -32,7 +43,7 @@ describe('first start (real process)', () => {
     });
 
   it('prints one sandbox and one production key that work, and stores only their hashes', async () => {
-    first = await startService({ DATA_DIR: dataDir, VOUCHER_API_KEYS: '', LOG_LEVEL: 'info' });
+    first = await startService({ DATA_DIR: dataDir, VOUCHER_API_KEYS: '', LOG_LEVEL: 'info' }, COMPILED_MAIN);
     const deadline = Date.now() + 5_000;
     while (!first.proc.stdout().includes('production  sk_live_') && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 50));
@@ -65,7 +76,7 @@ describe('first start (real process)', () => {
     }
 
     // the next start prints no key, says how to get one, and the first keys still work
-    const second = await startService({ DATA_DIR: dataDir, VOUCHER_API_KEYS: '' });
+    const second = await startService({ DATA_DIR: dataDir, VOUCHER_API_KEYS: '' }, COMPILED_MAIN);
     const until = Date.now() + 5_000;
     while (!second.proc.stdout().includes('VOUCHER_API_KEYS') && Date.now() < until)
       await new Promise((r) => setTimeout(r, 50));
@@ -82,7 +93,7 @@ describe('first start (real process)', () => {
     await new Promise<void>((resolve) => squatter.listen(port, '127.0.0.1', resolve));
     const freshDir = fs.mkdtempSync(path.join(os.tmpdir(), 'first-start-busy-'));
     try {
-      const proc = run(['src/main.ts'], {
+      const proc = run([COMPILED_MAIN], {
         PORT: String(port),
         HOST: '127.0.0.1',
         DATA_DIR: freshDir,

@@ -66,8 +66,8 @@ export class TestService {
       adminPassword?: string;
       /** Where log lines go (default: nowhere). */
       logger?: Logger;
-      /** Pause before each export job (EXPORT_JOB_DELAY_MS). */
-      exportJobDelayMs?: number;
+      /** Awaited before each export job starts (holds jobs back). */
+      beforeExportJob?: (exportId: string) => Promise<void>;
       /** Where the analytics group runs (PROJECTORS; default: a thread per environment). */
       projectors?: 'thread' | 'inline';
     } = {},
@@ -80,7 +80,7 @@ export class TestService {
       clock,
       logger,
       apiKeys: [SANDBOX_KEY, PRODUCTION_KEY],
-      exportJobDelayMs: options.exportJobDelayMs,
+      beforeExportJob: options.beforeExportJob,
       projectors: options.projectors,
     });
     const admin = options.adminPassword === undefined ? undefined : await AdminAuth.fromPassword(options.adminPassword);

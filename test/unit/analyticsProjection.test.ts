@@ -7,11 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import {
-  analyticsProjections,
-  ANALYTICS_CHECKPOINT,
-  ANALYTICS_PREVIOUS_CHECKPOINTS,
-} from '../../src/projections/index.ts';
+import { analyticsProjections, ANALYTICS_CHECKPOINT } from '../../src/projections/index.ts';
 import { analytics } from '../../src/projections/analytics.ts';
 import type { DailyDoc } from '../../src/projections/analyticsDocs.ts';
 import { environmentFiles } from '../../src/composition.ts';
@@ -103,36 +99,6 @@ describe('analytics projections', function () {
     } finally {
       await reads.close();
       fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
-
-  it('read models of an older fold (checkpoint `analytics`) are removed on start and rebuilt from the log', async () => {
-    const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'analytics-upgrade-'));
-    fs.cpSync(dataDir, copy, { recursive: true });
-    const reads = SqliteReadStore.open(environmentFiles(copy, 'sandbox').analytics);
-    const head = await events.headPosition();
-    // what an older version left: its own checkpoint, documents without gap histograms, a stale one
-    await reads.reset(collectionsOf(analyticsProjections), ANALYTICS_CHECKPOINT);
-    await reads.writeBatch({
-      upserts: (live.analytics_daily as DailyDoc[])
-        .map((d) => ({ collection: 'analytics_daily', doc: { ...d, gaps: undefined } }))
-        .concat([
-          {
-            collection: 'analytics_daily',
-            doc: { id: 'v_GONE|2026-01-01', voucher_id: 'v_GONE', date: '2026-01-01' } as never,
-          },
-        ]),
-      checkpoint: { name: ANALYTICS_PREVIOUS_CHECKPOINTS[0]!, position: head },
-    });
-    await reads.close();
-    // The export the fixture left processing would resume (and write past `head`) meanwhile: not yet.
-    const service = await TestService.start({ dataDir: copy, exportJobDelayMs: 60_000 });
-    try {
-      expect(await service.sandbox.analytics.waitFor(head, 30_000)).to.equal(true);
-      expect(await snapshot(service.sandbox.analyticsReads)).to.deep.equal(live);
-      expect(await service.sandbox.analyticsReads.getCheckpoint(ANALYTICS_PREVIOUS_CHECKPOINTS[0]!)).to.equal(0);
-    } finally {
-      await service.stop();
     }
   });
 

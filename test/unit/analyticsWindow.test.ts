@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { addDays, bucketOf, parseWindow } from '../../src/application/analytics/window.ts';
-import { readableSize } from '../../src/application/exportFiles.ts';
+import { readableSize } from '../../src/http/exports.ts';
 
 describe('analytics windows and buckets', () => {
   const now = new Date('2026-03-10T12:00:00Z');

@@ -455,8 +455,8 @@ describe('CommandHandler over SqliteEventStore', () => {
     expect(await h.read(stream, (state) => state!.usageCount)).to.equal(0);
     await Promise.all(applies);
 
-    // While a batch is being written, its events are in the cached state (evolved in place) but
-    // not yet in the log: a read then waits for the append and sees them only once written.
+    // While a batch is being written, its events are decided but not yet in the log: a read then
+    // waits for the append and sees them only once written.
     let release!: () => void;
     const gate = new Promise<void>((resolve) => {
       release = resolve;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { ANALYTICS_GROUP, coreProjections, CORE_CHECKPOINT } from '../../src/projections/index.ts';
+import { coreProjections, CORE_CHECKPOINT } from '../../src/projections/index.ts';
 import type { VoucherCreated, VoucherEvent } from '../../src/domain/voucher/events.ts';
 import {
   voucherApplicationRolledBack,
@@ -13,7 +13,7 @@ import {
 import { codeStream, voucherStream } from '../../src/domain/voucher/events.ts';
 import type { EventStore, RecordedEvent } from '../../src/core/eventStore.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
-import { rebuildReadModels, retireMovedReadModels, retireOutdatedReadModels } from '../../src/core/projectionGroups.ts';
+import { rebuildReadModels } from '../../src/core/projectionGroups.ts';
 import type { Document } from '../../src/core/readStore.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 
@@ -341,87 +341,5 @@ describe('rebuildReadModels', () => {
       ['va_2', 250, 'applied'],
       ['va_3', 300, 'applied'],
     ]);
-  });
-});
-
-describe('retiring read models (each test with a fresh read store)', () => {
-  let dir: string;
-  let reads: SqliteReadStore;
-  beforeEach(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'retire-'));
-    reads = SqliteReadStore.open(path.join(dir, 'read.db'));
-  });
-  afterEach(async () => {
-    await reads.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-
-  describe('retireOutdatedReadModels (a group whose fold changed gets a new checkpoint name)', () => {
-    it('removes the documents and the old checkpoint written by the older fold, so the runner rebuilds from 0', async () => {
-      await reads.writeBatch({
-        upserts: [
-          { collection: 'vouchers', doc: { id: 'v_OLD', usage_count: 3 } },
-          { collection: 'other_model', doc: { id: 'keep-me' } },
-        ],
-        checkpoint: { name: 'core.v0', position: 40 },
-      });
-      expect(await retireOutdatedReadModels(reads, coreProjections, CORE_CHECKPOINT, ['core.v0'])).to.deep.equal([
-        'core.v0',
-      ]);
-      expect(await reads.get('vouchers', 'v_OLD')).to.equal(null);
-      expect(await reads.getCheckpoint('core.v0')).to.equal(0);
-      expect(await reads.get('other_model', 'keep-me')).to.deep.equal({ id: 'keep-me' });
-    });
-
-    it('leaves everything alone once the current checkpoint exists, or when there was no older fold', async () => {
-      await reads.writeBatch({
-        upserts: [{ collection: 'vouchers', doc: { id: 'v_NEW', usage_count: 1 } }],
-        checkpoint: { name: CORE_CHECKPOINT, position: 5 },
-      });
-      await reads.writeBatch({ checkpoint: { name: 'core.v0', position: 40 } });
-      expect(await retireOutdatedReadModels(reads, coreProjections, CORE_CHECKPOINT, ['core.v0'])).to.deep.equal([]);
-      expect(await reads.get('vouchers', 'v_NEW')).to.not.equal(null);
-      const fresh = SqliteReadStore.open(path.join(dir, 'fresh.db'));
-      try {
-        expect(await retireOutdatedReadModels(fresh, coreProjections, CORE_CHECKPOINT, ['core.v0'])).to.deep.equal([]);
-      } finally {
-        await fresh.close();
-      }
-    });
-  });
-
-  describe('retireMovedReadModels (a group whose read models moved to a store of their own)', () => {
-    it("removes the group's documents and every checkpoint of it, current or previous, and nothing else", async () => {
-      await reads.writeBatch({
-        upserts: [
-          { collection: 'analytics_daily', doc: { id: 'v_A:2025-01-01', uses: 4 } },
-          { collection: 'exports', doc: { id: 'exp_1', status: 'completed' } },
-          { collection: 'vouchers', doc: { id: 'v_A', code: 'KEEP' } },
-        ],
-        checkpoint: { name: ANALYTICS_GROUP.checkpoint, position: 12 },
-      });
-      await reads.writeBatch({ checkpoint: { name: ANALYTICS_GROUP.previous[0]!, position: 7 } });
-      await reads.writeBatch({ checkpoint: { name: CORE_CHECKPOINT, position: 12 } });
-
-      expect(await retireMovedReadModels(reads, ANALYTICS_GROUP)).to.deep.equal([
-        ANALYTICS_GROUP.checkpoint,
-        ANALYTICS_GROUP.previous[0],
-      ]);
-      expect(await reads.count('analytics_daily')).to.equal(0);
-      expect(await reads.count('exports')).to.equal(0);
-      expect(await reads.getCheckpoint(ANALYTICS_GROUP.checkpoint)).to.equal(0);
-      expect(await reads.getCheckpoint(ANALYTICS_GROUP.previous[0]!)).to.equal(0);
-      expect(await reads.get('vouchers', 'v_A')).to.deep.equal({ id: 'v_A', code: 'KEEP' });
-      expect(await reads.getCheckpoint(CORE_CHECKPOINT)).to.equal(12);
-    });
-
-    it('finds nothing to do in a store that never held the group', async () => {
-      await reads.writeBatch({
-        upserts: [{ collection: 'vouchers', doc: { id: 'v_A' } }],
-        checkpoint: { name: CORE_CHECKPOINT, position: 3 },
-      });
-      expect(await retireMovedReadModels(reads, ANALYTICS_GROUP)).to.deep.equal([]);
-      expect(await reads.count('vouchers')).to.equal(1);
-    });
   });
 });

@@ -10,50 +10,10 @@ import type { VoucherDoc } from '../../projections/voucherDetails.ts';
 import { DomainError } from '../../domain/errors.ts';
 import type { EnvContext } from '../context.ts';
 import type { DayWindow } from './window.ts';
+import { addUp } from './metrics.ts';
 
-/** Metric names, as trends, exports and the performance details use them. */
-export const METRICS = [
-  'uses',
-  'discount',
-  'orders',
-  'conversion_rate',
-  'avg_order_value',
-  'revenue_impact',
-  'unique_customers',
-] as const;
-export type Metric = (typeof METRICS)[number];
-
-export const round = (x: number, digits: number): number => Math.round(x * 10 ** digits) / 10 ** digits;
-
-/** uses / orders as a fraction, 4 decimals, 0 without orders, at most 1 (see the API reference). */
-export const conversionRate = (uses: number, orders: number): number =>
-  orders > 0 ? round(Math.min(1, uses / orders), 4) : 0;
-/** Mean pre-discount order value of the applications, integer cents. */
-export const avgOrderValue = (t: Pick<Totals, 'uses' | 'order_value'>): number =>
-  t.uses > 0 ? Math.round(t.order_value / t.uses) : 0;
-
-export const addUp = (a: Totals, b: Totals): Totals => ({
-  uses: a.uses + b.uses,
-  discount: a.discount + b.discount,
-  order_value: a.order_value + b.order_value,
-  final_amount: a.final_amount + b.final_amount,
-  orders: a.orders + b.orders,
-});
-
-/** The metrics of some totals (unique_customers is supplied: it is not additive). */
-export const metricsOf = (t: Totals, uniqueCustomers: number): Record<Metric, number> => ({
-  uses: t.uses,
-  discount: t.discount,
-  orders: t.orders,
-  conversion_rate: conversionRate(t.uses, t.orders),
-  avg_order_value: avgOrderValue(t),
-  revenue_impact: t.final_amount,
-  unique_customers: uniqueCustomers,
-});
-
-export const pick = (all: Record<Metric, number>, metrics: readonly Metric[]): Partial<Record<Metric, number>> =>
-  Object.fromEntries(metrics.map((m) => [m, all[m]]));
-
+/** The pure metric arithmetic lives in metrics.ts (exports use it without the environment context). */
+export { METRICS, addUp, avgOrderValue, conversionRate, metricsOf, pick, round, type Metric } from './metrics.ts';
 /** The voucher, or VOUCHER_NOT_FOUND with the analytics details `{not_found, found}`. */
 export const voucherOrNotFound = async (ctx: EnvContext, voucherId: string): Promise<VoucherDoc> => {
   const view = /^v_[A-Za-z0-9]{1,64}$/.test(voucherId) ? await ctx.reads.get<VoucherDoc>('vouchers', voucherId) : null;

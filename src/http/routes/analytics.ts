@@ -2,7 +2,7 @@ import { Router, type Request } from 'express';
 import { customerInsights, DEFAULT_TREND_METRICS, performance, trends } from '../../application/analytics/queries.ts';
 import { METRICS, type Metric } from '../../application/analytics/reads.ts';
 import { parseWindow, type Interval } from '../../application/analytics/window.ts';
-import { renderExport } from '../../application/exports.ts';
+import { renderExport } from '../exports.ts';
 import type { VoucherDoc } from '../../projections/voucherDetails.ts';
 import { EXPORT_FORMATS, type ExportFormat } from '../../domain/analytics/events.ts';
 import { DomainError, invalidRequest } from '../../domain/errors.ts';

@@ -16,10 +16,8 @@ export interface OpenDatabaseOptions {
 /**
  * `position` is the rowid without AUTOINCREMENT: events are never deleted, so the next rowid is
  * always above every committed one (AUTOINCREMENT would add a write to sqlite_sequence per event).
- * Files created before keep their AUTOINCREMENT column, which behaves the same.
- * A stream's revision is read from the (stream_id, revision) index. An older version kept it in a
- * `streams` table too (one more random-key write per append, about a third of an append's SQLite
- * time); that table is dropped on open, so an older version finds it empty, not stale.
+ * A stream's revision is read from the (stream_id, revision) index, so an append writes no other
+ * table.
  */
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS events (
@@ -33,7 +31,6 @@ const SCHEMA = `
     recorded_at TEXT    NOT NULL,
     UNIQUE (stream_id, revision)
   );
-  DROP TABLE IF EXISTS streams;
 `;
 
 /** Opens (creating if needed) the database file: WAL, synchronous=FULL, busy timeout. */

@@ -1,8 +1,9 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import ExcelJS from 'exceljs';
-import type { ExportFormat } from '../domain/analytics/events.ts';
-import type { Metric } from './analytics/reads.ts';
+import type { ExportFormat } from '../../domain/analytics/events.ts';
+import type { Metric } from '../analytics/metrics.ts';
 
 /** One export row: a voucher on a day, with the requested metrics. */
 export interface ExportRow {
@@ -76,8 +77,8 @@ const writeXlsx = async (file: string, rows: ExportRow[], meta: ExportFileMeta):
   await workbook.commit();
 };
 
-/** Writes the file of the format at `file` (the caller writes to a temporary name and renames). */
-export const writeExportFile = async (
+/** Writes the file of the format at `file`. */
+const writeFormat = async (
   format: ExportFormat,
   file: string,
   rows: ExportRow[],
@@ -88,14 +89,46 @@ export const writeExportFile = async (
   else await writeXlsx(file, rows, meta);
 };
 
-/** Bytes as a reader would say them: "812 B", "2.5 KB", "2.5 MB" (1 KB = 1024 B). */
-export const readableSize = (bytes: number): string => {
-  const units = ['B', 'KB', 'MB', 'GB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
+/**
+ * The export files of one environment, in one directory. A file is written under a temporary
+ * name (`<name>.tmp`) and renamed, so a file that exists under its own name is complete.
+ */
+export class ExportFiles {
+  constructor(readonly dir: string) {}
+
+  /** Creates the directory and removes temporary files a stopped process left. */
+  prepare(): void {
+    fs.mkdirSync(this.dir, { recursive: true });
+    for (const f of fs.readdirSync(this.dir)) if (f.endsWith('.tmp')) fs.rmSync(this.pathOf(f), { force: true });
   }
-  return unit === 0 ? `${bytes} B` : `${Number(value.toFixed(1))} ${units[unit]}`;
-};
+
+  pathOf(fileName: string): string {
+    return path.join(this.dir, fileName);
+  }
+
+  /**
+   * Writes `fileName` in `format` and returns its size in bytes; null when `abandon()` says so
+   * once the data is written (the temporary file is removed, nothing is renamed).
+   */
+  async write(
+    fileName: string,
+    format: ExportFormat,
+    rows: ExportRow[],
+    meta: ExportFileMeta,
+    abandon: () => boolean,
+  ): Promise<number | null> {
+    const tmp = this.pathOf(`${fileName}.tmp`);
+    fs.mkdirSync(this.dir, { recursive: true });
+    await writeFormat(format, tmp, rows, meta);
+    if (abandon()) {
+      fs.rmSync(tmp, { force: true });
+      return null;
+    }
+    fs.renameSync(tmp, this.pathOf(fileName));
+    return fs.statSync(this.pathOf(fileName)).size;
+  }
+
+  remove(fileName: string): void {
+    fs.rmSync(this.pathOf(fileName), { force: true });
+  }
+}
