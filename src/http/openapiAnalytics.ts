@@ -1,5 +1,5 @@
 /** The analytics and export operations of the OpenAPI document (merged by openapi.ts). */
-import { METRICS } from '../application/analytics/reads.ts';
+import { METRICS } from '../application/analytics/metrics.ts';
 import { EXPORT_FORMATS } from '../domain/analytics/events.ts';
 import { exportSchema } from './routes/analytics.ts';
 

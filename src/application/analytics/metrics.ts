@@ -1,16 +1,12 @@
 import type { Totals } from '../../projections/analyticsDocs.ts';
+import { EXPORT_METRICS, type ExportMetric } from '../../domain/analytics/events.ts';
 
-/** Metric names, as trends, exports and the performance details use them. */
-export const METRICS = [
-  'uses',
-  'discount',
-  'orders',
-  'conversion_rate',
-  'avg_order_value',
-  'revenue_impact',
-  'unique_customers',
-] as const;
-export type Metric = (typeof METRICS)[number];
+/**
+ * Metric names, as trends, exports and the performance details use them: the list an export
+ * request records (domain/analytics/events.ts), which names every metric.
+ */
+export const METRICS = EXPORT_METRICS;
+export type Metric = ExportMetric;
 
 export const round = (x: number, digits: number): number => Math.round(x * 10 ** digits) / 10 ** digits;
 

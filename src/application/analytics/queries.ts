@@ -2,19 +2,8 @@ import { zeroTotals, type DailyDoc, type Totals } from '../../projections/analyt
 import { isoSeconds } from '../../domain/clock.ts';
 import type { EnvContext } from '../context.ts';
 import { countCustomers } from '../../projections/customerGaps.ts';
-import {
-  avgOrderValue,
-  conversionRate,
-  customersInWindow,
-  dailyDocs,
-  environmentCustomers,
-  metricsOf,
-  pick,
-  round,
-  totalsOf,
-  voucherOrNotFound,
-  type Metric,
-} from './reads.ts';
+import { customersInWindow, dailyDocs, environmentCustomers, totalsOf, voucherOrNotFound } from './reads.ts';
+import { avgOrderValue, conversionRate, metricsOf, pick, round, type Metric } from './metrics.ts';
 import { bucketOf, daysOf, timePeriod, type DayWindow, type Interval } from './window.ts';
 
 const segmentTotals = (daily: Iterable<{ segments: Record<string, Totals> }>): Map<string, Totals> => {

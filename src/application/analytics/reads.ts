@@ -12,8 +12,6 @@ import type { EnvContext } from '../context.ts';
 import type { DayWindow } from './window.ts';
 import { addUp } from './metrics.ts';
 
-/** The pure metric arithmetic lives in metrics.ts (exports use it without the environment context). */
-export { METRICS, addUp, avgOrderValue, conversionRate, metricsOf, pick, round, type Metric } from './metrics.ts';
 /** The voucher, or VOUCHER_NOT_FOUND with the analytics details `{not_found, found}`. */
 export const voucherOrNotFound = async (ctx: EnvContext, voucherId: string): Promise<VoucherDoc> => {
   const view = /^v_[A-Za-z0-9]{1,64}$/.test(voucherId) ? await ctx.reads.get<VoucherDoc>('vouchers', voucherId) : null;

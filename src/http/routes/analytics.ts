@@ -1,6 +1,6 @@
 import { Router, type Request } from 'express';
 import { customerInsights, DEFAULT_TREND_METRICS, performance, trends } from '../../application/analytics/queries.ts';
-import { METRICS, type Metric } from '../../application/analytics/reads.ts';
+import { METRICS, type Metric } from '../../application/analytics/metrics.ts';
 import { parseWindow, type Interval } from '../../application/analytics/window.ts';
 import { renderExport } from '../exports.ts';
 import type { VoucherDoc } from '../../projections/voucherDetails.ts';
