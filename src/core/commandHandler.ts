@@ -125,22 +125,13 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
    */
   constructor(
     private readonly store: EventStore<E | X>,
-    readonly decider: Decider<C, E, S>,
+    private readonly decider: Decider<C, E, S>,
     options: CommandHandlerOptions = {},
   ) {
     this.cacheSize = options.cacheSize ?? 10_000;
     this.maxAttempts = options.maxAttempts ?? 5;
     this.maxBatch = options.maxBatch ?? 256;
     this.conflictError = options.conflictError ?? ((streamId) => new StreamConflictError(streamId));
-  }
-
-  /** Decides `command` on the stream's state with the decider, appends the events, returns them. */
-  handle(streamId: string, command: C, metadata?: Record<string, unknown>): Promise<Outcome<E[]>> {
-    return this.execute(streamId, {
-      decide: (state) => this.decider.decide(command, state),
-      result: (_state, events) => events,
-      metadata,
-    });
   }
 
   execute<R>(streamId: string, work: Work<E, S, R, E | X>): Promise<Outcome<R>> {
