@@ -2,51 +2,15 @@ import { expect } from 'chai';
 import { voucherDecider } from '../../src/domain/voucher/decide.ts';
 import type { VoucherEvent } from '../../src/domain/voucher/events.ts';
 import type { VoucherState } from '../../src/domain/voucher/state.ts';
+import { voucherApplicationRolledBack, voucherApplied, voucherCreated } from '../fixtures/events.ts';
 
 const { evolve, initialState } = voucherDecider;
 
-const created: VoucherEvent = {
-  type: 'VoucherCreated',
-  data: {
-    voucherId: 'v_1',
-    code: 'SAVE10',
-    voucherType: 'fixed',
-    value: 1000,
-    currency: 'USD',
-    conditions: {},
-    createdAt: '2026-01-01T00:00:00Z',
-  },
-} as VoucherEvent;
-
+const created = voucherCreated();
 const applied = (n: number, customerId = 'c_1'): VoucherEvent =>
-  ({
-    type: 'VoucherApplied',
-    data: {
-      voucherId: 'v_1',
-      applicationId: `app_${n}`,
-      orderId: `o_${n}`,
-      customerId,
-      discountAmount: 1000,
-      finalAmount: 4000,
-      orderValue: 5000,
-      currency: 'USD',
-      appliedAt: '2026-01-02T00:00:00Z',
-      orderFingerprint: `of_${n}`,
-      customerFingerprint: 'cf',
-    },
-  }) as VoucherEvent;
-
+  voucherApplied({ applicationId: `app_${n}`, orderId: `o_${n}`, customerId, orderFingerprint: `of_${n}` });
 const rolledBack = (n: number, customerId = 'c_1'): VoucherEvent =>
-  ({
-    type: 'VoucherApplicationRolledBack',
-    data: {
-      voucherId: 'v_1',
-      applicationId: `app_${n}`,
-      orderId: `o_${n}`,
-      customerId,
-      rolledBackAt: '2026-01-03T00:00:00Z',
-    },
-  }) as VoucherEvent;
+  voucherApplicationRolledBack({ applicationId: `app_${n}`, orderId: `o_${n}`, customerId });
 
 /** Everything a state holds, as plain data (its maps as entry lists). */
 const snapshot = (state: VoucherState) =>
