@@ -105,8 +105,6 @@ type ApplyResult = { outcome: ApplyOutcome; orderValue: number };
 /**
  * The ApplyVoucher work on the voucher stream (one write, or none for a repeat), priced with the
  * vouchers on the order; the order's record of the application goes in the same atomic append.
- * A class, not an object of closures: under tsx every named closure made per request costs a
- * defineProperty (esbuild's keepNames), and this runs on every apply.
  */
 class ApplyWork implements Work<VoucherEvent, VoucherState, ApplyResult, EnvironmentEvent> {
   readonly metadata: Record<string, unknown>;

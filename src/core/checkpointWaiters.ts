@@ -1,8 +1,7 @@
 /**
  * Callers waiting for a projection checkpoint to reach a position (read-your-writes), each with a
  * timeout: resolved true once `reached` reports the position, false when the time is up or on
- * `releaseAll`. One entry per waiting request, with no closure made for it (under tsx each named
- * closure made per request costs a defineProperty).
+ * `releaseAll`. One entry per waiting request.
  */
 interface Waiter {
   position: number;

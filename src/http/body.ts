@@ -41,8 +41,7 @@ export const parseJsonBody = (req: Request, res: Response, next: NextFunction): 
     tooLarge(req, next);
     return;
   }
-  // Listeners are inline and never removed (a request emits nothing after 'end' or 'error'): a
-  // named closure per request costs a defineProperty under tsx (esbuild's keepNames).
+  // Listeners are inline and never removed: a request emits nothing after 'end' or 'error'.
   const chunks: Buffer[] = [];
   let size = 0;
   let settled = false;

@@ -2,7 +2,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { invalidRequest } from '../domain/errors.ts';
 
-// ajv-formats is CommonJS: its default export arrives nested under tsx/NodeNext interop.
+// ajv-formats is CommonJS: under NodeNext interop its default export arrives nested in `default`.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
   ajv: Ajv,
 ) => Ajv;

@@ -108,8 +108,6 @@ const MESSAGES: Record<string, string> = {
   order_value_mismatch: 'is applied to another order value than',
 };
 
-// A module-level function rather than a closure per call: under tsx (esbuild's keepNames) a named
-// closure costs a defineProperty on every call, and this runs on every validate and apply.
 const stackingConflict = (
   incoming: StackProfile,
   types: VoucherType[],

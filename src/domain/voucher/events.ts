@@ -18,7 +18,7 @@ export interface Conditions {
 /**
  * Events are facts, past tense, amounts in integer cents, timestamps as ISO strings with second
  * precision. Additive changes add an optional member defaulted in evolve; breaking changes get a
- * new type name and an upcaster (see README, "Event versioning").
+ * new type name and an upcaster (see docs/architecture.md, "Event versioning").
  */
 export interface VoucherCreated {
   type: 'VoucherCreated';

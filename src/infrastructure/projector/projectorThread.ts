@@ -44,7 +44,7 @@ const WORKER_URL = new URL(
   import.meta.url,
 );
 
-/** Under tsx (the service and the tests run the .ts sources) the worker registers tsx's loader first. */
+/** Run from the .ts sources (development and tests, under tsx), the worker registers tsx's loader first. */
 const spawn = (options: ProjectorThreadOptions): Worker =>
   WORKER_URL.pathname.endsWith('.ts')
     ? new Worker(
