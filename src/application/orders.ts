@@ -11,19 +11,14 @@
  * (another voucher applied to it concurrently), the append fails on the order stream and the apply
  * is decided again on the new order state.
  *
- * Older versions wrote attach (pending) → apply → confirm as three appends. A pending attachment
- * left by a crash of such a version blocks the order for at most PENDING_TTL_MS (2 minutes); the
- * next apply to the order then settles each stale one by asking the voucher stream (applied →
- * confirmed, not applied → detached `abandoned`). Rollback detaches the application; a lost detach
- * is repaired by repeating the rollback, or replaced (`superseded`) when the voucher is applied to
- * the order again.
+ * Rollback detaches the application; a lost detach is repaired by repeating the rollback, or
+ * replaced (`superseded`) when the voucher is applied to the order again.
  */
 import { decideOrder, type OrderCommand } from '../domain/order/decide.ts';
 import { orderStream, type OrderEvent } from '../domain/order/events.ts';
 import type { AppendResult, StreamAppend } from '../core/eventStore.ts';
-import { isStale, liveVouchers, type OrderEntry, type OrderState } from '../domain/order/state.ts';
+import { liveVouchers, type OrderEntry, type OrderState } from '../domain/order/state.ts';
 import type { StackProfile } from '../domain/discount/stacking.ts';
-import { voucherStream } from '../domain/voucher/events.ts';
 import type { CallMetadata, EnvContext } from './context.ts';
 
 const run = async (ctx: EnvContext, command: OrderCommand, meta: CallMetadata = {}): Promise<void> => {
@@ -35,65 +30,18 @@ const run = async (ctx: EnvContext, command: OrderCommand, meta: CallMetadata = 
 };
 
 /** The vouchers that count on the order now (read only). */
-export const vouchersOnOrder = async (ctx: EnvContext, orderId: string, now: Date): Promise<OrderEntry[]> => {
+export const vouchersOnOrder = async (ctx: EnvContext, orderId: string): Promise<OrderEntry[]> => {
   const { result } = await ctx.orders.execute(orderStream(orderId), {
     decide: () => [],
-    result: (state) => liveVouchers(state, now),
+    result: (state) => liveVouchers(state),
   });
   return result;
-};
-
-/** Settles pending attachments older than the TTL by what their voucher stream recorded. */
-export const settleStale = async (ctx: EnvContext, orderId: string, now: Date, meta: CallMetadata): Promise<void> => {
-  const { result: stale } = await ctx.orders.execute(orderStream(orderId), {
-    decide: () => [],
-    result: (state) => (state?.vouchers ?? []).filter((v) => isStale(v, now)),
-  });
-  for (const entry of stale) {
-    const { result: applied } = await ctx.vouchers.execute(voucherStream(entry.voucherId), {
-      decide: () => [],
-      result: (state) => {
-        const id = state?.liveByOrder.get(orderId);
-        const application = id === undefined ? undefined : state!.applications.get(id);
-        return (
-          application && {
-            id: application.id,
-            discount: application.discountAmount,
-            orderValue: application.orderValue,
-          }
-        );
-      },
-    });
-    const data = { orderId, voucher: entry as StackProfile };
-    await run(
-      ctx,
-      applied
-        ? {
-            type: 'ConfirmVoucher',
-            data: {
-              ...data,
-              applicationId: applied.id,
-              orderValue: applied.orderValue,
-              discountAmount: applied.discount,
-            },
-            metadata: { now },
-          }
-        : {
-            type: 'DetachVoucher',
-            data: { orderId, voucherId: entry.voucherId, applicationId: entry.applicationId, reason: 'abandoned' },
-            metadata: { now },
-          },
-      meta,
-    );
-  }
 };
 
 /** The order's part of an apply, to be appended atomically with the voucher's VoucherApplied. */
 export interface OrderForApply {
   /** The vouchers the order carries (the apply is priced and checked for stacking with them). */
   vouchers: OrderEntry[];
-  /** Pending attachments of an older version, past their TTL: settle them first. */
-  stale: boolean;
   /** The order stream's append recording the application (RecordApplication; its stacking check throws STACKING_CONFLICT). */
   append(
     voucher: StackProfile,
@@ -130,7 +78,6 @@ export const orderForApply = async (
 /** A class rather than an object of closures: made on every apply (see ApplyWork in redemptions.ts). */
 class OrderRead implements OrderForApply {
   readonly vouchers: OrderEntry[];
-  readonly stale: boolean;
   private events: OrderEvent[] = [];
 
   constructor(
@@ -143,8 +90,7 @@ class OrderRead implements OrderForApply {
     private readonly now: Date,
     private readonly meta: CallMetadata,
   ) {
-    this.vouchers = liveVouchers(state, now);
-    this.stale = (state?.vouchers ?? []).some((v) => isStale(v, now));
+    this.vouchers = liveVouchers(state);
   }
 
   append(
@@ -173,26 +119,6 @@ class OrderRead implements OrderForApply {
     this.ctx.orders.learn(this.stream, this.revision, this.events, result.nextExpectedRevision);
   }
 }
-
-export const confirmVoucher = (
-  ctx: EnvContext,
-  orderId: string,
-  applicationId: string,
-  voucher: StackProfile,
-  orderValue: number,
-  discountAmount: number,
-  now: Date,
-  meta: CallMetadata,
-): Promise<void> =>
-  run(
-    ctx,
-    {
-      type: 'ConfirmVoucher',
-      data: { orderId, applicationId, voucher, orderValue, discountAmount },
-      metadata: { now },
-    },
-    meta,
-  );
 
 export const detachVoucher = (
   ctx: EnvContext,

@@ -10,14 +10,7 @@ import type { Work } from '../core/commandHandler.ts';
 import type { Voucher, VoucherState } from '../domain/voucher/state.ts';
 import type { ApplicationView } from '../projections/usageHistory.ts';
 import { QUOTE_TTL_MS, quoteKey, type CallMetadata, type EnvContext } from './context.ts';
-import {
-  confirmVoucher,
-  detachVoucher,
-  orderForApply,
-  settleStale,
-  vouchersOnOrder,
-  type OrderForApply,
-} from './orders.ts';
+import { detachVoucher, orderForApply, vouchersOnOrder, type OrderForApply } from './orders.ts';
 import { suggestCodes } from './queries.ts';
 import { fingerprint, renderApplication, type ApplicationResponse } from './views.ts';
 
@@ -51,7 +44,7 @@ export const validateVoucher = async (
   ctx.telemetry.record(voucherId, order.id, customer?.segment); // an order attempt, for conversion (buffered, see telemetry.ts)
   const now = ctx.clock.now();
   // With order.id, stacking is checked against the vouchers the order carries (orders.ts).
-  const onOrder = order.id !== undefined ? await vouchersOnOrder(ctx, order.id, now) : [];
+  const onOrder = order.id !== undefined ? await vouchersOnOrder(ctx, order.id) : [];
   const result = await ctx.vouchers.read(voucherStream(voucherId), (state: VoucherState) => {
     if (order.id !== undefined) refuseOtherOrderOnSameId(state!, order, customer);
     return evaluate(state!, order, customer, now, onOrder);
@@ -198,10 +191,6 @@ export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: Cal
         {},
       );
     const onOrder = await orderForApply(ctx, input.order_id, now, meta, attempt === 1);
-    if (onOrder.stale) {
-      await settleStale(ctx, input.order_id, now, meta);
-      continue; // decide on the settled order
-    }
     let applied: Awaited<ReturnType<typeof runApply>>;
     try {
       applied = await runApply(
@@ -216,26 +205,6 @@ export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: Cal
       if (!(error instanceof WrongExpectedRevisionError) || error.streamId !== orderStream(input.order_id)) throw error;
       ctx.orders.forget(orderStream(input.order_id)); // another request wrote to the order: read it again
       continue;
-    }
-    const { application, replayed } = applied.outcome;
-    // A repeat writes nothing, so a guessed order was never checked: read it for the heal below.
-    const carried =
-      replayed && onOrder.assumed ? (await orderForApply(ctx, input.order_id, now, meta)).vouchers : onOrder.vouchers;
-    const pending = replayed
-      ? carried.find((v) => v.applicationId === application.id && v.status === 'pending')
-      : undefined;
-    if (pending) {
-      // A repeat heals an older version's crash between its attach and confirm writes.
-      await confirmVoucher(
-        ctx,
-        input.order_id,
-        application.id,
-        pending,
-        applied.orderValue,
-        application.discount_amount,
-        now,
-        meta,
-      );
     }
     await ctx.projector.waitFor(applied.position, ctx.readYourWritesMs);
     return applied.outcome;

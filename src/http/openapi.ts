@@ -167,8 +167,8 @@ export const buildOpenApi = (): object => ({
           ),
           404: error('Unknown code (details.suggestions lists similar codes).', ['VOUCHER_NOT_FOUND']),
           409: error(
-            'The order id already carries this voucher with another order or customer; or (with order.id) the voucher cannot stack with the vouchers on the order (STACKING_CONFLICT: details {conflicting_voucher, conflict_reason, stackable_types}); or a voucher is being applied to the order (retry).',
-            ['VOUCHER_ALREADY_APPLIED', 'STACKING_CONFLICT', 'CONCURRENT_MODIFICATION'],
+            'The order id already carries this voucher with another order or customer; or (with order.id) the voucher cannot stack with the vouchers on the order (STACKING_CONFLICT: details {conflicting_voucher, conflict_reason, stackable_types}).',
+            ['VOUCHER_ALREADY_APPLIED', 'STACKING_CONFLICT'],
           ),
           ...bodyErrors,
           ...common,

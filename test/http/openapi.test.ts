@@ -235,7 +235,6 @@ describe('OpenAPI document: request schemas and error responses agree with the s
         ['/vouchers/{voucher_id}', 'delete'],
         ['/vouchers/applications/{application_id}/rollback', 'post'],
         ['/vouchers/apply', 'post'],
-        ['/vouchers/validate', 'post'],
       ] as const) {
         expectListed(template, method, 409, 'CONCURRENT_MODIFICATION');
       }

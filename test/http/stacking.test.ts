@@ -4,12 +4,7 @@
  */
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { isoSeconds } from '../../src/domain/clock.ts';
-import { decide } from '../../src/domain/voucher/decide.ts';
-import { stackProfile } from '../../src/domain/voucher/evaluate.ts';
 import { TestService, type TestResponse } from '../support/harness.ts';
-
-const MINUTE = 60_000;
 
 describe('HTTP stacking: vouchers on one order', () => {
   let service: TestService;
@@ -26,7 +21,7 @@ describe('HTTP stacking: vouchers on one order', () => {
     (await service.sandbox.events.readStream(`voucher-${voucherId}`)).filter(
       (e) => e.type === 'VoucherApplied' && (e.data as any).orderId === orderId,
     );
-  // every order write (record, detach, legacy confirm) is done before its response
+  // every order write (record, detach) is done before its response
   const orderEvents = async (orderId: string) =>
     (await service.sandbox.events.readStream(`order-${orderId}`)).map((e) => [
       e.type,
@@ -189,88 +184,5 @@ describe('HTTP stacking: vouchers on one order', () => {
       'OrderVoucherDetached',
       'OrderVoucherConfirmed',
     ]);
-  });
-
-  describe('the crash window of older versions (attach, apply and confirm were three appends)', () => {
-    /** An older process that attached PCT10 to the order and stopped: with or without its VoucherApplied. */
-    const crashed = async (orderId: string, withApplication: boolean) => {
-      const ctx = service.sandbox;
-      const now = service.clock.now();
-      const { result: voucher } = await ctx.vouchers.execute(`voucher-${pct10.id}`, {
-        decide: () => [],
-        result: (s) => stackProfile(s!),
-      });
-      await ctx.events.appendToStream(
-        `order-${orderId}`,
-        [
-          {
-            type: 'OrderVoucherAttached',
-            data: {
-              voucherId: voucher.voucherId,
-              code: voucher.code,
-              voucherType: voucher.type,
-              priority: voucher.priority,
-              orderValue: 10_000,
-              orderId,
-              applicationId: 'va_crashed0000000000',
-              attachedAt: isoSeconds(now),
-            },
-          },
-        ],
-        { expectedRevision: 'no_stream' },
-      );
-      if (!withApplication) return;
-      await ctx.vouchers.execute(`voucher-${pct10.id}`, {
-        decide: (s) =>
-          decide(
-            {
-              type: 'ApplyVoucher',
-              data: {
-                voucherId: pct10.id,
-                applicationId: 'va_crashed0000000000',
-                orderId,
-                order: { value: 10_000, currency: 'USD' },
-                orderFingerprint: 'x',
-                customerFingerprint: 'y',
-              },
-              metadata: { now },
-            },
-            s,
-          ),
-        result: () => undefined,
-      });
-    };
-
-    it('no VoucherApplied: blocks for 2 minutes, then is detached as abandoned', async () => {
-      await crashed('crash-1', false);
-      conflict(await apply('FIX500', 'crash-1'), 'PCT10', 'not_stackable');
-      service.clock.advance(2 * MINUTE + 1000);
-      expect((await apply('FIX500', 'crash-1')).status).to.equal(201);
-      expect(
-        (await orderEvents('crash-1')).map((e) => e.slice(0, 1).concat(e[2] === 'abandoned' ? ['abandoned'] : [])),
-      ).to.deep.equal([['OrderVoucherAttached'], ['OrderVoucherDetached', 'abandoned'], ['OrderVoucherConfirmed']]);
-    });
-
-    it('VoucherApplied recorded: after 2 minutes it is confirmed, and still blocks a second non-stackable', async () => {
-      await crashed('crash-2', true);
-      service.clock.advance(2 * MINUTE + 1000);
-      conflict(await apply('FIX500', 'crash-2'), 'PCT10', 'not_stackable');
-      expect((await orderEvents('crash-2')).map((e) => e[0])).to.deep.equal([
-        'OrderVoucherAttached',
-        'OrderVoucherConfirmed',
-      ]);
-      expect((await orderEvents('crash-2'))[1]![2]).to.equal(1000);
-    });
-
-    it('VoucherApplied recorded: a repeat of the apply confirms it at once', async () => {
-      await crashed('crash-3', true);
-      const again = await service.post('/v1/vouchers/apply', { code: 'PCT10', order_id: 'crash-3' });
-      expect(again.status).to.equal(200);
-      expect(again.body.id).to.equal('va_crashed0000000000');
-      expect((await orderEvents('crash-3')).map((e) => e[0])).to.deep.equal([
-        'OrderVoucherAttached',
-        'OrderVoucherConfirmed',
-      ]);
-    });
   });
 });

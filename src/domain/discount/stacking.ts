@@ -17,8 +17,6 @@
  *      application never changes, so a voucher whose priority number is LOWER than a stackable
  *      E's cannot follow it → `priority_order` (apply stacked vouchers in priority order);
  *    - E was applied to another order value → `order_value_mismatch`.
- * 4. a voucher still being applied (pending, its discount not yet known) → 409
- *    CONCURRENT_MODIFICATION: retry.
  * Details: `{conflicting_voucher (code), conflicting_voucher_id, conflict_reason, stackable_types}`
  * where `stackable_types` lists the types the new voucher may stack with.
  */
@@ -54,7 +52,7 @@ export interface StackProfile {
 export interface OrderVoucher extends StackProfile {
   applicationId: string;
   orderValue: number;
-  discountAmount: number | null;
+  discountAmount: number;
 }
 
 export interface StackContext {
@@ -132,19 +130,11 @@ export const stackContext = (onOrder: OrderVoucher[], incoming: StackProfile, or
     const reason = conflictReason(existing, incoming, count, orderValue);
     if (reason) throw stackingConflict(incoming, types, existing, reason);
   }
-  const pending = others.find((v) => v.discountAmount === null);
-  if (pending) {
-    throw new DomainError(
-      'CONCURRENT_MODIFICATION',
-      `Voucher ${pending.code} is being applied to this order; retry the request`,
-      {},
-    );
-  }
   let cap: StackContext['cap'];
   for (const v of [incoming, ...others]) {
     const percent = v.type === 'stackable' ? v.stackRules?.max_total_discount : undefined;
     if (percent !== undefined && (cap === undefined || percent < cap.percent)) cap = { percent, code: v.code };
   }
-  const priorDiscount = others.reduce((sum, v) => sum + (v.discountAmount ?? 0), 0);
+  const priorDiscount = others.reduce((sum, v) => sum + v.discountAmount, 0);
   return { priorDiscount, ...(cap ? { cap } : {}), position: count, stackableTypes: types };
 };

@@ -10,17 +10,6 @@ interface Metadata {
 
 export type OrderCommand =
   | {
-      type: 'ConfirmVoucher';
-      data: {
-        orderId: string;
-        applicationId: string;
-        voucher: StackProfile;
-        orderValue: number;
-        discountAmount: number;
-      };
-      metadata: Metadata;
-    }
-  | {
       type: 'DetachVoucher';
       data: {
         orderId: string;
@@ -55,11 +44,11 @@ const profile = (v: StackProfile, orderValue: number): OrderVoucherProfile => ({
 
 /**
  * Record: the voucher's application, written in the same atomic append as its VoucherApplied
- * (so never pending). The stacking rules as for attach; the same voucher already on the order
- * (a rollback's detach was lost, or a pending attachment left by an older version) is superseded.
+ * (both are written or neither). The stacking rules apply; the same voucher already on the order
+ * (its rollback's detach was lost) is superseded.
  */
 const record = ({ data, metadata }: Command<'RecordApplication'>, state: OrderState): OrderEvent[] => {
-  const live = liveVouchers(state, metadata.now);
+  const live = liveVouchers(state);
   stackContext(live, data.voucher, data.orderValue);
   const at = isoSeconds(metadata.now);
   const same = live.find((v) => v.voucherId === data.voucher.voucherId);
@@ -89,24 +78,6 @@ const record = ({ data, metadata }: Command<'RecordApplication'>, state: OrderSt
   return events;
 };
 
-/** Confirm (idempotent): also records an application the order stream missed (upsert). */
-const confirm = ({ data, metadata }: Command<'ConfirmVoucher'>, state: OrderState): OrderEvent[] => {
-  const found = state?.vouchers.find((v) => v.voucherId === data.voucher.voucherId);
-  if (found?.status === 'confirmed' && found.applicationId === data.applicationId) return [];
-  return [
-    {
-      type: 'OrderVoucherConfirmed',
-      data: {
-        ...profile(data.voucher, data.orderValue),
-        orderId: data.orderId,
-        applicationId: data.applicationId,
-        discountAmount: data.discountAmount,
-        confirmedAt: isoSeconds(metadata.now),
-      },
-    },
-  ];
-};
-
 /** Detach only the named application (another request's attachment of the voucher stays). */
 const detach = ({ data, metadata }: Command<'DetachVoucher'>, state: OrderState): OrderEvent[] => {
   const found = state?.vouchers.some((v) => v.voucherId === data.voucherId && v.applicationId === data.applicationId);
@@ -116,8 +87,6 @@ const detach = ({ data, metadata }: Command<'DetachVoucher'>, state: OrderState)
 
 export const decideOrder = (command: OrderCommand, state: OrderState): OrderEvent[] => {
   switch (command.type) {
-    case 'ConfirmVoucher':
-      return confirm(command, state);
     case 'DetachVoucher':
       return detach(command, state);
     case 'RecordApplication':

@@ -17,24 +17,18 @@ export type OrderVoucherProfile = {
 };
 
 /**
- * A voucher's application to the order has started (pending until confirmed or detached). Written
- * by older versions only: an application is now recorded confirmed, in the VoucherApplied's append.
+ * The order carries the voucher with this discount: written in the same atomic append as the
+ * voucher's VoucherApplied.
  */
-export interface OrderVoucherAttached {
-  type: 'OrderVoucherAttached';
-  data: OrderVoucherProfile & { orderId: string; applicationId: string; attachedAt: string };
-}
-
-/** The voucher's VoucherApplied is recorded: the order carries it with this discount. */
 export interface OrderVoucherConfirmed {
   type: 'OrderVoucherConfirmed';
   data: OrderVoucherProfile & { orderId: string; applicationId: string; discountAmount: number; confirmedAt: string };
 }
 
 /**
- * The voucher no longer counts on the order: its application failed (`apply_failed`), was
- * rolled back (`rolled_back`), never completed (`abandoned`), or a newer attachment of the same
- * voucher replaced a stale one (`superseded`).
+ * The voucher no longer counts on the order: its application failed (`apply_failed`), was rolled
+ * back (`rolled_back`), or a newer application of the same voucher replaced one whose rollback
+ * detach was lost (`superseded`).
  */
 export interface OrderVoucherDetached {
   type: 'OrderVoucherDetached';
@@ -42,11 +36,11 @@ export interface OrderVoucherDetached {
     orderId: string;
     voucherId: string;
     applicationId: string;
-    reason: 'apply_failed' | 'rolled_back' | 'abandoned' | 'superseded';
+    reason: 'apply_failed' | 'rolled_back' | 'superseded';
     detachedAt: string;
   };
 }
 
-export type OrderEvent = OrderVoucherAttached | OrderVoucherConfirmed | OrderVoucherDetached;
+export type OrderEvent = OrderVoucherConfirmed | OrderVoucherDetached;
 
 export const orderStream = (orderId: string): string => `order-${orderId}`;

@@ -1,16 +1,8 @@
 import type { OrderVoucher } from '../discount/stacking.ts';
 import type { OrderEvent, OrderVoucherProfile } from './events.ts';
 
-/**
- * A pending attachment older than this without confirmation no longer blocks the order: its
- * process stopped between the two writes. The apply path first settles such attachments by
- * asking the voucher stream (confirm when its VoucherApplied exists, else detach), so the decider
- * ignoring them is only the last line of defence.
- */
-export const PENDING_TTL_MS = 2 * 60 * 1000;
-
 export interface OrderEntry extends OrderVoucher {
-  status: 'pending' | 'confirmed';
+  /** When the application was recorded on the order. */
   attachedAt: string;
 }
 
@@ -24,12 +16,7 @@ export type OrderState = Order | null;
 
 export const initialOrderState = (): OrderState => null;
 
-const entry = (
-  d: OrderVoucherProfile & { applicationId: string },
-  status: OrderEntry['status'],
-  discountAmount: number | null,
-  at: string,
-): OrderEntry => ({
+const entry = (d: OrderVoucherProfile & { applicationId: string; discountAmount: number }, at: string): OrderEntry => ({
   voucherId: d.voucherId,
   code: d.code,
   type: d.voucherType,
@@ -37,8 +24,7 @@ const entry = (
   ...(d.stackRules ? { stackRules: d.stackRules } : {}),
   orderValue: d.orderValue,
   applicationId: d.applicationId,
-  discountAmount,
-  status,
+  discountAmount: d.discountAmount,
   attachedAt: at,
 });
 
@@ -46,23 +32,14 @@ export const evolveOrder = (state: OrderState, event: OrderEvent): OrderState =>
   const current = state ?? { orderId: event.data.orderId, vouchers: [] };
   const d = event.data;
   switch (event.type) {
-    case 'OrderVoucherAttached':
+    case 'OrderVoucherConfirmed':
       return {
         ...current,
         vouchers: [
           ...current.vouchers.filter((v) => v.voucherId !== d.voucherId),
-          entry(event.data, 'pending', null, event.data.attachedAt),
+          entry(event.data, event.data.confirmedAt),
         ],
       };
-    case 'OrderVoucherConfirmed': {
-      const data = event.data;
-      const found = current.vouchers.find((v) => v.voucherId === data.voucherId);
-      const confirmed = entry(data, 'confirmed', data.discountAmount, found?.attachedAt ?? data.confirmedAt);
-      return {
-        ...current,
-        vouchers: found ? current.vouchers.map((v) => (v === found ? confirmed : v)) : [...current.vouchers, confirmed],
-      };
-    }
     case 'OrderVoucherDetached':
       return {
         ...current,
@@ -75,9 +52,5 @@ export const evolveOrder = (state: OrderState, event: OrderEvent): OrderState =>
   }
 };
 
-export const isStale = (v: OrderEntry, now: Date): boolean =>
-  v.status === 'pending' && now.getTime() - Date.parse(v.attachedAt) > PENDING_TTL_MS;
-
-/** The vouchers that count on the order at `now`: confirmed ones and pending ones not yet stale. */
-export const liveVouchers = (state: OrderState, now: Date): OrderEntry[] =>
-  (state?.vouchers ?? []).filter((v) => !isStale(v, now));
+/** The vouchers the order carries, in the order they were recorded. */
+export const liveVouchers = (state: OrderState): OrderEntry[] => state?.vouchers ?? [];
