@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { percentageVoucher } from '../fixtures/vouchers.ts';
 import { TestService } from '../support/harness.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -103,7 +104,7 @@ describe('dashboard in Chromium', function () {
 
     // The key works against the API, within its scopes only.
     expect((await api(key)).status).to.equal(200);
-    expect((await api(key, 'POST', { code: 'NOPE10', type: 'percentage', value: 10 })).status).to.equal(403);
+    expect((await api(key, 'POST', percentageVoucher('NOPE10'))).status).to.equal(403);
 
     // The list shows prefix…last4 and never the full key.
     await page.click('a.button[href="/dashboard/keys"]');

@@ -3,15 +3,18 @@
  * create, update, validate, apply, and every error they can give.
  */
 import { expect } from 'chai';
+import { applyBody, item, validateBody } from '../fixtures/orders.ts';
+import {
+  bogoVoucher,
+  conditionalVoucher,
+  fixedVoucher,
+  percentageVoucher,
+  tier,
+  tieredVoucher,
+} from '../fixtures/vouchers.ts';
 import { TestService } from '../support/harness.ts';
 import { expectError } from '../support/httpClient.ts';
 
-const tier = (min: number, max: number | null, discount: number, discount_type = 'percentage') => ({
-  min_value: min,
-  max_value: max,
-  discount,
-  discount_type,
-});
 const TIERS = [tier(0, 4999, 5), tier(5000, 9999, 10), tier(10000, null, 1500, 'fixed')];
 
 describe('HTTP advanced voucher types', () => {
@@ -23,8 +26,8 @@ describe('HTTP advanced voucher types', () => {
     await service.stop();
   });
 
-  const validate = (code: string, order: unknown, customer?: unknown) =>
-    service.post('/v1/vouchers/validate', { code, order, ...(customer ? { customer } : {}) });
+  const validate = (...args: Parameters<typeof validateBody>) =>
+    service.post('/v1/vouchers/validate', validateBody(...args));
 
   describe('POST /v1/vouchers', () => {
     const configs: Array<[string, Record<string, unknown>]> = [
@@ -78,11 +81,10 @@ describe('HTTP advanced voucher types', () => {
     }
 
     it('overlapping tiers: 400 INVALID_CONFIGURATION with field "tiers" and nothing created', async () => {
-      const res = await service.post('/v1/vouchers', {
-        code: 'OVERLAP',
-        type: 'tiered',
-        config: { tiers: [tier(0, 5000, 5), tier(5000, null, 10)] },
-      });
+      const res = await service.post(
+        '/v1/vouchers',
+        tieredVoucher('OVERLAP', { tiers: [tier(0, 5000, 5), tier(5000, null, 10)] }),
+      );
       expectError(res, 400, 'INVALID_CONFIGURATION', {
         field: 'tiers',
         issue: 'overlap: tier 0 (0 to 5000) reaches tier 1 (from 5000)',
@@ -144,67 +146,55 @@ describe('HTTP advanced voucher types', () => {
     }
 
     it('validation_rules with an unknown rule type: 400 INVALID_CONFIGURATION', async () => {
-      const res = await service.post('/v1/vouchers', {
-        code: 'BADRULE',
-        type: 'fixed',
-        value: 100,
-        validation_rules: [{ type: 'weather' }],
-      });
+      const res = await service.post(
+        '/v1/vouchers',
+        fixedVoucher('BADRULE', { validation_rules: [{ type: 'weather' }] }),
+      );
       expectError(res, 400, 'INVALID_CONFIGURATION');
       expect(res.body.error.details.field).to.equal('validation_rules[0].type');
     });
 
     it('validation_rules of the wrong shape: 400 INVALID_REQUEST naming the member', async () => {
-      const res = await service.post('/v1/vouchers', {
-        code: 'BADRULE2',
-        type: 'fixed',
-        value: 100,
-        validation_rules: [{ type: 'order_value', operator: 'gte', value: 'lots' }],
-      });
+      const res = await service.post(
+        '/v1/vouchers',
+        fixedVoucher('BADRULE2', { validation_rules: [{ type: 'order_value', operator: 'gte', value: 'lots' }] }),
+      );
       expectError(res, 400, 'INVALID_REQUEST', [{ field: 'validation_rules[0].value', message: 'must be integer' }]);
     });
   });
 
   describe('POST /v1/vouchers/validate', () => {
     before(async () => {
-      await service.createVoucher({
-        code: 'TEE3FOR2',
-        type: 'bogo',
-        config: { buy_quantity: 2, get_quantity: 1, applicable_items: ['TEE', 'POLO'] },
-      });
-      await service.createVoucher({ code: 'TIERS', type: 'tiered', config: { tiers: TIERS } });
-      await service.createVoucher({
-        code: 'VIPONLY',
-        type: 'conditional',
-        config: {
+      await service.createVoucher(
+        bogoVoucher('TEE3FOR2', { buy_quantity: 2, get_quantity: 1, applicable_items: ['TEE', 'POLO'] }),
+      );
+      await service.createVoucher(tieredVoucher('TIERS', { tiers: TIERS }));
+      await service.createVoucher(
+        conditionalVoucher('VIPONLY', {
           conditions: [
             { type: 'customer_segment', operator: 'eq', value: 'vip' },
             { type: 'order_value', operator: 'gte', value: 5000 },
           ],
           discount: 20,
           discount_type: 'percentage',
-        },
-      });
-      await service.createVoucher({
-        code: 'RULED',
-        type: 'percentage',
-        value: 10,
-        validation_rules: [
-          { type: 'order_value', operator: 'gte', value: 3000 },
-          { type: 'customer', rules: [{ min_orders: 2 }] },
-        ],
-      });
+        }),
+      );
+      await service.createVoucher(
+        percentageVoucher('RULED', {
+          value: 10,
+          validation_rules: [
+            { type: 'order_value', operator: 'gte', value: 3000 },
+            { type: 'customer', rules: [{ min_orders: 2 }] },
+          ],
+        }),
+      );
     });
 
     it('bogo: 3 for 2 on tees and polos, the cheapest of each group free, exact cents and lines', async () => {
       const order = {
         value: 9_500,
         currency: 'USD',
-        items: [
-          { id: 'TEE', price: 2000, quantity: 2 },
-          { id: 'POLO', price: 1500, quantity: 3 },
-          { id: 'CAP', price: 500, quantity: 1 },
-        ],
+        items: [item('TEE', 2000, 2), item('POLO', 1500, 3), item('CAP', 500)],
       };
       // units 2000, 2000, 1500 | 1500, 1500 (left over) → 1500 off, on the POLO line
       const res = await validate('TEE3FOR2', order);
@@ -226,12 +216,11 @@ describe('HTTP advanced voucher types', () => {
     });
 
     it('bogo without enough units: 400 VOUCHER_INVALID insufficient_quantity', async () => {
-      expectError(
-        await validate('TEE3FOR2', { value: 4000, items: [{ id: 'TEE', price: 2000, quantity: 2 }] }),
-        400,
-        'VOUCHER_INVALID',
-        { reason: 'insufficient_quantity', min_quantity: 3, current_quantity: 2 },
-      );
+      expectError(await validate('TEE3FOR2', { value: 4000, items: [item('TEE', 2000, 2)] }), 400, 'VOUCHER_INVALID', {
+        reason: 'insufficient_quantity',
+        min_quantity: 3,
+        current_quantity: 2,
+      });
     });
 
     it('tiered: value exactly on a tier edge takes that tier', async () => {
@@ -246,7 +235,7 @@ describe('HTTP advanced voucher types', () => {
     });
 
     it('tiered with no matching tier: 400 VOUCHER_INVALID no_matching_tier', async () => {
-      await service.createVoucher({ code: 'TIERGAP', type: 'tiered', config: { tiers: [tier(5000, null, 10)] } });
+      await service.createVoucher(tieredVoucher('TIERGAP', { tiers: [tier(5000, null, 10)] }));
       expectError(await validate('TIERGAP', { value: 4999 }), 400, 'VOUCHER_INVALID', {
         reason: 'no_matching_tier',
         current_value: 4999,
@@ -299,7 +288,7 @@ describe('HTTP advanced voucher types', () => {
 
   describe('PUT /v1/vouchers/{id} with config and validation_rules', () => {
     it('replaces the config; the next validate uses it', async () => {
-      const v = await service.createVoucher({ code: 'TIERPUT', type: 'tiered', config: { tiers: TIERS } });
+      const v = await service.createVoucher(tieredVoucher('TIERPUT', { tiers: TIERS }));
       const res = await service.put(`/v1/vouchers/${v.id}`, { config: { tiers: [tier(0, null, 25)] } });
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(res.body.config).to.deep.equal({ tiers: [tier(0, null, 25)] });
@@ -308,11 +297,7 @@ describe('HTTP advanced voucher types', () => {
     });
 
     it('an invalid config: 400 INVALID_CONFIGURATION and the stored one stays', async () => {
-      const v = await service.createVoucher({
-        code: 'BOGOPUT',
-        type: 'bogo',
-        config: { buy_quantity: 1, get_quantity: 1 },
-      });
+      const v = await service.createVoucher(bogoVoucher('BOGOPUT', { buy_quantity: 1, get_quantity: 1 }));
       expectError(
         await service.put(`/v1/vouchers/${v.id}`, { config: { buy_quantity: 1, get_quantity: -1 } }),
         400,
@@ -325,18 +310,18 @@ describe('HTTP advanced voucher types', () => {
     });
 
     it('a config on a percentage voucher: 400 INVALID_REQUEST', async () => {
-      const v = await service.createVoucher({ code: 'PCTPUT', type: 'percentage', value: 5 });
+      const v = await service.createVoucher(percentageVoucher('PCTPUT', { value: 5 }));
       expectError(await service.put(`/v1/vouchers/${v.id}`, { config: { tiers: [] } }), 400, 'INVALID_REQUEST');
     });
 
     it('validation_rules are set, shown, and removed with null', async () => {
-      const v = await service.createVoucher({ code: 'RULEPUT', type: 'fixed', value: 100 });
+      const v = await service.createVoucher(fixedVoucher('RULEPUT', { value: 100 }));
       const rules = [{ type: 'items', rules: [{ category: 'shoes', min_value: 5000 }] }];
       expect(
         (await service.put(`/v1/vouchers/${v.id}`, { validation_rules: rules })).body.validation_rules,
       ).to.deep.equal(rules);
       expectError(
-        await validate('RULEPUT', { value: 6000, items: [{ id: 'S', price: 4000, quantity: 1, category: 'shoes' }] }),
+        await validate('RULEPUT', { value: 6000, items: [item('S', 4000, 1, { category: 'shoes' })] }),
         400,
         'CONDITION_NOT_MET',
       );
@@ -348,10 +333,10 @@ describe('HTTP advanced voucher types', () => {
 
   describe('POST /v1/vouchers/apply', () => {
     it('applies a tiered voucher with the same cents as validate and records them', async () => {
-      const v = await service.createVoucher({ code: 'TIERAPPLY', type: 'tiered', config: { tiers: TIERS } });
+      const v = await service.createVoucher(tieredVoucher('TIERAPPLY', { tiers: TIERS }));
       const order = { value: 7499, currency: 'USD' };
       const validated = await validate('TIERAPPLY', order);
-      const res = await service.post('/v1/vouchers/apply', { code: 'TIERAPPLY', order_id: 'tier-1', order });
+      const res = await service.post('/v1/vouchers/apply', applyBody('TIERAPPLY', 'tier-1', order));
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
       expect(res.body).to.include({ discount_amount: 750, final_amount: 6749 });
       expect(res.body.discount_amount).to.equal(validated.body.discount_amount);
@@ -367,21 +352,10 @@ describe('HTTP advanced voucher types', () => {
     });
 
     it('an apply that fails on the voucher (CONDITION_NOT_MET) leaves the order stream untouched', async () => {
-      await service.createVoucher({
-        code: 'VIPAPPLY',
-        type: 'conditional',
-        config: {
-          conditions: [{ type: 'customer_segment', operator: 'eq', value: 'vip' }],
-          discount: 10,
-          discount_type: 'percentage',
-        },
-      });
-      const res = await service.post('/v1/vouchers/apply', {
-        code: 'VIPAPPLY',
-        order_id: 'vip-1',
-        order: { value: 1000 },
-        customer: { segment: 'new' },
-      });
+      await service.createVoucher(
+        conditionalVoucher('VIPAPPLY', { conditions: [{ type: 'customer_segment', operator: 'eq', value: 'vip' }] }),
+      );
+      const res = await service.post('/v1/vouchers/apply', applyBody('VIPAPPLY', 'vip-1', {}, { segment: 'new' }));
       expectError(res, 400, 'CONDITION_NOT_MET');
       expect(await service.sandbox.events.readStream('order-vip-1')).to.deep.equal([]);
     });

@@ -3,6 +3,7 @@
  * figure is asserted exactly. Window under test: 2026-03-02..2026-03-08 unless stated.
  */
 import { expect } from 'chai';
+import { applyBody } from '../fixtures/orders.ts';
 import { PRODUCTION_KEY, TestService } from '../support/harness.ts';
 import { buildFixture, NOW, settle, type Fixture } from '../support/analyticsFixture.ts';
 
@@ -342,12 +343,7 @@ describe('HTTP analytics: performance, trends, customers', function () {
       expect((await get(window)).body.performance).to.include({ total_uses: 5, unique_customers: 4, repeat_usage: 1 });
       const apply = async (at: string, orderId: string, customer: string) => {
         service.clock.set(at);
-        const res = await service.post('/v1/vouchers/apply', {
-          code: fx.p.code,
-          order_id: orderId,
-          order: { value: 1_000 },
-          customer: { id: customer },
-        });
+        const res = await service.post('/v1/vouchers/apply', applyBody(fx.p.code, orderId, {}, { id: customer }));
         expect(res.status, JSON.stringify(res.body)).to.equal(201);
         return res.body.id as string;
       };

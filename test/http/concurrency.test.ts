@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
+import { applyBody, validateBody } from '../fixtures/orders.ts';
+import { fixedVoucher } from '../fixtures/vouchers.ts';
 import { TestService, type TestResponse } from '../support/harness.ts';
 
 const countBy = (responses: TestResponse[]): Record<string, number> => {
@@ -35,15 +37,13 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
     limitType: string,
     customer?: { id: string },
   ) => {
-    const v = await service.createVoucher({ code, type: 'fixed', value: 200, conditions });
+    const v = await service.createVoucher(fixedVoucher(code, { value: 200, conditions }));
     const responses = await Promise.all(
       Array.from({ length: 200 }, (_, i) =>
-        service.post('/v1/vouchers/apply', {
-          code,
-          order_id: `${code}-${i}`,
-          order: { value: 1000 + i, currency: 'USD' },
-          ...(customer ? { customer } : {}),
-        }),
+        service.post(
+          '/v1/vouchers/apply',
+          applyBody(code, `${code}-${i}`, { value: 1000 + i, currency: 'USD' }, customer),
+        ),
       ),
     );
     expect(countBy(responses)).to.deep.equal({ 201: 50, '400 USAGE_LIMIT_EXCEEDED': 150 });
@@ -78,12 +78,10 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
   it('200 concurrent applies by one customer of a voucher with customer_limit 50: exactly 50 succeed, 150 USAGE_LIMIT_EXCEEDED', async () => {
     const v = await raceForFifty('CUST50', { customer_limit: 50 }, 'customer_uses', { id: 'dave' });
     // The limit is per customer: another customer still can.
-    const erin = await service.post('/v1/vouchers/apply', {
-      code: 'CUST50',
-      order_id: 'cust-erin',
-      order: { value: 2000 },
-      customer: { id: 'erin' },
-    });
+    const erin = await service.post(
+      '/v1/vouchers/apply',
+      applyBody('CUST50', 'cust-erin', { value: 2000 }, { id: 'erin' }),
+    );
     expect(erin.status).to.equal(201);
     expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(51);
   });
@@ -91,7 +89,7 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
   it('50 concurrent creates of the same code (any case): exactly one 201 and 49 DUPLICATE_VOUCHER_CODE', async () => {
     const responses = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
-        service.post('/v1/vouchers', { code: i % 2 === 0 ? 'RACECODE' : 'racecode', type: 'fixed', value: 100 + i }),
+        service.post('/v1/vouchers', fixedVoucher(i % 2 === 0 ? 'RACECODE' : 'racecode', { value: 100 + i })),
       ),
     );
     expect(countBy(responses)).to.deep.equal({ 201: 1, '409 DUPLICATE_VOUCHER_CODE': 49 });
@@ -107,19 +105,14 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
       (e) => e.type === 'VoucherCreated' && String((e.data as any).code).toLowerCase() === 'racecode',
     );
     expect(created).to.have.length(1);
-    const validated = await service.post('/v1/vouchers/validate', { code: 'RaceCode', order: { value: 5000 } });
+    const validated = await service.post('/v1/vouchers/validate', validateBody('RaceCode', { value: 5000 }));
     expect(validated.body.voucher.id).to.equal(winner.body.id);
     expect(validated.body.discount_amount).to.equal(winner.body.value);
   });
 
   it('20 concurrent identical applies of one order: one 201, 19 replays (200) of the same application, one event', async () => {
-    const v = await service.createVoucher({ code: 'SAMEORDER', type: 'fixed', value: 500 });
-    const body = {
-      code: 'SAMEORDER',
-      order_id: 'same-1',
-      order: { value: 4000, currency: 'EUR' },
-      customer: { id: 'fay' },
-    };
+    const v = await service.createVoucher(fixedVoucher('SAMEORDER', { value: 500 }));
+    const body = applyBody('SAMEORDER', 'same-1', { value: 4000, currency: 'EUR' }, { id: 'fay' });
     const responses = await Promise.all(Array.from({ length: 20 }, () => service.post('/v1/vouchers/apply', body)));
     expect(countBy(responses)).to.deep.equal({ 201: 1, 200: 19 });
     const ids = new Set(responses.map((r) => r.body.id));
@@ -133,10 +126,10 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
   });
 
   it('concurrent applies of one order with different bodies: one wins, the others are 409 VOUCHER_ALREADY_APPLIED', async () => {
-    const v = await service.createVoucher({ code: 'ONEORDER', type: 'fixed', value: 100 });
+    const v = await service.createVoucher(fixedVoucher('ONEORDER'));
     const responses = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
-        service.post('/v1/vouchers/apply', { code: 'ONEORDER', order_id: 'one-1', order: { value: 1000 + i } }),
+        service.post('/v1/vouchers/apply', applyBody('ONEORDER', 'one-1', { value: 1000 + i })),
       ),
     );
     expect(countBy(responses)).to.deep.equal({ 201: 1, '409 VOUCHER_ALREADY_APPLIED': 9 });
@@ -147,7 +140,7 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
 
   it('10 concurrent creates with one Idempotency-Key: the same 201 voucher for all, one voucher created', async () => {
     const headers = { 'Idempotency-Key': 'concurrent-create-key' };
-    const body = { code: 'IDEMRACE', type: 'fixed', value: 100 };
+    const body = fixedVoucher('IDEMRACE');
     const responses = await Promise.all(
       Array.from({ length: 10 }, () => service.post('/v1/vouchers', body, { headers })),
     );
@@ -180,9 +173,7 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
     try {
       const headers = { 'Idempotency-Key': 'slow-store-key' };
       const responses = await Promise.all(
-        Array.from({ length: 10 }, () =>
-          service.post('/v1/vouchers', { code: 'SLOWKV', type: 'fixed', value: 100 }, { headers }),
-        ),
+        Array.from({ length: 10 }, () => service.post('/v1/vouchers', fixedVoucher('SLOWKV'), { headers })),
       );
       expect(countBy(responses)).to.deep.equal({ 201: 10 });
       expect(new Set(responses.map((r) => r.body.id)).size).to.equal(1);
@@ -190,21 +181,17 @@ describe('HTTP concurrency: limits and uniqueness hold under parallel requests',
     } finally {
       stubs.forEach((stub) => stub.restore());
     }
-    const again = await service.post(
-      '/v1/vouchers',
-      { code: 'SLOWKV', type: 'fixed', value: 100 },
-      { headers: { 'Idempotency-Key': 'slow-store-key' } },
-    );
+    const again = await service.post('/v1/vouchers', fixedVoucher('SLOWKV'), {
+      headers: { 'Idempotency-Key': 'slow-store-key' },
+    });
     expect(again.status).to.equal(201);
     expect(again.headers.get('idempotent-replayed')).to.equal('true');
   });
 
   it('concurrent rollbacks of one application: usage_count goes down by exactly one', async () => {
-    const v = await service.createVoucher({ code: 'ROLLRACE', type: 'fixed', value: 100 });
+    const v = await service.createVoucher(fixedVoucher('ROLLRACE'));
     for (const id of ['rr-1', 'rr-2']) {
-      expect(
-        (await service.post('/v1/vouchers/apply', { code: 'ROLLRACE', order_id: id, order: { value: 1000 } })).status,
-      ).to.equal(201);
+      expect((await service.post('/v1/vouchers/apply', applyBody('ROLLRACE', id))).status).to.equal(201);
     }
     const target = (await service.get(`/v1/vouchers/${v.id}/applications`)).body.data[0].id;
     const responses = await Promise.all(

@@ -13,6 +13,8 @@ import { ENVIRONMENTS, environmentFiles } from '../../src/composition.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { collectionsOf } from '../../src/core/projection.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
+import { rollbackBody } from '../fixtures/orders.ts';
+import { percentageVoucher } from '../fixtures/vouchers.ts';
 import {
   exitWithin,
   killAll,
@@ -122,11 +124,7 @@ describe('durability (real process, SIGKILL, replay)', function () {
     const service = await startService(dataDir);
 
     for (const v of VOUCHERS) {
-      const res = await call(service, v.environment, 'POST', '/v1/vouchers', {
-        code: v.code,
-        type: 'percentage',
-        value: 10,
-      });
+      const res = await call(service, v.environment, 'POST', '/v1/vouchers', percentageVoucher(v.code));
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
       voucherIds.push(res.body.id);
     }
@@ -162,7 +160,7 @@ describe('durability (real process, SIGKILL, replay)', function () {
       'sandbox',
       'POST',
       `/v1/vouchers/applications/${rolledBack.applicationId}/rollback`,
-      { reason: 'order cancelled' },
+      rollbackBody(),
     );
     expect(rollback.status, JSON.stringify(rollback.body)).to.equal(200);
     const deactivate = await call(

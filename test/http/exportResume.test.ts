@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { parse } from 'csv-parse/sync';
+import { percentageVoucher } from '../fixtures/vouchers.ts';
 import { waitForExport } from '../support/analyticsFixture.ts';
 import { exitWithin, killAll, startService, type RunningService } from '../support/processes.ts';
 
@@ -44,8 +45,7 @@ describe('exports survive a crash (real process, SIGKILL)', function () {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-export-resume-'));
     // Its export jobs never start: the kill lands while the export is still processing.
     const first = await startService({ DATA_DIR: dataDir, VOUCHER_API_KEYS: KEY }, 'test/http/exportResume.main.ts');
-    const voucher = (await call(first, 'POST', '/v1/vouchers', { code: 'RESUME10', type: 'percentage', value: 10 }))
-      .body;
+    const voucher = (await call(first, 'POST', '/v1/vouchers', percentageVoucher('RESUME10'))).body;
     const applied: Array<{ applied_at: string; discount_amount: number }> = [];
     for (const [orderId, value] of [
       ['r1', 10_000],

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { parse } from 'csv-parse/sync';
 import ExcelJS from 'exceljs';
+import { fixedVoucher } from '../fixtures/vouchers.ts';
 import { TestService } from '../support/harness.ts';
 import { buildFixture, NOW, waitForExport, type Fixture } from '../support/analyticsFixture.ts';
 
@@ -225,7 +226,7 @@ describe('HTTP exports', function () {
         Array.from({ length: 16 }, async (_, worker) => {
           const mine: string[] = [];
           for (let i = worker; i < 1_249; i += 16)
-            mine.push((await service.createVoucher({ code: `BULK${i}`, type: 'fixed', value: 100 })).id);
+            mine.push((await service.createVoucher(fixedVoucher(`BULK${i}`))).id);
           return mine;
         }),
       );

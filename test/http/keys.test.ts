@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { API_KEYS_STREAM } from '../../src/application/apiKeys.ts';
+import { fixedVoucher } from '../fixtures/vouchers.ts';
 import { TestService } from '../support/harness.ts';
 import { expectError } from '../support/httpClient.ts';
 import { ROOT, sleep } from '../support/processes.ts';
@@ -96,12 +97,9 @@ describe('API keys across processes (keys CLI as a child process)', function () 
 
     before(async () => {
       service = await TestService.start();
-      production = await service.createVoucher(
-        { code: 'LIVEONLY', type: 'fixed', value: 100 },
-        {
-          key: (await service.embedded.keys.create('production', 'setup')).key,
-        },
-      );
+      production = await service.createVoucher(fixedVoucher('LIVEONLY'), {
+        key: (await service.embedded.keys.create('production', 'setup')).key,
+      });
     });
     after(async () => {
       await service?.stop();
@@ -160,7 +158,7 @@ describe('API keys across processes (keys CLI as a child process)', function () 
       // only that key: another key keeps working, and the revoked one stays revoked
       expect((await service.get('/v1/vouchers', { key: bystander.key })).status).to.equal(200);
       expectError(
-        await service.post('/v1/vouchers', { code: 'AFTERREVOKE', type: 'fixed', value: 1 }, { key }),
+        await service.post('/v1/vouchers', fixedVoucher('AFTERREVOKE', { value: 1 }), { key }),
         401,
         'INVALID_API_KEY',
         {},
@@ -431,17 +429,15 @@ describe('API keys across processes (keys CLI as a child process)', function () 
       // used too: last use, idempotency records, vouchers and their events are written with the key in hand
       expect(
         (
-          await service.post(
-            '/v1/vouchers',
-            { code: 'HASHED', type: 'fixed', value: 100 },
-            { key: inProcess.key, headers: { 'Idempotency-Key': 'hash-check-1' } },
-          )
+          await service.post('/v1/vouchers', fixedVoucher('HASHED'), {
+            key: inProcess.key,
+            headers: { 'Idempotency-Key': 'hash-check-1' },
+          })
         ).status,
       ).to.equal(201);
-      expect(
-        (await service.post('/v1/vouchers', { code: 'HASHEDLIVE', type: 'fixed', value: 100 }, { key: production.key }))
-          .status,
-      ).to.equal(201);
+      expect((await service.post('/v1/vouchers', fixedVoucher('HASHEDLIVE'), { key: production.key })).status).to.equal(
+        201,
+      );
       for (const { key } of [inProcess, production, fromCli]) await service.get('/v1/vouchers', { key });
       const keys = [inProcess.key, production.key, fromCli.key as string];
 

@@ -2,6 +2,8 @@ import { Writable } from 'node:stream';
 import zlib from 'node:zlib';
 import { expect } from 'chai';
 import { createLogger } from '../../src/logger.ts';
+import { validateBody } from '../fixtures/orders.ts';
+import { fixedVoucher } from '../fixtures/vouchers.ts';
 import { PRODUCTION_KEY, SANDBOX_KEY, TestService } from '../support/harness.ts';
 
 /** Request logging: one JSON line per request, with its id, status and duration, and never a key. */
@@ -29,17 +31,13 @@ describe('request logging', () => {
       .filter((l) => l.msg === 'request' || l.msg === 'request failed');
 
   it('writes one line per request with request id, method, path, status, duration and key id', async () => {
-    const created = await service.post(
-      '/v1/vouchers',
-      { code: 'LOGGED1', type: 'fixed', value: 100 },
-      { headers: { 'X-Request-Id': 'req-log-1' } },
-    );
+    const created = await service.post('/v1/vouchers', fixedVoucher('LOGGED1'), {
+      headers: { 'X-Request-Id': 'req-log-1' },
+    });
     expect(created.status).to.equal(201);
-    await service.post(
-      '/v1/vouchers/validate',
-      { code: 'nope', order: { value: 1 } },
-      { headers: { 'X-Request-Id': 'req-log-2' } },
-    );
+    await service.post('/v1/vouchers/validate', validateBody('nope', { value: 1 }), {
+      headers: { 'X-Request-Id': 'req-log-2' },
+    });
     await new Promise((resolve) => setImmediate(resolve));
     const [first, second] = ['req-log-1', 'req-log-2'].map((id) => requestLines().filter((l) => l.req_id === id));
     expect(first).to.have.length(1);
@@ -58,11 +56,7 @@ describe('request logging', () => {
   it('never writes an API key, whatever the request carries', async () => {
     await service.get('/v1/vouchers', { key: PRODUCTION_KEY });
     await service.get('/v1/vouchers?key=sk_test_InTheQuery', { key: 'sk_test_WrongKeyThatIsNotValid000000000' });
-    await service.post(
-      '/v1/vouchers',
-      { code: 'LOGGED2', type: 'fixed', value: 100 },
-      { headers: { 'X-Api-Key': SANDBOX_KEY } },
-    );
+    await service.post('/v1/vouchers', fixedVoucher('LOGGED2'), { headers: { 'X-Api-Key': SANDBOX_KEY } });
     await new Promise((resolve) => setImmediate(resolve));
     const all = lines.join('\n');
     expect(requestLines().length).to.be.at.least(3);

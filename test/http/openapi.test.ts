@@ -8,6 +8,8 @@ import { AssertionError, expect } from 'chai';
 import sinon from 'sinon';
 import * as schemas from '../../src/http/schemas.ts';
 import { exportSchema } from '../../src/http/routes/analytics.ts';
+import { applyBody, validateBody } from '../fixtures/orders.ts';
+import { fixedVoucher } from '../fixtures/vouchers.ts';
 import { TestService } from '../support/harness.ts';
 import { expectMatchesOpenApi } from '../support/httpClient.ts';
 import { loseEveryRace } from '../support/races.ts';
@@ -33,7 +35,7 @@ const BODY_OPERATIONS = [
     schema: schemas.createVoucherSchema,
     required: true,
     path: '/v1/vouchers',
-    body: { code: 'OAS_SHAPE', type: 'fixed', value: 100 },
+    body: fixedVoucher('OAS_SHAPE'),
   },
   {
     template: '/vouchers/{voucher_id}',
@@ -49,7 +51,7 @@ const BODY_OPERATIONS = [
     schema: schemas.validateSchema,
     required: true,
     path: '/v1/vouchers/validate',
-    body: { code: 'OAS_NONE', order: { value: 1000 } },
+    body: validateBody('OAS_NONE'),
   },
   {
     template: '/vouchers/apply',
@@ -238,12 +240,8 @@ describe('OpenAPI document: request schemas and error responses agree with the s
       ] as const) {
         expectListed(template, method, 409, 'CONCURRENT_MODIFICATION');
       }
-      const voucher = await service.createVoucher({ code: 'OAS_RACE', type: 'fixed', value: 100 });
-      const applied = await service.post('/v1/vouchers/apply', {
-        code: 'OAS_RACE',
-        order_id: 'oas-race-1',
-        order: { value: 1000 },
-      });
+      const voucher = await service.createVoucher(fixedVoucher('OAS_RACE'));
+      const applied = await service.post('/v1/vouchers/apply', applyBody('OAS_RACE', 'oas-race-1'));
       expect(applied.status, JSON.stringify(applied.body)).to.equal(201);
 
       loseEveryRace(service.sandbox.events);
@@ -265,7 +263,7 @@ describe('OpenAPI document: request schemas and error responses agree with the s
     });
 
     it('lists 400 INVALID_REQUEST where a route validates a body or query that had no 400: rollback, GET /vouchers/{voucher_id}, GET /vouchers/{voucher_id}/applications, the export reads', async () => {
-      const voucher = await service.createVoucher({ code: 'OAS_QUERY', type: 'fixed', value: 100 });
+      const voucher = await service.createVoucher(fixedVoucher('OAS_QUERY'));
       const cases = [
         {
           template: '/vouchers/applications/{application_id}/rollback',
@@ -326,7 +324,7 @@ describe('OpenAPI document: request schemas and error responses agree with the s
     });
 
     it('the client fails a success body with a missing or mistyped member, and passes the real one', async () => {
-      const created = await service.post('/v1/vouchers', { code: 'OAS_BODY', type: 'fixed', value: 100 });
+      const created = await service.post('/v1/vouchers', fixedVoucher('OAS_BODY'));
       expect(created.status).to.equal(201);
       const voucherPath = `/v1/vouchers/${created.body.id}`;
       const fetched = await service.get(voucherPath);

@@ -2,6 +2,8 @@ import http from 'node:http';
 import zlib from 'node:zlib';
 import { expect } from 'chai';
 import sinon from 'sinon';
+import { applyBody, validateBody } from '../fixtures/orders.ts';
+import { fixedVoucher } from '../fixtures/vouchers.ts';
 import { PRODUCTION_KEY, SANDBOX_KEY, TestService } from '../support/harness.ts';
 import { expectError, expectMatchesOpenApi, type HttpResponse } from '../support/httpClient.ts';
 
@@ -52,15 +54,11 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
     it('checks the key before the body: POST without a key is 401, not 400', async () => {
       const res = await service.post('/v1/vouchers', { nonsense: true }, { key: null });
       expectError(res, 401, 'MISSING_API_KEY', {});
-      const create = await service.post(
-        '/v1/vouchers',
-        { code: 'NOAUTH', type: 'fixed', value: 100 },
-        { key: 'sk_test_UnknownKeyUnknownKey000000001' },
-      );
+      const create = await service.post('/v1/vouchers', fixedVoucher('NOAUTH'), {
+        key: 'sk_test_UnknownKeyUnknownKey000000001',
+      });
       expect(create.status).to.equal(401);
-      expect((await service.post('/v1/vouchers/validate', { code: 'NOAUTH', order: { value: 1000 } })).status).to.equal(
-        404,
-      );
+      expect((await service.post('/v1/vouchers/validate', validateBody('NOAUTH'))).status).to.equal(404);
     });
 
     it('accepts the bearer scheme in any case', async () => {
@@ -71,21 +69,18 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
 
   describe('environments', () => {
     it('keeps sandbox and production apart: ids, lists, codes and redemption', async () => {
-      const prod = await service.createVoucher({ code: 'ENVCODE', type: 'fixed', value: 700 }, { key: PRODUCTION_KEY });
+      const prod = await service.createVoucher(fixedVoucher('ENVCODE', { value: 700 }), { key: PRODUCTION_KEY });
       const fromSandbox = await service.get(`/v1/vouchers/${prod.id}`, { key: SANDBOX_KEY });
       expectError(fromSandbox, 404, 'VOUCHER_NOT_FOUND', { voucher_id: prod.id });
       expect((await service.get(`/v1/vouchers/${prod.id}`, { key: PRODUCTION_KEY })).body.value).to.equal(700);
 
       // the same code can exist in both
-      const sand = await service.createVoucher({ code: 'envcode', type: 'fixed', value: 300 }, { key: SANDBOX_KEY });
+      const sand = await service.createVoucher(fixedVoucher('envcode', { value: 300 }), { key: SANDBOX_KEY });
       expect(sand.id).to.not.equal(prod.id);
       const fromProduction = await service.get(`/v1/vouchers/${sand.id}`, { key: PRODUCTION_KEY });
       expectError(fromProduction, 404, 'VOUCHER_NOT_FOUND', { voucher_id: sand.id });
 
-      const prodOnly = await service.createVoucher(
-        { code: 'PRODONLY', type: 'fixed', value: 100 },
-        { key: PRODUCTION_KEY },
-      );
+      const prodOnly = await service.createVoucher(fixedVoucher('PRODONLY'), { key: PRODUCTION_KEY });
       const sandboxList = await service.get('/v1/vouchers?limit=100', { key: SANDBOX_KEY });
       const productionList = await service.get('/v1/vouchers?limit=100', { key: PRODUCTION_KEY });
       const sandboxIds = sandboxList.body.data.map((v: any) => v.id);
@@ -98,32 +93,19 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
 
       // each environment validates and applies its own voucher
       expect(
-        (await service.post('/v1/vouchers/validate', { code: 'ENVCODE', order: { value: 1000 } }, { key: SANDBOX_KEY }))
-          .body.discount_amount,
+        (await service.post('/v1/vouchers/validate', validateBody('ENVCODE'), { key: SANDBOX_KEY })).body
+          .discount_amount,
       ).to.equal(300);
       expect(
-        (
-          await service.post(
-            '/v1/vouchers/validate',
-            { code: 'ENVCODE', order: { value: 1000 } },
-            { key: PRODUCTION_KEY },
-          )
-        ).body.discount_amount,
+        (await service.post('/v1/vouchers/validate', validateBody('ENVCODE'), { key: PRODUCTION_KEY })).body
+          .discount_amount,
       ).to.equal(700);
-      const unknown = await service.post(
-        '/v1/vouchers/validate',
-        { code: 'PRODONLY', order: { value: 1000 } },
-        { key: SANDBOX_KEY },
-      );
+      const unknown = await service.post('/v1/vouchers/validate', validateBody('PRODONLY'), { key: SANDBOX_KEY });
       expect(unknown.status).to.equal(404);
       expect(unknown.body.error.code).to.equal('VOUCHER_NOT_FOUND');
       expect(unknown.body.error.details.suggestions).to.not.include('PRODONLY');
 
-      const applied = await service.post(
-        '/v1/vouchers/apply',
-        { code: 'ENVCODE', order_id: 'env-1', order: { value: 1000 } },
-        { key: PRODUCTION_KEY },
-      );
+      const applied = await service.post('/v1/vouchers/apply', applyBody('ENVCODE', 'env-1'), { key: PRODUCTION_KEY });
       expect(applied.status).to.equal(201);
       expect((await service.get(`/v1/vouchers/${prod.id}`, { key: PRODUCTION_KEY })).body.usage_count).to.equal(1);
       expect((await service.get(`/v1/vouchers/${sand.id}`, { key: SANDBOX_KEY })).body.usage_count).to.equal(0);
@@ -142,16 +124,8 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
 
     it('keeps Idempotency-Keys per environment', async () => {
       const headers = { 'Idempotency-Key': 'env-key-1' };
-      const a = await service.post(
-        '/v1/vouchers',
-        { code: 'IDEMENV', type: 'fixed', value: 100 },
-        { key: SANDBOX_KEY, headers },
-      );
-      const b = await service.post(
-        '/v1/vouchers',
-        { code: 'IDEMENV', type: 'fixed', value: 100 },
-        { key: PRODUCTION_KEY, headers },
-      );
+      const a = await service.post('/v1/vouchers', fixedVoucher('IDEMENV'), { key: SANDBOX_KEY, headers });
+      const b = await service.post('/v1/vouchers', fixedVoucher('IDEMENV'), { key: PRODUCTION_KEY, headers });
       expect(a.status).to.equal(201);
       expect(b.status).to.equal(201);
       expect(b.headers.get('idempotent-replayed')).to.equal(null);
@@ -178,7 +152,7 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
     });
 
     it('answers a body over 1 MB with 413 PAYLOAD_TOO_LARGE {max_bytes}', async () => {
-      const big = JSON.stringify({ code: 'BIG', type: 'fixed', value: 100, padding: 'x'.repeat(1_100_000) });
+      const big = JSON.stringify({ ...fixedVoucher('BIG'), padding: 'x'.repeat(1_100_000) });
       const res = await service.post('/v1/vouchers', undefined, {
         raw: big,
         headers: { 'Content-Type': 'application/json' },
@@ -187,7 +161,7 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
     });
 
     it('accepts a body just under 1 MB (then rejects its unknown member with 400)', async () => {
-      const body = JSON.stringify({ code: 'NEARLIMIT', type: 'fixed', value: 100, padding: 'x'.repeat(1_000_000) });
+      const body = JSON.stringify({ ...fixedVoucher('NEARLIMIT'), padding: 'x'.repeat(1_000_000) });
       const res = await service.post('/v1/vouchers', undefined, {
         raw: body,
         headers: { 'Content-Type': 'application/json' },
@@ -198,7 +172,7 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
 
     it('answers a text/plain body with 415 UNSUPPORTED_MEDIA_TYPE', async () => {
       const res = await service.post('/v1/vouchers', undefined, {
-        raw: JSON.stringify({ code: 'PLAIN', type: 'fixed', value: 100 }),
+        raw: JSON.stringify(fixedVoucher('PLAIN')),
         headers: { 'Content-Type': 'text/plain' },
       });
       expectError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', {});
@@ -207,14 +181,12 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
         headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
       });
       expectError(form, 415, 'UNSUPPORTED_MEDIA_TYPE', {});
-      expect((await service.post('/v1/vouchers/validate', { code: 'PLAIN', order: { value: 1000 } })).status).to.equal(
-        404,
-      );
+      expect((await service.post('/v1/vouchers/validate', validateBody('PLAIN'))).status).to.equal(404);
     });
 
     it('accepts application/json with a charset', async () => {
       const res = await service.post('/v1/vouchers', undefined, {
-        raw: JSON.stringify({ code: 'CHARSET', type: 'fixed', value: 100 }),
+        raw: JSON.stringify(fixedVoucher('CHARSET')),
         headers: { 'Content-Type': 'application/json; charset=utf-8' },
       });
       expect(res.status).to.equal(201);
@@ -266,7 +238,7 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
           for (const piece of pieces) req.write(piece);
           req.end();
         });
-      const voucher = (code: string) => Buffer.from(JSON.stringify({ code, type: 'fixed', value: 100 }));
+      const voucher = (code: string) => Buffer.from(JSON.stringify(fixedVoucher(code)));
 
       it('accepts a gzip-compressed JSON body (Content-Encoding: gzip)', async () => {
         const res = await send('/v1/vouchers', { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }, [
@@ -293,9 +265,7 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
         );
         expect(res.status, JSON.stringify(res.body)).to.equal(201);
         expect(res.body.code).to.equal('CHUNKED');
-        const big = Buffer.from(
-          JSON.stringify({ code: 'BIGCHUNKS', type: 'fixed', value: 100, padding: 'x'.repeat(1_100_000) }),
-        );
+        const big = Buffer.from(JSON.stringify({ ...fixedVoucher('BIGCHUNKS'), padding: 'x'.repeat(1_100_000) }));
         const tooBig = await send(
           '/v1/vouchers',
           { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' },
@@ -309,7 +279,7 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
     });
 
     it('answers an array body with 400 INVALID_REQUEST', async () => {
-      const res = await service.post('/v1/vouchers', [{ code: 'ARR', type: 'fixed', value: 100 }]);
+      const res = await service.post('/v1/vouchers', [fixedVoucher('ARR')]);
       expect(res.status).to.equal(400);
       expect(res.body.error.code).to.equal('INVALID_REQUEST');
       expect(res.body.error.details.map((d: any) => d.field)).to.deep.equal(['body']);
@@ -336,12 +306,12 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
 
     it('answers a failing write with 500 and keeps the service usable', async () => {
       sinon.stub(service.sandbox.events, 'appendToStream').rejects(new Error('disk on fire'));
-      const res = await service.post('/v1/vouchers', { code: 'WRITEFAIL', type: 'fixed', value: 100 });
+      const res = await service.post('/v1/vouchers', fixedVoucher('WRITEFAIL'));
       expect(res.status).to.equal(500);
       expect(res.body.error.code).to.equal('INTERNAL_ERROR');
       expect(JSON.stringify(res.body)).to.not.include('disk');
       sinon.restore();
-      const retry = await service.post('/v1/vouchers', { code: 'WRITEFAIL', type: 'fixed', value: 100 });
+      const retry = await service.post('/v1/vouchers', fixedVoucher('WRITEFAIL'));
       expect(retry.status, JSON.stringify(retry.body)).to.equal(201);
     });
   });

@@ -12,6 +12,8 @@ import {
 } from '../../src/http/rateLimits.ts';
 import { analyticsRoutes } from '../../src/http/routes/analytics.ts';
 import { voucherRoutes } from '../../src/http/routes/vouchers.ts';
+import { applyBody, validateBody } from '../fixtures/orders.ts';
+import { percentageVoucher } from '../fixtures/vouchers.ts';
 import { PRODUCTION_KEY, SANDBOX_KEY, TestService, type TestResponse } from '../support/harness.ts';
 
 /**
@@ -57,23 +59,19 @@ const GROUPS: GroupCase[] = [
     limit: 50,
     // The first creates a voucher; the others are invalid (400) and count all the same.
     send: (s, i, key) =>
-      s.post(
-        '/v1/vouchers',
-        i === 1 ? { code: `RL${(codes += 1)}`, type: 'percentage', value: 10 } : { type: 'nope' },
-        { key },
-      ),
+      s.post('/v1/vouchers', i === 1 ? percentageVoucher(`RL${(codes += 1)}`) : { type: 'nope' }, { key }),
     expected: (i) => (i === 1 ? 201 : 400),
   },
   {
     group: 'validate',
     limit: 200,
-    send: (s, _i, key) => s.post('/v1/vouchers/validate', { code: 'UNKNOWN', order: ORDER }, { key }),
+    send: (s, _i, key) => s.post('/v1/vouchers/validate', validateBody('UNKNOWN', ORDER), { key }),
     expected: () => 404,
   },
   {
     group: 'apply',
     limit: 100,
-    send: (s, i, key) => s.post('/v1/vouchers/apply', { code: 'UNKNOWN', order_id: `o_${i}`, order: ORDER }, { key }),
+    send: (s, i, key) => s.post('/v1/vouchers/apply', applyBody('UNKNOWN', `o_${i}`, ORDER), { key }),
     expected: () => 404,
   },
   {
@@ -213,12 +211,12 @@ describe('HTTP rate limits', () => {
   it('counts a request the key lacks the scope for (the limit runs before the scope check): 403 with the headers, then 429', async () => {
     const { key: readOnly } = await service.embedded.keys.create('sandbox', 'read only', ['vouchers:read']);
     for (let i = 1; i <= 50; i += 1) {
-      const res = await service.post('/v1/vouchers', { code: 'X', type: 'percentage', value: 1 }, { key: readOnly });
+      const res = await service.post('/v1/vouchers', percentageVoucher('X', { value: 1 }), { key: readOnly });
       expect(res.status).to.equal(403);
       expect(res.body.error.code).to.equal('INSUFFICIENT_PERMISSIONS');
       expect(res.headers.get('X-RateLimit-Remaining')).to.equal(String(50 - i));
     }
-    expect429(await service.post('/v1/vouchers', { code: 'X', type: 'percentage', value: 1 }, { key: readOnly }), 50);
+    expect429(await service.post('/v1/vouchers', percentageVoucher('X', { value: 1 }), { key: readOnly }), 50);
   });
 
   it('counts and labels body errors of a limited endpoint too: 415, 413 and unparseable JSON carry the headers', async () => {
@@ -271,8 +269,8 @@ describe('HTTP rate limits', () => {
         return store;
       },
     });
-    await service.post('/v1/vouchers/validate', { code: 'UNKNOWN', order: ORDER });
-    await service.post('/v1/vouchers/validate', { code: 'UNKNOWN', order: ORDER }, { key: PRODUCTION_KEY });
+    await service.post('/v1/vouchers/validate', validateBody('UNKNOWN', ORDER));
+    await service.post('/v1/vouchers/validate', validateBody('UNKNOWN', ORDER), { key: PRODUCTION_KEY });
     expect(made.map((m) => m.group)).to.have.members([
       'read',
       'create',
@@ -306,7 +304,7 @@ describe('HTTP rate limits: operator settings', () => {
     });
     const statuses: number[] = [];
     for (let i = 0; i < 4; i += 1)
-      statuses.push((await service.post('/v1/vouchers/validate', { code: 'UNKNOWN', order: ORDER })).status);
+      statuses.push((await service.post('/v1/vouchers/validate', validateBody('UNKNOWN', ORDER))).status);
     expect(statuses).to.deep.equal([404, 404, 404, 429]);
     expect((await service.get('/v1/vouchers')).headers.get('X-RateLimit-Limit')).to.equal('100');
   });

@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
+import { applyBody, item, rollbackBody, validateBody } from '../fixtures/orders.ts';
+import { fixedVoucher, percentageVoucher } from '../fixtures/vouchers.ts';
 import { TestService } from '../support/harness.ts';
 import { expectError } from '../support/httpClient.ts';
 import { loseEveryRace } from '../support/races.ts';
@@ -33,12 +35,9 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
   describe('POST /v1/vouchers/validate', () => {
     let save15: any;
     before(async () => {
-      save15 = await service.createVoucher({
-        code: 'SAVE15',
-        type: 'percentage',
-        value: 15,
-        conditions: { min_order_value: 5000 },
-      });
+      save15 = await service.createVoucher(
+        percentageVoucher('SAVE15', { value: 15, conditions: { min_order_value: 5000 } }),
+      );
     });
 
     it('returns the full validation result with exact cents', async () => {
@@ -63,11 +62,10 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('adds customer_eligible only when a customer is sent, and echoes the order currency', async () => {
-      const res = await service.post('/v1/vouchers/validate', {
-        code: 'SAVE15',
-        order: { value: 8000, currency: 'GBP' },
-        customer: { id: 'cust-9', segment: 'vip' },
-      });
+      const res = await service.post(
+        '/v1/vouchers/validate',
+        validateBody('SAVE15', { value: 8000, currency: 'GBP' }, { id: 'cust-9', segment: 'vip' }),
+      );
       expect(res.status).to.equal(200);
       expect(res.body.validation_details).to.deep.equal({
         min_order_value_met: true,
@@ -82,22 +80,22 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('rounds half up to the cent', async () => {
-      await service.createVoucher({ code: 'HALFUP', type: 'percentage', value: 12.5 });
+      await service.createVoucher(percentageVoucher('HALFUP', { value: 12.5 }));
       // 12.5% of 1,004 = 125.5 → 126; of 1,003 = 125.375 → 125
       expect(
-        (await service.post('/v1/vouchers/validate', { code: 'HALFUP', order: { value: 1004 } })).body.discount_amount,
+        (await service.post('/v1/vouchers/validate', validateBody('HALFUP', { value: 1004 }))).body.discount_amount,
       ).to.equal(126);
       expect(
-        (await service.post('/v1/vouchers/validate', { code: 'HALFUP', order: { value: 1003 } })).body.discount_amount,
+        (await service.post('/v1/vouchers/validate', validateBody('HALFUP', { value: 1003 }))).body.discount_amount,
       ).to.equal(125);
     });
 
     it('never discounts more than the base (fixed above the order value)', async () => {
-      await service.createVoucher({ code: 'BIGFIXED', type: 'fixed', value: 5000 });
-      const res = await service.post('/v1/vouchers/validate', {
-        code: 'BIGFIXED',
-        order: { value: 3000, currency: 'USD' },
-      });
+      await service.createVoucher(fixedVoucher('BIGFIXED', { value: 5000 }));
+      const res = await service.post(
+        '/v1/vouchers/validate',
+        validateBody('BIGFIXED', { value: 3000, currency: 'USD' }),
+      );
       expect(res.body).to.include({ discount_amount: 3000, final_amount: 0, currency: 'USD' });
     });
 
@@ -121,17 +119,17 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('never suggests an inactive code', async () => {
-      const hidden = await service.createVoucher({ code: 'HIDDEN77', type: 'fixed', value: 100 });
+      const hidden = await service.createVoucher(fixedVoucher('HIDDEN77'));
       expect((await service.delete(`/v1/vouchers/${hidden.id}`)).status).to.equal(200);
-      await service.createVoucher({ code: 'HIDDEN78', type: 'fixed', value: 100 });
+      await service.createVoucher(fixedVoucher('HIDDEN78'));
       const res = await service.post('/v1/vouchers/validate', { code: 'HIDDEN79', order: ORDER });
       expectError(res, 404, 'VOUCHER_NOT_FOUND', { code: 'HIDDEN79', suggestions: ['HIDDEN78'] });
     });
 
     it('never suggests a code expired by the clock, before its expiry is recorded', async () => {
       const until = iso(new Date(service.clock.now().getTime() + 10 * MINUTE));
-      await service.createVoucher({ code: 'LAPSING41', type: 'fixed', value: 100, conditions: { valid_until: until } });
-      await service.createVoucher({ code: 'LAPSING42', type: 'fixed', value: 100 });
+      await service.createVoucher(fixedVoucher('LAPSING41', { conditions: { valid_until: until } }));
+      await service.createVoucher(fixedVoucher('LAPSING42'));
       const before = await service.post('/v1/vouchers/validate', { code: 'LAPSING43', order: ORDER });
       expectError(before, 404, 'VOUCHER_NOT_FOUND', { code: 'LAPSING43', suggestions: ['LAPSING41', 'LAPSING42'] });
       service.clock.advance(11 * MINUTE);
@@ -140,34 +138,25 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('agrees with apply on an order id that already carries the voucher', async () => {
-      const v = await service.createVoucher({ code: 'USEDORDER', type: 'fixed', value: 500 });
+      const v = await service.createVoucher(fixedVoucher('USEDORDER', { value: 500 }));
       const order = { id: 'used-order-1', value: 4000, currency: 'EUR' };
-      expect(
-        (await service.post('/v1/vouchers/apply', { code: 'USEDORDER', order_id: order.id, order })).status,
-      ).to.equal(201);
+      expect((await service.post('/v1/vouchers/apply', applyBody('USEDORDER', order.id, order))).status).to.equal(201);
       // another order under the same id: apply would be 409, so validate is too
-      const other = await service.post('/v1/vouchers/validate', {
-        code: 'USEDORDER',
-        order: { ...order, value: 9000 },
-      });
+      const other = await service.post('/v1/vouchers/validate', validateBody('USEDORDER', { ...order, value: 9000 }));
       expectError(other, 409, 'VOUCHER_ALREADY_APPLIED', { order_id: order.id, voucher_id: v.id });
-      const otherCustomer = await service.post('/v1/vouchers/validate', {
-        code: 'USEDORDER',
-        order,
-        customer: { id: 'someone-else' },
-      });
+      const otherCustomer = await service.post(
+        '/v1/vouchers/validate',
+        validateBody('USEDORDER', order, { id: 'someone-else' }),
+      );
       expect(otherCustomer.status).to.equal(409);
       // the same order validates as before
-      const same = await service.post('/v1/vouchers/validate', { code: 'USEDORDER', order });
+      const same = await service.post('/v1/vouchers/validate', validateBody('USEDORDER', order));
       expect(same.status).to.equal(200);
       expect(same.body.discount_amount).to.equal(500);
     });
 
     it('rejects an order below the minimum: VOUCHER_INVALID {reason, min_required, current_value, currency}', async () => {
-      const res = await service.post('/v1/vouchers/validate', {
-        code: 'SAVE15',
-        order: { value: 4999, currency: 'USD' },
-      });
+      const res = await service.post('/v1/vouchers/validate', validateBody('SAVE15', { value: 4999, currency: 'USD' }));
       expectError(res, 400, 'VOUCHER_INVALID', {
         reason: 'min_order_value',
         min_required: 5000,
@@ -177,58 +166,41 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('rejects an inactive voucher: VOUCHER_INVALID reason inactive', async () => {
-      await service.createVoucher({ code: 'OFFNOW', type: 'fixed', value: 100 });
-      const id = (await service.post('/v1/vouchers/validate', { code: 'OFFNOW', order: { value: 1000 } })).body.voucher
-        .id;
+      await service.createVoucher(fixedVoucher('OFFNOW'));
+      const id = (await service.post('/v1/vouchers/validate', validateBody('OFFNOW'))).body.voucher.id;
       expect((await service.put(`/v1/vouchers/${id}`, { status: 'inactive' })).status).to.equal(200);
-      expectError(
-        await service.post('/v1/vouchers/validate', { code: 'OFFNOW', order: { value: 1000 } }),
-        400,
-        'VOUCHER_INVALID',
-        { reason: 'inactive' },
-      );
+      expectError(await service.post('/v1/vouchers/validate', validateBody('OFFNOW')), 400, 'VOUCHER_INVALID', {
+        reason: 'inactive',
+      });
     });
 
     it('rejects a voucher before valid_from: VOUCHER_INVALID reason not_yet_valid', async () => {
       const now = service.clock.now();
       const from = iso(new Date(now.getTime() + 60 * MINUTE));
-      await service.createVoucher({ code: 'LATER', type: 'fixed', value: 100, conditions: { valid_from: from } });
-      const res = await service.post('/v1/vouchers/validate', { code: 'LATER', order: { value: 1000 } });
+      await service.createVoucher(fixedVoucher('LATER', { conditions: { valid_from: from } }));
+      const res = await service.post('/v1/vouchers/validate', validateBody('LATER'));
       expectError(res, 400, 'VOUCHER_INVALID', { reason: 'not_yet_valid', valid_from: from, current_time: iso(now) });
     });
 
     it('rejects an order in another currency: VOUCHER_INVALID reason currency_mismatch', async () => {
-      await service.createVoucher({ code: 'USDONLY', type: 'fixed', value: 100, currency: 'USD' });
-      const res = await service.post('/v1/vouchers/validate', {
-        code: 'USDONLY',
-        order: { value: 1000, currency: 'EUR' },
-      });
+      await service.createVoucher(fixedVoucher('USDONLY', { value: 100, currency: 'USD' }));
+      const res = await service.post('/v1/vouchers/validate', validateBody('USDONLY', { currency: 'EUR' }));
       expectError(res, 400, 'VOUCHER_INVALID', {
         reason: 'currency_mismatch',
         required_currency: 'USD',
         current_currency: 'EUR',
       });
-      const ok = await service.post('/v1/vouchers/validate', {
-        code: 'USDONLY',
-        order: { value: 1000, currency: 'USD' },
-      });
+      const ok = await service.post('/v1/vouchers/validate', validateBody('USDONLY', { currency: 'USD' }));
       expect(ok.body).to.include({ discount_amount: 100, currency: 'USD' });
     });
 
     it('requires customer.id for a voucher with customer_limit: VOUCHER_INVALID reason customer_required', async () => {
-      await service.createVoucher({ code: 'PERCUST', type: 'fixed', value: 100, conditions: { customer_limit: 1 } });
+      await service.createVoucher(fixedVoucher('PERCUST', { conditions: { customer_limit: 1 } }));
+      expectError(await service.post('/v1/vouchers/validate', validateBody('PERCUST')), 400, 'VOUCHER_INVALID', {
+        reason: 'customer_required',
+      });
       expectError(
-        await service.post('/v1/vouchers/validate', { code: 'PERCUST', order: { value: 1000 } }),
-        400,
-        'VOUCHER_INVALID',
-        { reason: 'customer_required' },
-      );
-      expectError(
-        await service.post('/v1/vouchers/validate', {
-          code: 'PERCUST',
-          order: { value: 1000 },
-          customer: { segment: 'vip' },
-        }),
+        await service.post('/v1/vouchers/validate', validateBody('PERCUST', {}, { segment: 'vip' })),
         400,
         'VOUCHER_INVALID',
         { reason: 'customer_required' },
@@ -236,32 +208,26 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('rejects an order with no eligible item: VOUCHER_INVALID reason no_eligible_items', async () => {
-      await service.createVoucher({
-        code: 'SHOESONLY',
-        type: 'percentage',
-        value: 10,
-        conditions: { product_ids: ['shoe'], excluded_product_ids: ['hat'] },
-      });
-      const res = await service.post('/v1/vouchers/validate', {
-        code: 'SHOESONLY',
-        order: { value: 5000, items: [{ id: 'hat', price: 2500, quantity: 2 }] },
-      });
+      await service.createVoucher(
+        percentageVoucher('SHOESONLY', {
+          value: 10,
+          conditions: { product_ids: ['shoe'], excluded_product_ids: ['hat'] },
+        }),
+      );
+      const res = await service.post(
+        '/v1/vouchers/validate',
+        validateBody('SHOESONLY', { value: 5000, items: [item('hat', 2500, 2)] }),
+      );
       expectError(res, 400, 'VOUCHER_INVALID', {
         reason: 'no_eligible_items',
         product_ids: ['shoe'],
         excluded_product_ids: ['hat'],
       });
       // the eligible line alone forms the base: 10% of 3 × 1,234 = 370.2 → 370
-      const ok = await service.post('/v1/vouchers/validate', {
-        code: 'SHOESONLY',
-        order: {
-          value: 9000,
-          items: [
-            { id: 'hat', price: 2500, quantity: 2 },
-            { id: 'shoe', price: 1234, quantity: 3 },
-          ],
-        },
-      });
+      const ok = await service.post(
+        '/v1/vouchers/validate',
+        validateBody('SHOESONLY', { value: 9000, items: [item('hat', 2500, 2), item('shoe', 1234, 3)] }),
+      );
       expect(ok.body).to.include({ discount_amount: 370, final_amount: 8630 });
       expect(ok.body.applied_to).to.deep.equal([
         { item_id: 'shoe', original_price: 3702, discount_amount: 370, final_price: 3332 },
@@ -272,65 +238,34 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     it('rejects an expired voucher: VOUCHER_EXPIRED {expired_at, current_time}', async () => {
       const start = service.clock.now();
       const until = iso(new Date(start.getTime() + 10 * MINUTE));
-      await service.createVoucher({
-        code: 'SHORTLIVED',
-        type: 'fixed',
-        value: 100,
-        conditions: { valid_until: until },
-      });
-      expect(
-        (await service.post('/v1/vouchers/validate', { code: 'SHORTLIVED', order: { value: 1000 } })).status,
-      ).to.equal(200);
+      await service.createVoucher(fixedVoucher('SHORTLIVED', { conditions: { valid_until: until } }));
+      expect((await service.post('/v1/vouchers/validate', validateBody('SHORTLIVED'))).status).to.equal(200);
       service.clock.advance(11 * MINUTE);
-      const res = await service.post('/v1/vouchers/validate', { code: 'SHORTLIVED', order: { value: 1000 } });
+      const res = await service.post('/v1/vouchers/validate', validateBody('SHORTLIVED'));
       expectError(res, 400, 'VOUCHER_EXPIRED', { expired_at: until, current_time: iso(service.clock.now()) });
     });
 
     it('rejects a used-up voucher: USAGE_LIMIT_EXCEEDED total_uses', async () => {
-      await service.createVoucher({ code: 'ONCE', type: 'fixed', value: 100, conditions: { max_uses: 1 } });
-      expect(
-        (await service.post('/v1/vouchers/apply', { code: 'ONCE', order_id: 'once-1', order: { value: 1000 } })).status,
-      ).to.equal(201);
-      const res = await service.post('/v1/vouchers/validate', { code: 'ONCE', order: { value: 1000 } });
+      await service.createVoucher(fixedVoucher('ONCE', { conditions: { max_uses: 1 } }));
+      expect((await service.post('/v1/vouchers/apply', applyBody('ONCE', 'once-1'))).status).to.equal(201);
+      const res = await service.post('/v1/vouchers/validate', validateBody('ONCE'));
       expectError(res, 400, 'USAGE_LIMIT_EXCEEDED', { max_uses: 1, current_uses: 1, limit_type: 'total_uses' });
-      const applied = await service.post('/v1/vouchers/apply', {
-        code: 'ONCE',
-        order_id: 'once-2',
-        order: { value: 1000 },
-      });
+      const applied = await service.post('/v1/vouchers/apply', applyBody('ONCE', 'once-2'));
       expectError(applied, 400, 'USAGE_LIMIT_EXCEEDED', { max_uses: 1, current_uses: 1, limit_type: 'total_uses' });
     });
 
     it('rejects a customer past customer_limit: USAGE_LIMIT_EXCEEDED customer_uses', async () => {
-      await service.createVoucher({ code: 'TWICEEACH', type: 'fixed', value: 100, conditions: { customer_limit: 2 } });
+      await service.createVoucher(fixedVoucher('TWICEEACH', { conditions: { customer_limit: 2 } }));
       for (const orderId of ['tw-1', 'tw-2']) {
-        const res = await service.post('/v1/vouchers/apply', {
-          code: 'TWICEEACH',
-          order_id: orderId,
-          order: { value: 1000 },
-          customer: { id: 'alice' },
-        });
+        const res = await service.post('/v1/vouchers/apply', applyBody('TWICEEACH', orderId, {}, { id: 'alice' }));
         expect(res.status).to.equal(201);
       }
-      const res = await service.post('/v1/vouchers/validate', {
-        code: 'TWICEEACH',
-        order: { value: 1000 },
-        customer: { id: 'alice' },
-      });
+      const res = await service.post('/v1/vouchers/validate', validateBody('TWICEEACH', {}, { id: 'alice' }));
       expectError(res, 400, 'USAGE_LIMIT_EXCEEDED', { max_uses: 2, current_uses: 2, limit_type: 'customer_uses' });
-      const applied = await service.post('/v1/vouchers/apply', {
-        code: 'TWICEEACH',
-        order_id: 'tw-3',
-        order: { value: 1000 },
-        customer: { id: 'alice' },
-      });
+      const applied = await service.post('/v1/vouchers/apply', applyBody('TWICEEACH', 'tw-3', {}, { id: 'alice' }));
       expectError(applied, 400, 'USAGE_LIMIT_EXCEEDED', { max_uses: 2, current_uses: 2, limit_type: 'customer_uses' });
       // another customer is not affected
-      const bob = await service.post('/v1/vouchers/validate', {
-        code: 'TWICEEACH',
-        order: { value: 1000 },
-        customer: { id: 'bob' },
-      });
+      const bob = await service.post('/v1/vouchers/validate', validateBody('TWICEEACH', {}, { id: 'bob' }));
       expect(bob.status).to.equal(200);
       expect(bob.body.conditions_met).to.deep.equal(['active', 'customer_limit']);
     });
@@ -350,19 +285,13 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('changes nothing: usage_count stays 0 and no event is recorded', async () => {
-      const v = await service.createVoucher({
-        code: 'LOOKONLY',
-        type: 'fixed',
-        value: 100,
-        conditions: { max_uses: 1 },
-      });
+      const v = await service.createVoucher(fixedVoucher('LOOKONLY', { conditions: { max_uses: 1 } }));
       const head = await service.sandbox.events.headPosition();
       for (let i = 0; i < 3; i += 1) {
-        const res = await service.post('/v1/vouchers/validate', {
-          code: 'LOOKONLY',
-          order: { id: `look-${i}`, value: 1000 },
-          customer: { id: 'c' },
-        });
+        const res = await service.post(
+          '/v1/vouchers/validate',
+          validateBody('LOOKONLY', { id: `look-${i}` }, { id: 'c' }),
+        );
         expect(res.status).to.equal(200);
       }
       expect(await service.sandbox.events.headPosition()).to.equal(head);
@@ -376,22 +305,14 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
   describe('POST /v1/vouchers/apply', () => {
     let v: any;
     before(async () => {
-      v = await service.createVoucher({
-        code: 'APPLY10',
-        type: 'percentage',
-        value: 10,
-        conditions: { min_order_value: 1000 },
-      });
+      v = await service.createVoucher(
+        percentageVoucher('APPLY10', { value: 10, conditions: { min_order_value: 1000 } }),
+      );
     });
 
     it('applies: 201 with the application; usage_count rises; one VoucherApplied event', async () => {
       service.clock.set('2026-05-05T05:05:05.555Z');
-      const res = await service.post('/v1/vouchers/apply', {
-        code: 'apply10',
-        order_id: 'order-1',
-        order: ORDER,
-        customer: { id: 'cust-1' },
-      });
+      const res = await service.post('/v1/vouchers/apply', applyBody('apply10', 'order-1', ORDER, { id: 'cust-1' }));
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
       expect(res.headers.get('idempotent-replayed')).to.equal(null);
       expect(res.body.id).to.match(/^va_[A-Za-z0-9]{16,}$/);
@@ -452,33 +373,25 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     it('rejects a repeat with another order value, items or customer: 409 VOUCHER_ALREADY_APPLIED {order_id, voucher_id}', async () => {
       const details = { order_id: 'order-1', voucher_id: v.id };
       expectError(
-        await service.post('/v1/vouchers/apply', {
-          code: 'APPLY10',
-          order_id: 'order-1',
-          order: { ...ORDER, value: 10_001 },
-          customer: { id: 'cust-1' },
-        }),
+        await service.post(
+          '/v1/vouchers/apply',
+          applyBody('APPLY10', 'order-1', { ...ORDER, value: 10_001 }, { id: 'cust-1' }),
+        ),
         409,
         'VOUCHER_ALREADY_APPLIED',
         details,
       );
       expectError(
-        await service.post('/v1/vouchers/apply', {
-          code: 'APPLY10',
-          order_id: 'order-1',
-          order: { ...ORDER, items: [ORDER.items[0]] },
-        }),
+        await service.post(
+          '/v1/vouchers/apply',
+          applyBody('APPLY10', 'order-1', { ...ORDER, items: [ORDER.items[0]] }),
+        ),
         409,
         'VOUCHER_ALREADY_APPLIED',
         details,
       );
       expectError(
-        await service.post('/v1/vouchers/apply', {
-          code: 'APPLY10',
-          order_id: 'order-1',
-          order: ORDER,
-          customer: { id: 'cust-2' },
-        }),
+        await service.post('/v1/vouchers/apply', applyBody('APPLY10', 'order-1', ORDER, { id: 'cust-2' })),
         409,
         'VOUCHER_ALREADY_APPLIED',
         details,
@@ -493,11 +406,10 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('applies with only order_id from the quote kept by validate (same discount)', async () => {
-      const quote = await service.post('/v1/vouchers/validate', {
-        code: 'APPLY10',
-        order: { ...ORDER, id: 'order-q1' },
-        customer: { id: 'cust-q' },
-      });
+      const quote = await service.post(
+        '/v1/vouchers/validate',
+        validateBody('APPLY10', { ...ORDER, id: 'order-q1' }, { id: 'cust-q' }),
+      );
       expect(quote.status).to.equal(200);
       expect(quote.body.discount_amount).to.equal(967);
       service.clock.advance(29 * MINUTE);
@@ -514,8 +426,7 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
 
     it('forgets the quote after 30 minutes: 400 INVALID_REQUEST field order', async () => {
       expect(
-        (await service.post('/v1/vouchers/validate', { code: 'APPLY10', order: { id: 'order-q2', value: 2000 } }))
-          .status,
+        (await service.post('/v1/vouchers/validate', validateBody('APPLY10', { id: 'order-q2', value: 2000 }))).status,
       ).to.equal(200);
       service.clock.advance(31 * MINUTE);
       const res = await service.post('/v1/vouchers/apply', { code: 'APPLY10', order_id: 'order-q2' });
@@ -533,10 +444,9 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('does not use a quote of another order id or another voucher', async () => {
-      await service.createVoucher({ code: 'OTHERV', type: 'fixed', value: 100 });
+      await service.createVoucher(fixedVoucher('OTHERV'));
       expect(
-        (await service.post('/v1/vouchers/validate', { code: 'OTHERV', order: { id: 'order-q3', value: 2000 } }))
-          .status,
+        (await service.post('/v1/vouchers/validate', validateBody('OTHERV', { id: 'order-q3', value: 2000 }))).status,
       ).to.equal(200);
       const res = await service.post('/v1/vouchers/apply', { code: 'APPLY10', order_id: 'order-q3' });
       expect(res.status).to.equal(400);
@@ -544,10 +454,9 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('re-evaluates a quote against the current voucher (validate, deactivate, apply → inactive)', async () => {
-      const w = await service.createVoucher({ code: 'REEVAL', type: 'fixed', value: 500 });
+      const w = await service.createVoucher(fixedVoucher('REEVAL', { value: 500 }));
       expect(
-        (await service.post('/v1/vouchers/validate', { code: 'REEVAL', order: { id: 'order-r1', value: 3000 } }))
-          .status,
+        (await service.post('/v1/vouchers/validate', validateBody('REEVAL', { id: 'order-r1', value: 3000 }))).status,
       ).to.equal(200);
       expect((await service.delete(`/v1/vouchers/${w.id}`)).status).to.equal(200);
       const res = await service.post('/v1/vouchers/apply', { code: 'REEVAL', order_id: 'order-r1' });
@@ -556,9 +465,9 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('re-evaluates a quote against the current value (validate, update, apply → new discount)', async () => {
-      const w = await service.createVoucher({ code: 'REEVAL2', type: 'fixed', value: 500 });
+      const w = await service.createVoucher(fixedVoucher('REEVAL2', { value: 500 }));
       expect(
-        (await service.post('/v1/vouchers/validate', { code: 'REEVAL2', order: { id: 'order-r2', value: 3000 } })).body
+        (await service.post('/v1/vouchers/validate', validateBody('REEVAL2', { id: 'order-r2', value: 3000 }))).body
           .discount_amount,
       ).to.equal(500);
       expect((await service.put(`/v1/vouchers/${w.id}`, { value: 700 })).status).to.equal(200);
@@ -568,11 +477,10 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('rejects an order below the minimum on apply as on validate', async () => {
-      const res = await service.post('/v1/vouchers/apply', {
-        code: 'APPLY10',
-        order_id: 'small',
-        order: { value: 999, currency: 'EUR' },
-      });
+      const res = await service.post(
+        '/v1/vouchers/apply',
+        applyBody('APPLY10', 'small', { value: 999, currency: 'EUR' }),
+      );
       expectError(res, 400, 'VOUCHER_INVALID', {
         reason: 'min_order_value',
         min_required: 1000,
@@ -582,7 +490,7 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('answers 404 VOUCHER_NOT_FOUND for an unknown code', async () => {
-      const res = await service.post('/v1/vouchers/apply', { code: 'APPLY11', order_id: 'x', order: { value: 1000 } });
+      const res = await service.post('/v1/vouchers/apply', applyBody('APPLY11', 'x'));
       expect(res.status).to.equal(404);
       expect(res.body.error.code).to.equal('VOUCHER_NOT_FOUND');
       expect(res.body.error.details.code).to.equal('APPLY11');
@@ -598,24 +506,15 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
 
   describe('POST /v1/vouchers/applications/{id}/rollback', () => {
     it('rolls back: 200 rolled_back, usage_count down; a repeat is 200 unchanged; the order can be applied again', async () => {
-      const v = await service.createVoucher({
-        code: 'ROLLME',
-        type: 'fixed',
-        value: 250,
-        conditions: { customer_limit: 1 },
-      });
-      const applied = await service.post('/v1/vouchers/apply', {
-        code: 'ROLLME',
-        order_id: 'rb-1',
-        order: { value: 1000, currency: 'USD' },
-        customer: { id: 'carol' },
-      });
+      const v = await service.createVoucher(fixedVoucher('ROLLME', { value: 250, conditions: { customer_limit: 1 } }));
+      const applied = await service.post(
+        '/v1/vouchers/apply',
+        applyBody('ROLLME', 'rb-1', { currency: 'USD' }, { id: 'carol' }),
+      );
       expect(applied.status).to.equal(201);
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(1);
 
-      const res = await service.post(`/v1/vouchers/applications/${applied.body.id}/rollback`, {
-        reason: 'order cancelled',
-      });
+      const res = await service.post(`/v1/vouchers/applications/${applied.body.id}/rollback`, rollbackBody());
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(res.body).to.deep.equal({ ...applied.body, status: 'rolled_back' });
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(0);
@@ -634,12 +533,10 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
       expect(history.body.data.map((a: any) => [a.id, a.status])).to.deep.equal([[applied.body.id, 'rolled_back']]);
 
       // the customer's use is given back too (customer_limit 1), and the order is free again
-      const reapplied = await service.post('/v1/vouchers/apply', {
-        code: 'ROLLME',
-        order_id: 'rb-1',
-        order: { value: 1200, currency: 'USD' },
-        customer: { id: 'carol' },
-      });
+      const reapplied = await service.post(
+        '/v1/vouchers/apply',
+        applyBody('ROLLME', 'rb-1', { value: 1200, currency: 'USD' }, { id: 'carol' }),
+      );
       expect(reapplied.status, JSON.stringify(reapplied.body)).to.equal(201);
       expect(reapplied.body.id).to.not.equal(applied.body.id);
       expect(reapplied.body).to.include({
@@ -662,7 +559,7 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
   describe('Idempotency-Key', () => {
     it('on POST /vouchers: same key and body → the first response again, one voucher; other body → 409', async () => {
       const headers = { 'Idempotency-Key': 'create-key-1' };
-      const body = { code: 'IDEMCREATE', type: 'fixed', value: 300 };
+      const body = fixedVoucher('IDEMCREATE', { value: 300 });
       const first = await service.post('/v1/vouchers', body, { headers });
       expect(first.status).to.equal(201);
       expect(first.headers.get('idempotent-replayed')).to.equal(null);
@@ -692,7 +589,7 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
 
     it('keeps no result for a request that failed validation: a retry runs again (Stripe semantics)', async () => {
       const headers = { 'Idempotency-Key': 'create-key-bad' };
-      const bad = { code: 'IDEMBAD', type: 'percentage', value: 101 };
+      const bad = percentageVoucher('IDEMBAD', { value: 101 });
       expect((await service.post('/v1/vouchers', bad, { headers })).status).to.equal(400);
       const again = await service.post('/v1/vouchers', bad, { headers });
       expect(again.status).to.equal(400);
@@ -700,9 +597,9 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('replays a domain error that the endpoint really produced (same key and body)', async () => {
-      await service.createVoucher({ code: 'IDEMTAKEN', type: 'fixed', value: 100 });
+      await service.createVoucher(fixedVoucher('IDEMTAKEN'));
       const headers = { 'Idempotency-Key': 'create-key-taken' };
-      const body = { code: 'IDEMTAKEN', type: 'fixed', value: 200 };
+      const body = fixedVoucher('IDEMTAKEN', { value: 200 });
       const first = await service.post('/v1/vouchers', body, { headers });
       expect(first.status).to.equal(409);
       expect(first.headers.get('idempotent-replayed')).to.equal(null);
@@ -713,9 +610,9 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('on POST /vouchers/apply: same key and body → same response, one event; other body → 409', async () => {
-      const v = await service.createVoucher({ code: 'IDEMAPPLY', type: 'fixed', value: 150 });
+      const v = await service.createVoucher(fixedVoucher('IDEMAPPLY', { value: 150 }));
       const headers = { 'Idempotency-Key': 'apply-key-1' };
-      const body = { code: 'IDEMAPPLY', order_id: 'idem-1', order: { value: 1000, currency: 'USD' } };
+      const body = applyBody('IDEMAPPLY', 'idem-1', { value: 1000, currency: 'USD' });
       const first = await service.post('/v1/vouchers/apply', body, { headers });
       expect(first.status).to.equal(201);
       expect(first.body).to.include({ discount_amount: 150, final_amount: 850 });
@@ -732,23 +629,19 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
 
     it('keys are scoped to the endpoint: one key on create and apply are independent', async () => {
       const headers = { 'Idempotency-Key': 'shared-key' };
-      const created = await service.post('/v1/vouchers', { code: 'SCOPEDKEY', type: 'fixed', value: 100 }, { headers });
+      const created = await service.post('/v1/vouchers', fixedVoucher('SCOPEDKEY', { value: 100 }), { headers });
       expect(created.status).to.equal(201);
-      const applied = await service.post(
-        '/v1/vouchers/apply',
-        { code: 'SCOPEDKEY', order_id: 'sk-1', order: { value: 500 } },
-        { headers },
-      );
+      const applied = await service.post('/v1/vouchers/apply', applyBody('SCOPEDKEY', 'sk-1', { value: 500 }), {
+        headers,
+      });
       expect(applied.status).to.equal(201);
       expect(applied.body.discount_amount).to.equal(100);
     });
 
     it('rejects an over-long key with 400 INVALID_REQUEST', async () => {
-      const res = await service.post(
-        '/v1/vouchers',
-        { code: 'LONGKEY', type: 'fixed', value: 100 },
-        { headers: { 'Idempotency-Key': 'k'.repeat(256) } },
-      );
+      const res = await service.post('/v1/vouchers', fixedVoucher('LONGKEY'), {
+        headers: { 'Idempotency-Key': 'k'.repeat(256) },
+      });
       expect(res.status).to.equal(400);
       expect(res.body.error.code).to.equal('INVALID_REQUEST');
     });
@@ -760,12 +653,8 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('on PUT, DELETE, apply and rollback, with details {}, after a bounded number of attempts; nothing is written', async () => {
-      const v = await service.createVoucher({ code: 'RACELOST', type: 'fixed', value: 100 });
-      const applied = await service.post('/v1/vouchers/apply', {
-        code: 'RACELOST',
-        order_id: 'race-0',
-        order: { value: 1000, currency: 'USD' },
-      });
+      const v = await service.createVoucher(fixedVoucher('RACELOST', { value: 100 }));
+      const applied = await service.post('/v1/vouchers/apply', applyBody('RACELOST', 'race-0', { currency: 'USD' }));
       expect(applied.status).to.equal(201);
       const before = await voucherEvents(v.id);
 
@@ -775,11 +664,7 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
       expect(putAttempts).to.be.within(2, 10); // retried, but not forever
       expectError(await service.delete(`/v1/vouchers/${v.id}`), 409, 'CONCURRENT_MODIFICATION', {});
       expectError(
-        await service.post('/v1/vouchers/apply', {
-          code: 'RACELOST',
-          order_id: 'race-1',
-          order: { value: 1000, currency: 'USD' },
-        }),
+        await service.post('/v1/vouchers/apply', applyBody('RACELOST', 'race-1', { currency: 'USD' })),
         409,
         'CONCURRENT_MODIFICATION',
         {},
@@ -798,9 +683,9 @@ describe('HTTP redemption: validate, apply, rollback, Idempotency-Key', () => {
     });
 
     it('is not kept for an Idempotency-Key: the retry runs again and succeeds', async () => {
-      await service.createVoucher({ code: 'RACEKEY', type: 'fixed', value: 100 });
+      await service.createVoucher(fixedVoucher('RACEKEY', { value: 100 }));
       const headers = { 'Idempotency-Key': 'race-key-1' };
-      const body = { code: 'RACEKEY', order_id: 'race-key-order', order: { value: 1000, currency: 'USD' } };
+      const body = applyBody('RACEKEY', 'race-key-order', { value: 1000, currency: 'USD' });
       loseEveryRace(service.sandbox.events);
       expectError(await service.post('/v1/vouchers/apply', body, { headers }), 409, 'CONCURRENT_MODIFICATION', {});
       sinon.restore();

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { fixedVoucher } from '../fixtures/vouchers.ts';
 import { TestService } from '../support/harness.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -22,7 +23,7 @@ describe('npm run replay on a terminal', function () {
   before(async () => {
     const service = await TestService.start();
     dataDir = service.dataDir;
-    for (let i = 0; i < 3; i += 1) await service.createVoucher({ code: `BAR${i}`, type: 'fixed', value: 100 });
+    for (let i = 0; i < 3; i += 1) await service.createVoucher(fixedVoucher(`BAR${i}`));
     await service.stop(true);
   });
   after(() => {

@@ -10,6 +10,8 @@ import { ALL_SCOPES, type Scope } from '../../src/application/apiKeys.ts';
 import type { Environment } from '../../src/application/context.ts';
 import { voucherRoutes } from '../../src/http/routes/vouchers.ts';
 import { analyticsRoutes } from '../../src/http/routes/analytics.ts';
+import { applyBody, rollbackBody, validateBody } from '../fixtures/orders.ts';
+import { fixedVoucher, percentageVoucher } from '../fixtures/vouchers.ts';
 import { waitForExport } from '../support/analyticsFixture.ts';
 import { PRODUCTION_KEY, SANDBOX_KEY, TestService, type TestResponse } from '../support/harness.ts';
 import { expectError } from '../support/httpClient.ts';
@@ -51,7 +53,7 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
 
   const admin = {
     createVoucher: async (): Promise<{ id: string; code: string }> => {
-      const v = await service.createVoucher({ code: unique('SCOPE'), type: 'percentage', value: 10 });
+      const v = await service.createVoucher(percentageVoucher(unique('SCOPE'), { value: 10 }));
       return { id: v.id, code: v.code };
     },
     voucher: async (id: string): Promise<any> => {
@@ -60,11 +62,7 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       return res.body;
     },
     apply: async (code: string): Promise<string> => {
-      const res = await service.post('/v1/vouchers/apply', {
-        code,
-        order_id: unique('order-'),
-        order: { value: 10_000 },
-      });
+      const res = await service.post('/v1/vouchers/apply', applyBody(code, unique('order-'), { value: 10_000 }));
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
       return res.body.id as string;
     },
@@ -80,9 +78,9 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
         const code = unique('NEWCODE');
         return {
           path: '/v1/vouchers',
-          body: { code, type: 'fixed', value: 500 },
+          body: fixedVoucher(code, { value: 500 }),
           unchanged: async () => {
-            const res = await service.post('/v1/vouchers/validate', { code, order: { value: 10_000 } });
+            const res = await service.post('/v1/vouchers/validate', validateBody(code, { value: 10_000 }));
             expect(res.status, `the denied create made ${code}: ${JSON.stringify(res.body)}`).to.equal(404);
             expect(res.body.error.code).to.equal('VOUCHER_NOT_FOUND');
           },
@@ -112,7 +110,7 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       allowed: 200,
       prepare: async () => ({
         path: '/v1/vouchers/validate',
-        body: { code: seed.code, order: { value: 10_000 } },
+        body: validateBody(seed.code, { value: 10_000 }),
         done: (res) => {
           expect(res.body.is_valid).to.equal(true);
           expect(res.body.discount_amount).to.equal(1000);
@@ -128,7 +126,7 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
         const v = await admin.createVoucher();
         return {
           path: '/v1/vouchers/apply',
-          body: { code: v.code, order_id: unique('order-'), order: { value: 10_000 } },
+          body: applyBody(v.code, unique('order-'), { value: 10_000 }),
           unchanged: async () => {
             expect((await admin.voucher(v.id)).usage_count).to.equal(0);
           },
@@ -149,7 +147,7 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
         const applicationId = await admin.apply(v.code);
         return {
           path: `/v1/vouchers/applications/${applicationId}/rollback`,
-          body: { reason: 'order cancelled' },
+          body: rollbackBody(),
           unchanged: async () => {
             expect((await admin.voucher(v.id)).usage_count).to.equal(1);
           },
@@ -405,7 +403,7 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
     const PROD_CODE = 'PRODONLY42';
 
     before(async () => {
-      const v = await service.createVoucher({ code: PROD_CODE, type: 'fixed', value: 700 }, { key: PRODUCTION_KEY });
+      const v = await service.createVoucher(fixedVoucher(PROD_CODE, { value: 700 }), { key: PRODUCTION_KEY });
       production = { id: v.id, code: v.code };
     });
 
@@ -430,19 +428,13 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       expect((await service.put(`/v1/vouchers/${production.id}`, { value: 1 }, { key })).status).to.equal(404);
       expect((await service.delete(`/v1/vouchers/${production.id}`, { key })).status).to.equal(404);
 
-      const validate = await service.post(
-        '/v1/vouchers/validate',
-        { code: PROD_CODE, order: { value: 10_000 } },
-        { key },
-      );
+      const validate = await service.post('/v1/vouchers/validate', validateBody(PROD_CODE, { value: 10_000 }), { key });
       expect(validate.status, JSON.stringify(validate.body)).to.equal(404);
       expect(validate.body.error.code).to.equal('VOUCHER_NOT_FOUND');
       expect(JSON.stringify(validate.body)).to.not.include(production.id);
-      const apply = await service.post(
-        '/v1/vouchers/apply',
-        { code: PROD_CODE, order_id: 'cross-1', order: { value: 10_000 } },
-        { key },
-      );
+      const apply = await service.post('/v1/vouchers/apply', applyBody(PROD_CODE, 'cross-1', { value: 10_000 }), {
+        key,
+      });
       expect(apply.status, JSON.stringify(apply.body)).to.equal(404);
       expect(apply.body.error.code).to.equal('VOUCHER_NOT_FOUND');
 
@@ -495,11 +487,9 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       );
 
       const sandboxRedeemer = await keyWith(['vouchers:redeem'], 'sandbox redeemer');
-      const validate = await service.post(
-        '/v1/vouchers/validate',
-        { code: PROD_CODE, order: { value: 10_000 } },
-        { key: sandboxRedeemer },
-      );
+      const validate = await service.post('/v1/vouchers/validate', validateBody(PROD_CODE, { value: 10_000 }), {
+        key: sandboxRedeemer,
+      });
       expect(validate.status).to.equal(404);
       expect(validate.body.error.code).to.equal('VOUCHER_NOT_FOUND');
       await expectProductionUntouched();
@@ -507,25 +497,19 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
 
     it('the same code can exist in both environments, each key seeing its own', async () => {
       const sandboxWriter = await keyWith(['vouchers:write', 'vouchers:redeem'], 'sandbox writer');
-      const created = await service.post(
-        '/v1/vouchers',
-        { code: PROD_CODE, type: 'fixed', value: 300 },
-        { key: sandboxWriter },
-      );
+      const created = await service.post('/v1/vouchers', fixedVoucher(PROD_CODE, { value: 300 }), {
+        key: sandboxWriter,
+      });
       expect(created.status, JSON.stringify(created.body)).to.equal(201);
       expect(created.body.id).to.not.equal(production.id);
-      const sandboxQuote = await service.post(
-        '/v1/vouchers/validate',
-        { code: PROD_CODE, order: { value: 10_000 } },
-        { key: sandboxWriter },
-      );
+      const sandboxQuote = await service.post('/v1/vouchers/validate', validateBody(PROD_CODE, { value: 10_000 }), {
+        key: sandboxWriter,
+      });
       expect(sandboxQuote.body.voucher.id).to.equal(created.body.id);
       expect(sandboxQuote.body.discount_amount).to.equal(300);
-      const productionQuote = await service.post(
-        '/v1/vouchers/validate',
-        { code: PROD_CODE, order: { value: 10_000 } },
-        { key: PRODUCTION_KEY },
-      );
+      const productionQuote = await service.post('/v1/vouchers/validate', validateBody(PROD_CODE, { value: 10_000 }), {
+        key: PRODUCTION_KEY,
+      });
       expect(productionQuote.body.voucher.id).to.equal(production.id);
       expect(productionQuote.body.discount_amount).to.equal(700);
       // the operator's sandbox key is sandbox too

@@ -4,6 +4,10 @@
  */
 import { expect } from 'chai';
 import sinon from 'sinon';
+import type { DiscountType } from '../../src/domain/discount/fields.ts';
+import type { StackRules } from '../../src/domain/discount/stacking.ts';
+import { applyBody, validateBody } from '../fixtures/orders.ts';
+import { fixedVoucher, percentageVoucher, stackableVoucher } from '../fixtures/vouchers.ts';
 import { TestService, type TestResponse } from '../support/harness.ts';
 
 describe('HTTP stacking: vouchers on one order', () => {
@@ -16,7 +20,7 @@ describe('HTTP stacking: vouchers on one order', () => {
   });
 
   const apply = (code: string, orderId: string, value = 10_000) =>
-    service.post('/v1/vouchers/apply', { code, order_id: orderId, order: { value, currency: 'USD' } });
+    service.post('/v1/vouchers/apply', applyBody(code, orderId, { value, currency: 'USD' }));
   const applied = async (voucherId: string, orderId: string) =>
     (await service.sandbox.events.readStream(`voucher-${voucherId}`)).filter(
       (e) => e.type === 'VoucherApplied' && (e.data as any).orderId === orderId,
@@ -38,20 +42,16 @@ describe('HTTP stacking: vouchers on one order', () => {
     code: string,
     base: number,
     priority: number,
-    stack_rules: Record<string, unknown> = {},
-    base_discount_type = 'percentage',
+    stack_rules: StackRules = {},
+    base_discount_type: DiscountType = 'percentage',
   ) =>
-    service.createVoucher({
-      code,
-      type: 'stackable',
-      config: { base_discount: base, base_discount_type, priority, stack_rules },
-    });
+    service.createVoucher(stackableVoucher(code, { base_discount: base, base_discount_type, priority, stack_rules }));
 
   let pct10: any;
   let fix500: any;
   before(async () => {
-    pct10 = await service.createVoucher({ code: 'PCT10', type: 'percentage', value: 10 });
-    fix500 = await service.createVoucher({ code: 'FIX500', type: 'fixed', value: 500 });
+    pct10 = await service.createVoucher(percentageVoucher('PCT10'));
+    fix500 = await service.createVoucher(fixedVoucher('FIX500', { value: 500 }));
   });
 
   it('two different non-stackable vouchers on one order at the same moment: exactly one applies (20 orders)', async () => {
@@ -152,16 +152,13 @@ describe('HTTP stacking: vouchers on one order', () => {
 
   it('validate with order.id sees the vouchers on the order', async () => {
     expect((await apply('FIX500', 'val-1')).status).to.equal(201);
-    const res = await service.post('/v1/vouchers/validate', { code: 'PCT10', order: { id: 'val-1', value: 10_000 } });
+    const res = await service.post('/v1/vouchers/validate', validateBody('PCT10', { id: 'val-1', value: 10_000 }));
     conflict(res, 'FIX500', 'not_stackable');
-    const stacked = await service.post('/v1/vouchers/validate', {
-      code: 'STACK1',
-      order: { id: 'val-1', value: 10_000 },
-    });
+    const stacked = await service.post('/v1/vouchers/validate', validateBody('STACK1', { id: 'val-1', value: 10_000 }));
     expect(stacked.body).to.include({ discount_amount: 950 }); // 10% of 9500
     expect(stacked.body.validation_details).to.include({ stack_position: 2, prior_discount: 500 });
     // without order.id nothing is known about the order
-    expect((await service.post('/v1/vouchers/validate', { code: 'PCT10', order: { value: 10_000 } })).status).to.equal(
+    expect((await service.post('/v1/vouchers/validate', validateBody('PCT10', { value: 10_000 }))).status).to.equal(
       200,
     );
   });

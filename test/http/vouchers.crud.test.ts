@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { expireDueVouchers } from '../../src/application/vouchers.ts';
+import { applyBody, validateBody } from '../fixtures/orders.ts';
+import { fixedVoucher, percentageVoucher } from '../fixtures/vouchers.ts';
 import { TestService } from '../support/harness.ts';
 
 const ISO_SECONDS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
@@ -35,12 +37,13 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
   describe('POST /v1/vouchers', () => {
     it('creates a voucher: 201, Location, body fields, status active, usage_count 0, second-precision created_at', async () => {
       service.clock.set('2026-01-15T12:00:00.789Z');
-      const res = await service.post('/v1/vouchers', {
-        code: 'Summer20',
-        type: 'percentage',
-        value: 20,
-        conditions: { min_order_value: 5000, max_uses: 10, valid_until: '2026-12-31T23:59:59.500+01:00' },
-      });
+      const res = await service.post(
+        '/v1/vouchers',
+        percentageVoucher('Summer20', {
+          value: 20,
+          conditions: { min_order_value: 5000, max_uses: 10, valid_until: '2026-12-31T23:59:59.500+01:00' },
+        }),
+      );
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
       const body = res.body;
       expect(body.id).to.match(/^v_[A-Za-z0-9]{16,}$/);
@@ -66,7 +69,7 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     });
 
     it('creates a fixed voucher with value in cents', async () => {
-      const body = await service.createVoucher({ code: 'FIXED500', type: 'fixed', value: 500 });
+      const body = await service.createVoucher(fixedVoucher('FIXED500', { value: 500 }));
       expect(body.type).to.equal('fixed');
       expect(body.value).to.equal(500);
       expect(body.conditions).to.deep.equal({});
@@ -176,10 +179,8 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     });
 
     it('creates nothing when the request is invalid (the code stays free)', async () => {
-      expectInvalid(await service.post('/v1/vouchers', { code: 'FREELATER', type: 'percentage', value: 101 }), [
-        'value',
-      ]);
-      const res = await service.post('/v1/vouchers', { code: 'FREELATER', type: 'percentage', value: 10 });
+      expectInvalid(await service.post('/v1/vouchers', percentageVoucher('FREELATER', { value: 101 })), ['value']);
+      const res = await service.post('/v1/vouchers', percentageVoucher('FREELATER'));
       expect(res.status).to.equal(201);
     });
 
@@ -190,29 +191,27 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
         ['PCT1250', 12.5],
         ['PCT3333', 33.33],
       ] as const) {
-        const res = await service.post('/v1/vouchers', { code, type: 'percentage', value });
+        const res = await service.post('/v1/vouchers', percentageVoucher(code, { value }));
         expect(res.status, `${code}: ${JSON.stringify(res.body)}`).to.equal(201);
         expect(res.body.value).to.equal(value);
       }
     });
 
     it('accepts a 64-character code and fixed 1 and 100000000', async () => {
-      expect(
-        (await service.post('/v1/vouchers', { code: `${'B'.repeat(63)}_`, type: 'fixed', value: 1 })).status,
-      ).to.equal(201);
-      expect(
-        (await service.post('/v1/vouchers', { code: 'FIXMAX', type: 'fixed', value: 100_000_000 })).status,
-      ).to.equal(201);
+      expect((await service.post('/v1/vouchers', fixedVoucher(`${'B'.repeat(63)}_`, { value: 1 }))).status).to.equal(
+        201,
+      );
+      expect((await service.post('/v1/vouchers', fixedVoucher('FIXMAX', { value: 100_000_000 }))).status).to.equal(201);
     });
 
     it('rejects a taken code with 409 DUPLICATE_VOUCHER_CODE {code, voucher_id}, also case-insensitively', async () => {
-      const first = await service.createVoucher({ code: 'DupeCode', type: 'fixed', value: 100 });
-      const same = await service.post('/v1/vouchers', { code: 'DupeCode', type: 'fixed', value: 200 });
+      const first = await service.createVoucher(fixedVoucher('DupeCode', { value: 100 }));
+      const same = await service.post('/v1/vouchers', fixedVoucher('DupeCode', { value: 200 }));
       expect(same.status).to.equal(409);
       expect(same.body.error.code).to.equal('DUPLICATE_VOUCHER_CODE');
       expect(same.body.error.details).to.deep.equal({ code: 'DupeCode', voucher_id: first.id });
 
-      const lower = await service.post('/v1/vouchers', { code: 'dupecode', type: 'percentage', value: 5 });
+      const lower = await service.post('/v1/vouchers', percentageVoucher('dupecode', { value: 5 }));
       expect(lower.status).to.equal(409);
       expect(lower.body.error.code).to.equal('DUPLICATE_VOUCHER_CODE');
       // details name the code as it is stored, whatever case was sent
@@ -231,22 +230,19 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     before(async () => {
       svc = await TestService.start();
       svc.clock.set('2026-03-01T10:00:00Z');
-      ids.P1 = (await svc.createVoucher({ code: 'P1', type: 'percentage', value: 10 })).id;
+      ids.P1 = (await svc.createVoucher(percentageVoucher('P1'))).id;
       svc.clock.set('2026-03-02T10:00:00Z');
-      ids.F1 = (await svc.createVoucher({ code: 'F1', type: 'fixed', value: 300 })).id;
+      ids.F1 = (await svc.createVoucher(fixedVoucher('F1', { value: 300 }))).id;
       svc.clock.set('2026-03-03T10:00:00Z');
       ids.P2 = (
-        await svc.createVoucher({
-          code: 'P2',
-          type: 'percentage',
-          value: 20,
-          conditions: { valid_until: '2026-03-10T00:00:00Z' },
-        })
+        await svc.createVoucher(
+          percentageVoucher('P2', { value: 20, conditions: { valid_until: '2026-03-10T00:00:00Z' } }),
+        )
       ).id;
       svc.clock.set('2026-03-04T10:00:00Z');
-      ids.F2 = (await svc.createVoucher({ code: 'F2', type: 'fixed', value: 700 })).id;
+      ids.F2 = (await svc.createVoucher(fixedVoucher('F2', { value: 700 }))).id;
       svc.clock.set('2026-03-05T10:00:00Z');
-      ids.P3 = (await svc.createVoucher({ code: 'P3', type: 'percentage', value: 30 })).id;
+      ids.P3 = (await svc.createVoucher(percentageVoucher('P3', { value: 30 }))).id;
       expect((await svc.delete(`/v1/vouchers/${ids.F2}`)).status).to.equal(200);
     });
     after(async () => {
@@ -359,7 +355,7 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     });
 
     it('lists a voucher immediately after its creation', async () => {
-      const created = await svc.createVoucher({ code: 'JUSTNOW', type: 'fixed', value: 150 });
+      const created = await svc.createVoucher(fixedVoucher('JUSTNOW', { value: 150 }));
       const res = await svc.get('/v1/vouchers?limit=1');
       expect(res.body.data[0].id).to.equal(created.id);
       expect(res.body.total).to.equal(6);
@@ -369,12 +365,12 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
   describe('GET /v1/vouchers/{id}', () => {
     it('returns the voucher with conditions, usage_count, usage_history newest first', async () => {
       service.clock.set('2026-02-01T09:00:00Z');
-      const v = await service.createVoucher({
-        code: 'HISTORY1',
-        type: 'fixed',
-        value: 250,
-        conditions: { min_order_value: 1000, customer_limit: 5, product_ids: ['sku-1'] },
-      });
+      const v = await service.createVoucher(
+        fixedVoucher('HISTORY1', {
+          value: 250,
+          conditions: { min_order_value: 1000, customer_limit: 5, product_ids: ['sku-1'] },
+        }),
+      );
       for (const [i, orderId] of ['ord-a', 'ord-b', 'ord-c'].entries()) {
         service.clock.set(`2026-02-01T09:0${i + 1}:00Z`);
         const res = await service.post('/v1/vouchers/apply', {
@@ -410,13 +406,9 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     });
 
     it('keeps only the latest 100 applications in usage_history; /applications pages through all of them', async () => {
-      const v = await service.createVoucher({ code: 'MANYUSES', type: 'fixed', value: 100 });
+      const v = await service.createVoucher(fixedVoucher('MANYUSES', { value: 100 }));
       for (let i = 1; i <= 102; i += 1) {
-        const res = await service.post('/v1/vouchers/apply', {
-          code: 'MANYUSES',
-          order_id: `bulk-${i}`,
-          order: { value: 1000 + i },
-        });
+        const res = await service.post('/v1/vouchers/apply', applyBody('MANYUSES', `bulk-${i}`, { value: 1000 + i }));
         expect(res.status).to.equal(201);
       }
       const res = await service.get(`/v1/vouchers/${v.id}`);
@@ -458,7 +450,7 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     });
 
     it('rejects bad /applications paging and answers 404 for an unknown voucher there', async () => {
-      const v = await service.createVoucher({ code: 'APPSPAGE', type: 'fixed', value: 100 });
+      const v = await service.createVoucher(fixedVoucher('APPSPAGE'));
       expectInvalid(await service.get(`/v1/vouchers/${v.id}/applications?limit=0`), ['limit']);
       expectInvalid(await service.get(`/v1/vouchers/${v.id}/applications?offset=-1`), ['offset']);
       const empty = await service.get(`/v1/vouchers/${v.id}/applications`);
@@ -485,12 +477,12 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
   describe('PUT /v1/vouchers/{id}', () => {
     it('updates only what is sent and merges conditions; null removes a condition', async () => {
       service.clock.set('2026-04-01T08:00:00Z');
-      const v = await service.createVoucher({
-        code: 'UPDATE1',
-        type: 'percentage',
-        value: 10,
-        conditions: { min_order_value: 2000, max_uses: 100, customer_limit: 2, valid_until: '2026-12-31T00:00:00Z' },
-      });
+      const v = await service.createVoucher(
+        percentageVoucher('UPDATE1', {
+          value: 10,
+          conditions: { min_order_value: 2000, max_uses: 100, customer_limit: 2, valid_until: '2026-12-31T00:00:00Z' },
+        }),
+      );
       service.clock.set('2026-04-02T08:30:00.250Z');
       const res = await service.put(`/v1/vouchers/${v.id}`, { conditions: { max_uses: 50, customer_limit: null } });
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
@@ -525,28 +517,26 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       });
 
       // the new value is what validate uses: 12.5% of 4000 = 500
-      const validated = await service.post('/v1/vouchers/validate', { code: 'UPDATE1', order: { value: 4000 } });
+      const validated = await service.post('/v1/vouchers/validate', validateBody('UPDATE1', { value: 4000 }));
       expect(validated.body.discount_amount).to.equal(500);
     });
 
     it('changes the status to inactive and back to active', async () => {
-      const v = await service.createVoucher({ code: 'STATUS1', type: 'fixed', value: 100 });
+      const v = await service.createVoucher(fixedVoucher('STATUS1'));
       const off = await service.put(`/v1/vouchers/${v.id}`, { status: 'inactive' });
       expect(off.status).to.equal(200);
       expect(off.body.status).to.equal('inactive');
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.status).to.equal('inactive');
-      const rejected = await service.post('/v1/vouchers/validate', { code: 'STATUS1', order: { value: 1000 } });
+      const rejected = await service.post('/v1/vouchers/validate', validateBody('STATUS1'));
       expect(rejected.status).to.equal(400);
       expect(rejected.body.error).to.deep.include({ code: 'VOUCHER_INVALID', details: { reason: 'inactive' } });
       const on = await service.put(`/v1/vouchers/${v.id}`, { status: 'active' });
       expect(on.body.status).to.equal('active');
-      expect(
-        (await service.post('/v1/vouchers/validate', { code: 'STATUS1', order: { value: 1000 } })).status,
-      ).to.equal(200);
+      expect((await service.post('/v1/vouchers/validate', validateBody('STATUS1'))).status).to.equal(200);
     });
 
     it('rejects immutable fields with one "is immutable" detail per field', async () => {
-      const v = await service.createVoucher({ code: 'IMMUT1', type: 'fixed', value: 100 });
+      const v = await service.createVoucher(fixedVoucher('IMMUT1', { value: 100 }));
       const res = await service.put(`/v1/vouchers/${v.id}`, {
         code: 'OTHER',
         type: 'percentage',
@@ -570,12 +560,9 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
     });
 
     it('rejects invalid updates: percentage 150, fixed 0, bad status, unknown members, dates out of order after the merge', async () => {
-      const pct = await service.createVoucher({
-        code: 'UPDPCT',
-        type: 'percentage',
-        value: 10,
-        conditions: { valid_from: '2026-05-01T00:00:00Z' },
-      });
+      const pct = await service.createVoucher(
+        percentageVoucher('UPDPCT', { value: 10, conditions: { valid_from: '2026-05-01T00:00:00Z' } }),
+      );
       expectInvalid(await service.put(`/v1/vouchers/${pct.id}`, { value: 150 }), ['value']);
       expectInvalid(await service.put(`/v1/vouchers/${pct.id}`, { value: 10.005 }), ['value']);
       expectInvalid(await service.put(`/v1/vouchers/${pct.id}`, { status: 'expired' }), ['status']);
@@ -585,7 +572,7 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
         await service.put(`/v1/vouchers/${pct.id}`, { conditions: { valid_until: '2026-04-01T00:00:00Z' } }),
         ['conditions.valid_until'],
       );
-      const fixed = await service.createVoucher({ code: 'UPDFIX', type: 'fixed', value: 100 });
+      const fixed = await service.createVoucher(fixedVoucher('UPDFIX'));
       expectInvalid(await service.put(`/v1/vouchers/${fixed.id}`, { value: 0 }), ['value']);
       expectInvalid(await service.put(`/v1/vouchers/${fixed.id}`, { value: 99.5 }), ['value']);
       const fetched = await service.get(`/v1/vouchers/${pct.id}`);
@@ -604,15 +591,12 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
 
     it('revives an expired voucher by moving valid_until into the future (and only then)', async () => {
       service.clock.set('2026-06-01T00:00:00Z');
-      const v = await service.createVoucher({
-        code: 'REVIVE1',
-        type: 'fixed',
-        value: 300,
-        conditions: { valid_until: '2026-06-02T00:00:00Z' },
-      });
+      const v = await service.createVoucher(
+        fixedVoucher('REVIVE1', { value: 300, conditions: { valid_until: '2026-06-02T00:00:00Z' } }),
+      );
       service.clock.set('2026-06-03T00:00:00Z');
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.status).to.equal('expired');
-      const expired = await service.post('/v1/vouchers/validate', { code: 'REVIVE1', order: { value: 1000 } });
+      const expired = await service.post('/v1/vouchers/validate', validateBody('REVIVE1'));
       expect(expired.status).to.equal(400);
       expect(expired.body.error).to.deep.include({
         code: 'VOUCHER_EXPIRED',
@@ -635,19 +619,16 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       expect(revived.status).to.equal(200);
       expect(revived.body.status).to.equal('active');
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.status).to.equal('active');
-      const ok = await service.post('/v1/vouchers/validate', { code: 'REVIVE1', order: { value: 1000 } });
+      const ok = await service.post('/v1/vouchers/validate', validateBody('REVIVE1'));
       expect(ok.status).to.equal(200);
       expect(ok.body.discount_amount).to.equal(400);
     });
 
     it('revives a voucher whose expiry was recorded as an event', async () => {
       service.clock.set('2026-08-01T00:00:00Z');
-      const v = await service.createVoucher({
-        code: 'REVIVE2',
-        type: 'fixed',
-        value: 300,
-        conditions: { valid_until: '2026-08-01T01:00:00Z' },
-      });
+      const v = await service.createVoucher(
+        fixedVoucher('REVIVE2', { value: 300, conditions: { valid_until: '2026-08-01T01:00:00Z' } }),
+      );
       service.clock.advance(2 * HOUR);
       expect(await expireDueVouchers(service.sandbox)).to.be.greaterThan(0);
       const events = await service.sandbox.events.readStream(`voucher-${v.id}`);
@@ -661,19 +642,14 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       });
       expect(revived.body.status).to.equal('active');
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.status).to.equal('active');
-      expect(
-        (await service.post('/v1/vouchers/validate', { code: 'REVIVE2', order: { value: 1000 } })).status,
-      ).to.equal(200);
+      expect((await service.post('/v1/vouchers/validate', validateBody('REVIVE2'))).status).to.equal(200);
     });
 
     it('revives an expired voucher when valid_until is removed', async () => {
       service.clock.set('2026-09-01T00:00:00Z');
-      const v = await service.createVoucher({
-        code: 'REVIVE3',
-        type: 'fixed',
-        value: 300,
-        conditions: { valid_until: '2026-09-01T01:00:00Z' },
-      });
+      const v = await service.createVoucher(
+        fixedVoucher('REVIVE3', { value: 300, conditions: { valid_until: '2026-09-01T01:00:00Z' } }),
+      );
       service.clock.advance(2 * HOUR);
       expect((await service.get(`/v1/vouchers/${v.id}`)).body.status).to.equal('expired');
       const revived = await service.put(`/v1/vouchers/${v.id}`, { conditions: { valid_until: null } });
@@ -685,7 +661,7 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
   describe('DELETE /v1/vouchers/{id}', () => {
     it('deactivates: 200 {id, code, status inactive, deleted_at}; a repeat is 200 with the same deleted_at', async () => {
       service.clock.set('2026-10-01T10:00:00Z');
-      const v = await service.createVoucher({ code: 'DELETE1', type: 'fixed', value: 100 });
+      const v = await service.createVoucher(fixedVoucher('DELETE1', { value: 100 }));
       service.clock.set('2026-10-01T11:00:00.900Z');
       const res = await service.delete(`/v1/vouchers/${v.id}`);
       expect(res.status).to.equal(200);
@@ -712,21 +688,17 @@ describe('HTTP /v1/vouchers: create, list, retrieve, update, delete', () => {
       expect(fetched.status).to.equal(200);
       expect(fetched.body).to.include({ id: v.id, code: 'DELETE1', status: 'inactive', value: 100 });
 
-      const validated = await service.post('/v1/vouchers/validate', { code: 'DELETE1', order: { value: 1000 } });
+      const validated = await service.post('/v1/vouchers/validate', validateBody('DELETE1'));
       expect(validated.status).to.equal(400);
       expect(validated.body.error.code).to.equal('VOUCHER_INVALID');
       expect(validated.body.error.details).to.deep.equal({ reason: 'inactive' });
 
-      const applied = await service.post('/v1/vouchers/apply', {
-        code: 'DELETE1',
-        order_id: 'del-1',
-        order: { value: 1000 },
-      });
+      const applied = await service.post('/v1/vouchers/apply', applyBody('DELETE1', 'del-1'));
       expect(applied.status).to.equal(400);
       expect(applied.body.error.details).to.deep.equal({ reason: 'inactive' });
 
       // the code stays taken
-      const dupe = await service.post('/v1/vouchers', { code: 'delete1', type: 'fixed', value: 100 });
+      const dupe = await service.post('/v1/vouchers', fixedVoucher('delete1'));
       expect(dupe.status).to.equal(409);
       expect(dupe.body.error.details).to.deep.equal({ code: 'DELETE1', voucher_id: v.id });
     });

@@ -18,6 +18,8 @@
  *  2026-03-09T00:00:00Z  P apply o9 (c2)                          10000  1000  9000   regular  us     (day after the window)
  * Queries run at 2026-03-10T12:00:00Z.
  */
+import { applyBody, validateBody } from '../fixtures/orders.ts';
+import { fixedVoucher, percentageVoucher } from '../fixtures/vouchers.ts';
 import type { TestService } from './harness.ts';
 
 export const NOW = '2026-03-10T12:00:00Z';
@@ -53,22 +55,21 @@ const ok = (res: { status: number; body: unknown }, status: number, what: string
 export const buildFixture = async (service: TestService, codeSuffix = ''): Promise<Fixture> => {
   const at = (iso: string) => service.clock.set(iso);
   at('2026-02-01T00:00:00Z');
-  const p = await service.createVoucher({ code: `PERF10${codeSuffix}`, type: 'percentage', value: 10 });
-  const q = await service.createVoucher({ code: `FLAT5${codeSuffix}`, type: 'fixed', value: 500 });
+  const p = await service.createVoucher(percentageVoucher(`PERF10${codeSuffix}`, { value: 10 }));
+  const q = await service.createVoucher(fixedVoucher(`FLAT5${codeSuffix}`, { value: 500 }));
   const applications: Record<string, string> = {};
   const validate = async (orderId: string | undefined, value: number, c?: CustomerKey) =>
     ok(
-      await service.post('/v1/vouchers/validate', {
-        code: p.code,
-        order: { ...(orderId ? { id: orderId } : {}), value },
-        ...(c ? { customer: customers[c] } : {}),
-      }),
+      await service.post(
+        '/v1/vouchers/validate',
+        validateBody(p.code, { ...(orderId ? { id: orderId } : {}), value }, c ? customers[c] : undefined),
+      ),
       200,
       `validate ${orderId}`,
     );
   const apply = async (code: string, orderId: string, value: number, c: CustomerKey) => {
     applications[orderId] = ok(
-      await service.post('/v1/vouchers/apply', { code, order_id: orderId, order: { value }, customer: customers[c] }),
+      await service.post('/v1/vouchers/apply', applyBody(code, orderId, { value }, customers[c])),
       201,
       `apply ${orderId}`,
     ).id;
