@@ -7,6 +7,7 @@
  *   client (TestService.request) runs it on every response it receives.
  */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
 import { expect } from 'chai';
 import { buildOpenApi } from '../../src/http/openapi.ts';
 
@@ -38,6 +39,11 @@ interface Route {
   operation: Json;
 }
 
+// ajv-formats is CommonJS: under NodeNext interop its default export arrives nested in `default`.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv2020,
+) => Ajv2020;
+
 let compiled: { ajv: Ajv2020; routes: Route[]; validators: Map<string, ValidateFunction> } | undefined;
 
 /** The document compiled once: every operation's path as a pattern, and ajv holding the whole document. */
@@ -45,6 +51,7 @@ const openApi = () => {
   if (compiled) return compiled;
   const document = buildOpenApi() as Json;
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
+  addFormats(ajv); // date-time, uri, ...: checked, not ignored
   ajv.addSchema({ ...document, $id: DOCUMENT_ID });
   const routes: Route[] = [];
   for (const [template, item] of Object.entries(document.paths as Json))
