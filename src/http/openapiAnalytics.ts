@@ -216,6 +216,8 @@ export const analyticsSchemas = {
           daily: { type: 'array', items: dated },
           segments: {
             type: 'array',
+            description:
+              'Per customer.segment ("unknown" when absent). A day keeps 100 segments by name; further ones that day count under "other".',
             items: { type: 'object', required: ['segment'], properties: { segment: str, ...metricProps } },
           },
         },
@@ -320,6 +322,8 @@ export const analyticsSchemas = {
       completed_at: str,
       error: {
         type: 'object',
+        description:
+          'EXPORT_FAILED. details.reason: analytics_behind (the analytics did not reach the request within 60 s; no file was written; request the export again) or generation_failed.',
         required: ['code', 'message', 'details'],
         properties: { code: str, message: str, details: { type: 'object' } },
       },

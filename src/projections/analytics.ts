@@ -9,9 +9,11 @@ import {
   dayOf,
   emptyDaily,
   orderAttemptId,
+  segmentKey,
+  segmentMap,
+  segmentTotalsOf,
   UNKNOWN,
   voucherCustomerId,
-  zeroTotals,
   type AnalyticsApplicationDoc,
   type CustomerDoc,
   type DailyDoc,
@@ -48,13 +50,21 @@ const addTotals = (
   final_amount: t.final_amount + sign * d.finalAmount,
 });
 
-const withSegment = (daily: DailyDoc, segment: string, update: (t: Totals) => Totals): DailyDoc => ({
-  ...daily,
-  segments: { ...daily.segments, [segment]: update(daily.segments[segment] ?? zeroTotals()) },
-});
+/**
+ * The day with `update` applied to the segment's totals: `key` names them as counted (its own
+ * name, or OTHER_SEGMENT past the cap, see analyticsDocs.ts).
+ */
+const withSegment = (daily: DailyDoc, key: string, update: (t: Totals) => Totals): DailyDoc => {
+  const segments = segmentMap(daily.segments);
+  segments[key] = update(segmentTotalsOf(daily.segments, key));
+  return { ...daily, segments };
+};
 
 const countAttempt = (daily: DailyDoc, segment: string): DailyDoc =>
-  withSegment({ ...daily, orders: daily.orders + 1 }, segment, (t) => ({ ...t, orders: t.orders + 1 }));
+  withSegment({ ...daily, orders: daily.orders + 1 }, segmentKey(daily.segments, segment), (t) => ({
+    ...t,
+    orders: t.orders + 1,
+  }));
 
 const dayRange = (days: Record<string, DayEntry>): { first_day: string | null; last_day: string | null } => {
   const keys = Object.keys(days).sort();
@@ -99,11 +109,12 @@ const withGaps = (docs: Docs, daily: DailyDoc, changes: GapChanges): DailyDoc =>
 
 const applied = (docs: Docs, d: VoucherApplied['data']): void => {
   const day = dayOf(d.appliedAt);
-  const segment = d.customerSegment ?? UNKNOWN;
   const region = d.customerRegion ?? UNKNOWN;
   // decisions.md: `orders` are validation attempts only; an application is a use, not an attempt
   // (conversion_rate is capped at 1 for orders applied without a validation).
   let daily = docs.get<DailyDoc>(C.daily, dailyId(d.voucherId, day)) ?? emptyDaily(d.voucherId, day);
+  // the key the application is counted under, kept for its rollback and the customer insights
+  const segment = segmentKey(daily.segments, d.customerSegment ?? UNKNOWN);
   daily = withSegment(
     { ...(addTotals(daily, 1, d) as DailyDoc), currency: d.currency ?? daily.currency },
     segment,

@@ -25,6 +25,12 @@ export interface DailyDoc extends Totals {
   /** Customers with at least one live application of the voucher that day. */
   unique_customers: number;
   currency: string | null;
+  /**
+   * Totals by `customer.segment` (`unknown` when absent): at most MAX_SEGMENTS named segments,
+   * the rest under OTHER_SEGMENT. Keys are the caller's text, so they are read with `segmentKey`
+   * and written into a null-prototype copy (a segment named `__proto__` or `constructor` is an
+   * ordinary key), never looked up on a plain object.
+   */
   segments: Record<string, Totals>;
   /**
    * The day's live uses by customer by their gaps to the customer's two previous uses
@@ -49,7 +55,10 @@ export interface VoucherCustomerDoc {
   id: string;
   voucher_id: string;
   customer_id: string;
-  /** Segment and region of the customer's latest application (`unknown` when not given). */
+  /**
+   * Segment and region of the customer's latest application (`unknown` when not given); the
+   * segment as the day counted it (`other` past the cap of MAX_SEGMENTS).
+   */
   segment: string;
   region: string;
   uses: number;
@@ -115,6 +124,30 @@ export const dayOf = (iso: string): string => new Date(iso).toISOString().slice(
 
 export const UNKNOWN = 'unknown';
 
+/**
+ * Distinct segments one daily document holds by name. A segment first seen on a day that
+ * already holds this many is counted under OTHER_SEGMENT (so is a segment named `other`): the
+ * document stays bounded (about 20 KB) whatever the callers send.
+ */
+export const MAX_SEGMENTS = 100;
+export const OTHER_SEGMENT = 'other';
+
+/** The key `segment` is counted under in the day's segment totals (its own name, or OTHER_SEGMENT past the cap). */
+export const segmentKey = (segments: Record<string, Totals>, segment: string): string => {
+  if (Object.hasOwn(segments, segment)) return segment;
+  let named = 0;
+  for (const key in segments) if (Object.hasOwn(segments, key) && key !== OTHER_SEGMENT) named += 1;
+  return named < MAX_SEGMENTS ? segment : OTHER_SEGMENT;
+};
+
+/** The segment's totals, zero when it has none (own keys only). */
+export const segmentTotalsOf = (segments: Record<string, Totals>, key: string): Totals =>
+  Object.hasOwn(segments, key) ? segments[key]! : zeroTotals();
+
+/** A copy of stored segment totals without a prototype, to write keys into. */
+export const segmentMap = (segments: Record<string, Totals>): Record<string, Totals> =>
+  Object.assign(Object.create(null) as Record<string, Totals>, segments);
+
 export const zeroTotals = (): Totals => ({ uses: 0, discount: 0, order_value: 0, final_amount: 0, orders: 0 });
 
 export const emptyDaily = (voucherId: string, day: string): DailyDoc => ({
@@ -124,6 +157,6 @@ export const emptyDaily = (voucherId: string, day: string): DailyDoc => ({
   ...zeroTotals(),
   unique_customers: 0,
   currency: null,
-  segments: {},
+  segments: Object.create(null) as Record<string, Totals>,
   gaps: {},
 });
