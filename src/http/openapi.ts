@@ -336,6 +336,8 @@ const voucher = {
     updated_at: { type: 'string' },
   },
 };
+const finalAmountDescription =
+  'What the order comes to with this voucher and the vouchers already on it: order.value minus their discounts (order.value − discount_amount for the first voucher on an order).';
 const usage = {
   type: 'object',
   required: ['id', 'order_id', 'customer_id', 'discount_amount', 'final_amount', 'currency', 'status', 'applied_at'],
@@ -344,7 +346,7 @@ const usage = {
     order_id: { type: 'string' },
     customer_id: nullable('string'),
     discount_amount: { type: 'integer' },
-    final_amount: { type: 'integer' },
+    final_amount: { type: 'integer', description: finalAmountDescription },
     currency: nullable('string'),
     status: { type: 'string', enum: ['applied', 'rolled_back'] },
     applied_at: { type: 'string' },
@@ -403,7 +405,7 @@ const componentSchemas = {
       order_id: { type: 'string' },
       customer_id: nullable('string'),
       discount_amount: { type: 'integer' },
-      final_amount: { type: 'integer' },
+      final_amount: { type: 'integer', description: finalAmountDescription },
       currency: nullable('string'),
       status: { type: 'string', enum: ['applied', 'rolled_back'] },
       applied_at: { type: 'string' },
@@ -434,7 +436,7 @@ const componentSchemas = {
         },
       },
       discount_amount: { type: 'integer' },
-      final_amount: { type: 'integer' },
+      final_amount: { type: 'integer', description: finalAmountDescription },
       currency: nullable('string'),
       validation_details: {
         type: 'object',

@@ -203,7 +203,11 @@ export const analyticsSchemas = {
           total_discount: int,
           conversion_rate: num,
           avg_order_value: int,
-          revenue_impact: int,
+          revenue_impact: {
+            ...int,
+            description:
+              'What customers paid for the orders with this voucher, in cents. An order with several vouchers counts once across them: what was paid is shared in proportion to their discounts.',
+          },
           unique_customers: int,
           repeat_usage: int,
         },
@@ -265,8 +269,16 @@ export const analyticsSchemas = {
           total_customers: int,
           new_customers: int,
           returning_customers: int,
-          avg_customer_value: int,
-          customer_lifetime_value: int,
+          avg_customer_value: {
+            ...int,
+            description:
+              "Mean spend per customer on this voucher in the window (an order with several vouchers: this voucher's share of what was paid).",
+          },
+          customer_lifetime_value: {
+            ...int,
+            description:
+              'Mean spend per customer on all of their voucher orders ever, each order once at what the customer paid.',
+          },
           top_customer_segments: {
             type: 'array',
             items: {

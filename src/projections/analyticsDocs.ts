@@ -11,7 +11,10 @@ export interface Totals {
   discount: number;
   /** Sum of pre-discount order values of the applications. */
   order_value: number;
-  /** Sum of final amounts (what customers paid): the revenue impact. */
+  /**
+   * The revenue impact: what customers paid for the orders, each order's paid amount counted
+   * once over its vouchers (the applications' shares, see AnalyticsOrderDoc).
+   */
   final_amount: number;
   /** Order attempts (validations, one per distinct order id; see OrderAttemptsRecorded). */
   orders: number;
@@ -62,6 +65,7 @@ export interface VoucherCustomerDoc {
   segment: string;
   region: string;
   uses: number;
+  /** The shares of its orders' paid amounts counted for this voucher (see AnalyticsOrderDoc). */
   spend: number;
   order_value: number;
   /** First and last application ever recorded (a rollback does not move them). */
@@ -82,7 +86,9 @@ export interface CustomerDoc {
   /** First application ever, rolled back or not: decides new versus returning. */
   first_applied_at: string;
   uses: number;
+  /** What the customer paid for their voucher orders, each order once (the sum of its shares). */
   spend: number;
+  /** Pre-discount order values, one per live application. */
   order_value: number;
   [key: string]: unknown;
 }
@@ -107,12 +113,43 @@ export interface AnalyticsApplicationDoc {
   [key: string]: unknown;
 }
 
+/** One live application of an order, with its share of what the customer pays for the order. */
+export interface OrderShare {
+  application_id: string;
+  voucher_id: string;
+  customer_id: string | null;
+  /** The application's day and segment key: where its money is counted. */
+  day: string;
+  segment: string;
+  discount: number;
+  /** Cents of the order's paid amount counted for this application (see AnalyticsOrderDoc). */
+  share: number;
+}
+
+/**
+ * `analytics_orders/<order id>`: an order's live applications. What the customer pays for the
+ * order (`order_value` − the discounts of all its live applications) is split into shares, one
+ * per application, in proportion to their discounts (largest remainder, ties to the earlier
+ * application; equal weights when every discount is 0). Every money figure of the analytics
+ * (revenue impact, customer spend and lifetime value) adds up shares, so an order's money is
+ * counted once however many vouchers it carries. An application or rollback on the order moves
+ * the shares of the others: their documents change with it. Removed when no application is live.
+ */
+export interface AnalyticsOrderDoc {
+  id: string;
+  order_value: number;
+  /** In the order applied. */
+  live: OrderShare[];
+  [key: string]: unknown;
+}
+
 export const COLLECTIONS = {
   daily: 'analytics_daily',
   voucherCustomers: 'analytics_voucher_customers',
   customers: 'analytics_customers',
   orderAttempts: 'analytics_order_attempts',
   applications: 'analytics_applications',
+  orders: 'analytics_orders',
 } as const;
 
 export const dailyId = (voucherId: string, day: string): string => `${voucherId}|${day}`;
