@@ -68,6 +68,9 @@ const statusFilter = (status: ListVouchersQuery['status'], now: string): Filter 
   }
 };
 
+/** Active as a reader sees it: a voucher past its valid_until reads `expired` before its VoucherExpired is recorded. */
+export const activeFilter = (now: string): Filter => statusFilter('active', now);
+
 export const listVouchers = async (ctx: EnvContext, q: ListVouchersQuery): Promise<Page<Record<string, unknown>>> => {
   const now = ctx.clock.now();
   const filter: Filter = statusFilter(q.status, isoSeconds(now));
@@ -105,45 +108,4 @@ export const listApplications = async (
     ctx.reads.count('applications', filter),
   ]);
   return { data: views.map(renderUsage), total, limit, offset, has_more: offset + views.length < total };
-};
-
-/** Damerau-free Levenshtein distance, two rows. */
-export const editDistance = (a: string, b: string): number => {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i += 1) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j += 1) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length]!;
-};
-
-/**
- * Up to 5 active codes close to an unknown one (inactive and expired codes are never revealed):
- * candidates share its first character (an indexed range scan, at most 1,000), ranked by edit
- * distance, kept within max(2, length / 3).
- */
-export const suggestCodes = async (ctx: EnvContext, code: string): Promise<string[]> => {
-  const wanted = code.toLowerCase();
-  const first = wanted.slice(0, 1);
-  // Active as a reader sees it: a voucher past its valid_until reads `expired` before its
-  // VoucherExpired is recorded (statusFilter), and is not suggested either.
-  const active = statusFilter('active', isoSeconds(ctx.clock.now()));
-  const candidates = await ctx.reads.find<VoucherDoc>(
-    'vouchers',
-    { ...active, code_lower: { $gte: first, $lt: `${first}\uffff` } },
-    {
-      sort: [['code_lower', 1]],
-      limit: 1_000,
-    },
-  );
-  const limit = Math.max(2, Math.floor(wanted.length / 3));
-  return candidates
-    .map((v) => ({ code: v.code, distance: editDistance(wanted, v.code_lower) }))
-    .filter((c) => c.distance <= limit)
-    .sort((a, b) => a.distance - b.distance || (a.code < b.code ? -1 : 1))
-    .slice(0, 5)
-    .map((c) => c.code);
 };

@@ -11,7 +11,7 @@ import type { Voucher, VoucherState } from '../domain/voucher/state.ts';
 import type { ApplicationView } from '../projections/usageHistory.ts';
 import { QUOTE_TTL_MS, quoteKey, type CallMetadata, type EnvContext } from './context.ts';
 import { detachVoucher, orderForApply, vouchersOnOrder, type OrderForApply } from './orders.ts';
-import { suggestCodes } from './queries.ts';
+import { suggestCodes } from './suggestions.ts';
 import { fingerprint, renderApplication, type ApplicationResponse } from './views.ts';
 
 interface Quote {
@@ -19,11 +19,19 @@ interface Quote {
   customer?: Customer;
 }
 
+/**
+ * What VOUCHER_NOT_FOUND may show the caller: similar existing codes only to a key that may read
+ * vouchers (`vouchers:read`); a key that may only redeem gets an empty `suggestions` list.
+ */
+export interface CodeLookup {
+  suggest: boolean;
+}
+
 /** The voucher id behind a code, or VOUCHER_NOT_FOUND with similar existing codes. */
-export const resolveCode = async (ctx: EnvContext, code: string): Promise<string> => {
+export const resolveCode = async (ctx: EnvContext, code: string, lookup: CodeLookup): Promise<string> => {
   const voucherId = await ctx.codes.lookup(code);
   if (voucherId !== undefined) return voucherId;
-  const suggestions = await suggestCodes(ctx, code);
+  const suggestions = lookup.suggest ? await suggestCodes(ctx, code) : [];
   throw new DomainError('VOUCHER_NOT_FOUND', `No voucher has the code ${code}`, { code, suggestions });
 };
 
@@ -39,8 +47,9 @@ export const validateVoucher = async (
   code: string,
   order: Order,
   customer: Customer | undefined,
+  lookup: CodeLookup,
 ): Promise<Evaluation> => {
-  const voucherId = await resolveCode(ctx, code);
+  const voucherId = await resolveCode(ctx, code, lookup);
   ctx.telemetry.record(voucherId, order.id, customer?.segment); // an order attempt, for conversion (buffered, see telemetry.ts)
   const now = ctx.clock.now();
   // With order.id, stacking is checked against the vouchers the order carries (orders.ts).
@@ -155,8 +164,13 @@ const ORDER_ATTEMPTS = 5;
  * and customer returns the stored application. The order stream records the vouchers the order
  * carries, for stacking, in the same atomic append as the VoucherApplied (see orders.ts).
  */
-export const applyVoucher = async (ctx: EnvContext, input: ApplyInput, meta: CallMetadata): Promise<ApplyOutcome> => {
-  const voucherId = await resolveCode(ctx, input.code);
+export const applyVoucher = async (
+  ctx: EnvContext,
+  input: ApplyInput,
+  meta: CallMetadata,
+  lookup: CodeLookup,
+): Promise<ApplyOutcome> => {
+  const voucherId = await resolveCode(ctx, input.code, lookup);
   let { order, customer } = input;
   if (order === undefined) {
     const quote = await ctx.kv.get<Quote>('quotes', quoteKey(voucherId, input.order_id));

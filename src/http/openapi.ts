@@ -165,7 +165,10 @@ export const buildOpenApi = (): object => ({
             'Not applicable (CONDITION_NOT_MET: details {failed_conditions, required_conditions, met_conditions}).',
             ['INVALID_REQUEST', 'VOUCHER_INVALID', 'VOUCHER_EXPIRED', 'USAGE_LIMIT_EXCEEDED', 'CONDITION_NOT_MET'],
           ),
-          404: error('Unknown code (details.suggestions lists similar codes).', ['VOUCHER_NOT_FOUND']),
+          404: error(
+            'Unknown code. details.suggestions lists up to 5 similar active codes for a key with vouchers:read and a code of at most 32 characters; otherwise it is empty.',
+            ['VOUCHER_NOT_FOUND'],
+          ),
           409: error(
             'The order id already carries this voucher with another order or customer; or (with order.id) the voucher cannot stack with the vouchers on the order (STACKING_CONFLICT: details {conflicting_voucher, conflict_reason, stackable_types}).',
             ['VOUCHER_ALREADY_APPLIED', 'STACKING_CONFLICT'],
@@ -196,7 +199,10 @@ export const buildOpenApi = (): object => ({
             'USAGE_LIMIT_EXCEEDED',
             'CONDITION_NOT_MET',
           ]),
-          404: error('Unknown code.', ['VOUCHER_NOT_FOUND']),
+          404: error(
+            'Unknown code. details.suggestions as on validate: similar active codes only for a key with vouchers:read.',
+            ['VOUCHER_NOT_FOUND'],
+          ),
           409: error(
             'Applied to this order with another order or customer; cannot stack with the vouchers on the order; or another writer / another voucher in flight on the order (retry).',
             ['VOUCHER_ALREADY_APPLIED', 'STACKING_CONFLICT', 'IDEMPOTENCY_KEY_REUSED', 'CONCURRENT_MODIFICATION'],
@@ -330,6 +336,8 @@ const voucher = {
     updated_at: { type: 'string' },
   },
 };
+const finalAmountDescription =
+  'What the order comes to with this voucher and the vouchers already on it: order.value minus their discounts (order.value − discount_amount for the first voucher on an order).';
 const usage = {
   type: 'object',
   required: ['id', 'order_id', 'customer_id', 'discount_amount', 'final_amount', 'currency', 'status', 'applied_at'],
@@ -338,7 +346,7 @@ const usage = {
     order_id: { type: 'string' },
     customer_id: nullable('string'),
     discount_amount: { type: 'integer' },
-    final_amount: { type: 'integer' },
+    final_amount: { type: 'integer', description: finalAmountDescription },
     currency: nullable('string'),
     status: { type: 'string', enum: ['applied', 'rolled_back'] },
     applied_at: { type: 'string' },
@@ -397,7 +405,7 @@ const componentSchemas = {
       order_id: { type: 'string' },
       customer_id: nullable('string'),
       discount_amount: { type: 'integer' },
-      final_amount: { type: 'integer' },
+      final_amount: { type: 'integer', description: finalAmountDescription },
       currency: nullable('string'),
       status: { type: 'string', enum: ['applied', 'rolled_back'] },
       applied_at: { type: 'string' },
@@ -428,7 +436,7 @@ const componentSchemas = {
         },
       },
       discount_amount: { type: 'integer' },
-      final_amount: { type: 'integer' },
+      final_amount: { type: 'integer', description: finalAmountDescription },
       currency: nullable('string'),
       validation_details: {
         type: 'object',

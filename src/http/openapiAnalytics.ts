@@ -203,7 +203,11 @@ export const analyticsSchemas = {
           total_discount: int,
           conversion_rate: num,
           avg_order_value: int,
-          revenue_impact: int,
+          revenue_impact: {
+            ...int,
+            description:
+              'What customers paid for the orders with this voucher, in cents. An order with several vouchers counts once across them: what was paid is shared in proportion to their discounts.',
+          },
           unique_customers: int,
           repeat_usage: int,
         },
@@ -216,6 +220,8 @@ export const analyticsSchemas = {
           daily: { type: 'array', items: dated },
           segments: {
             type: 'array',
+            description:
+              'Per customer.segment ("unknown" when absent). A day keeps 100 segments by name; further ones that day count under "other".',
             items: { type: 'object', required: ['segment'], properties: { segment: str, ...metricProps } },
           },
         },
@@ -263,8 +269,16 @@ export const analyticsSchemas = {
           total_customers: int,
           new_customers: int,
           returning_customers: int,
-          avg_customer_value: int,
-          customer_lifetime_value: int,
+          avg_customer_value: {
+            ...int,
+            description:
+              "Mean spend per customer on this voucher in the window (an order with several vouchers: this voucher's share of what was paid).",
+          },
+          customer_lifetime_value: {
+            ...int,
+            description:
+              'Mean spend per customer on all of their voucher orders ever, each order once at what the customer paid.',
+          },
           top_customer_segments: {
             type: 'array',
             items: {
@@ -320,6 +334,8 @@ export const analyticsSchemas = {
       completed_at: str,
       error: {
         type: 'object',
+        description:
+          'EXPORT_FAILED. details.reason: analytics_behind (the analytics did not reach the request within 60 s; no file was written; request the export again) or generation_failed.',
         required: ['code', 'message', 'details'],
         properties: { code: str, message: str, details: { type: 'object' } },
       },

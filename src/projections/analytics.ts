@@ -2,6 +2,7 @@ import type { OrderAttemptsRecorded } from '../domain/analytics/events.ts';
 import type { VoucherApplicationRolledBack, VoucherApplied } from '../domain/voucher/events.ts';
 import { docKey, type DocRef, type DocSet, type DocumentSetProjection } from '../core/projection.ts';
 import type { Document } from '../core/readStore.ts';
+import { allocate } from '../domain/discount/allocation.ts';
 import { applyGapChanges, followingDays, gapChanges, neighbours, type GapChanges } from './customerGaps.ts';
 import {
   COLLECTIONS as C,
@@ -9,14 +10,18 @@ import {
   dayOf,
   emptyDaily,
   orderAttemptId,
+  segmentKey,
+  segmentMap,
+  segmentTotalsOf,
   UNKNOWN,
   voucherCustomerId,
-  zeroTotals,
   type AnalyticsApplicationDoc,
+  type AnalyticsOrderDoc,
   type CustomerDoc,
   type DailyDoc,
   type DayEntry,
   type OrderAttemptDoc,
+  type OrderShare,
   type Totals,
   type VoucherCustomerDoc,
 } from './analyticsDocs.ts';
@@ -34,6 +39,9 @@ class Docs {
   set(collection: string, doc: Document): void {
     this.changes.set(docKey(collection, doc.id), doc);
   }
+  delete(collection: string, id: string): void {
+    this.changes.set(docKey(collection, id), null);
+  }
 }
 
 const addTotals = (
@@ -48,13 +56,21 @@ const addTotals = (
   final_amount: t.final_amount + sign * d.finalAmount,
 });
 
-const withSegment = (daily: DailyDoc, segment: string, update: (t: Totals) => Totals): DailyDoc => ({
-  ...daily,
-  segments: { ...daily.segments, [segment]: update(daily.segments[segment] ?? zeroTotals()) },
-});
+/**
+ * The day with `update` applied to the segment's totals: `key` names them as counted (its own
+ * name, or OTHER_SEGMENT past the cap, see analyticsDocs.ts).
+ */
+const withSegment = (daily: DailyDoc, key: string, update: (t: Totals) => Totals): DailyDoc => {
+  const segments = segmentMap(daily.segments);
+  segments[key] = update(segmentTotalsOf(daily.segments, key));
+  return { ...daily, segments };
+};
 
 const countAttempt = (daily: DailyDoc, segment: string): DailyDoc =>
-  withSegment({ ...daily, orders: daily.orders + 1 }, segment, (t) => ({ ...t, orders: t.orders + 1 }));
+  withSegment({ ...daily, orders: daily.orders + 1 }, segmentKey(daily.segments, segment), (t) => ({
+    ...t,
+    orders: t.orders + 1,
+  }));
 
 const dayRange = (days: Record<string, DayEntry>): { first_day: string | null; last_day: string | null } => {
   const keys = Object.keys(days).sort();
@@ -97,17 +113,80 @@ const withGaps = (docs: Docs, daily: DailyDoc, changes: GapChanges): DailyDoc =>
   return own ? { ...daily, gaps: applyGapChanges(daily.gaps ?? {}, own) } : daily;
 };
 
+/**
+ * The order's live applications with their shares of what the customer pays for it (order value
+ * less all their discounts), in proportion to their discounts (see AnalyticsOrderDoc).
+ */
+const withShares = (orderValue: number, live: OrderShare[]): OrderShare[] => {
+  if (live.length === 0) return live;
+  const paid = Math.max(0, orderValue - live.reduce((sum, a) => sum + a.discount, 0));
+  const weights = live.some((a) => a.discount > 0) ? live.map((a) => a.discount) : live.map(() => 1);
+  const shares = allocate(paid, weights);
+  return live.map((a, i) => ({ ...a, share: shares[i]! }));
+};
+
+/** Moves `delta` cents of paid money onto (or off) an application's figures: its day, its customer. */
+const moveMoney = (docs: Docs, a: OrderShare, delta: number): void => {
+  if (delta === 0) return;
+  const daily = docs.get<DailyDoc>(C.daily, dailyId(a.voucher_id, a.day));
+  if (daily) {
+    docs.set(
+      C.daily,
+      withSegment({ ...daily, final_amount: daily.final_amount + delta }, a.segment, (t) => ({
+        ...t,
+        final_amount: t.final_amount + delta,
+      })),
+    );
+  }
+  if (a.customer_id === null) return;
+  const vc = docs.get<VoucherCustomerDoc>(C.voucherCustomers, voucherCustomerId(a.voucher_id, a.customer_id));
+  if (vc) {
+    const entry = vc.days[a.day];
+    const days = entry ? { ...vc.days, [a.day]: [entry[0], entry[1] + delta, entry[2]] as DayEntry } : vc.days;
+    docs.set(C.voucherCustomers, { ...vc, spend: vc.spend + delta, days });
+  }
+  const customer = docs.get<CustomerDoc>(C.customers, a.customer_id);
+  if (customer) docs.set(C.customers, { ...customer, spend: customer.spend + delta });
+};
+
+/** The other applications of an order follow the change of their shares. */
+const reattribute = (docs: Docs, before: readonly OrderShare[], after: readonly OrderShare[]): void => {
+  const previous = new Map(before.map((a) => [a.application_id, a.share]));
+  for (const a of after) {
+    const old = previous.get(a.application_id);
+    if (old !== undefined) moveMoney(docs, a, a.share - old);
+  }
+};
+
 const applied = (docs: Docs, d: VoucherApplied['data']): void => {
   const day = dayOf(d.appliedAt);
-  const segment = d.customerSegment ?? UNKNOWN;
   const region = d.customerRegion ?? UNKNOWN;
   // decisions.md: `orders` are validation attempts only; an application is a use, not an attempt
   // (conversion_rate is capped at 1 for orders applied without a validation).
   let daily = docs.get<DailyDoc>(C.daily, dailyId(d.voucherId, day)) ?? emptyDaily(d.voucherId, day);
+  // the key the application is counted under, kept for its rollback and the customer insights
+  const segment = segmentKey(daily.segments, d.customerSegment ?? UNKNOWN);
+  // the order's paid amount is shared with the vouchers already on it (AnalyticsOrderDoc)
+  const order = docs.get<AnalyticsOrderDoc>(C.orders, d.orderId);
+  const others = order?.live.filter((a) => a.application_id !== d.applicationId) ?? [];
+  const orderValue = others.length > 0 ? order!.order_value : d.orderValue;
+  const live = withShares(orderValue, [
+    ...others,
+    {
+      application_id: d.applicationId,
+      voucher_id: d.voucherId,
+      customer_id: d.customerId ?? null,
+      day,
+      segment,
+      discount: d.discountAmount,
+      share: 0,
+    },
+  ]);
+  const money = { discountAmount: d.discountAmount, orderValue: d.orderValue, finalAmount: live.at(-1)!.share };
   daily = withSegment(
-    { ...(addTotals(daily, 1, d) as DailyDoc), currency: d.currency ?? daily.currency },
+    { ...(addTotals(daily, 1, money) as DailyDoc), currency: d.currency ?? daily.currency },
     segment,
-    (t) => addTotals(t, 1, d),
+    (t) => addTotals(t, 1, money),
   );
   docs.set(C.applications, {
     id: d.applicationId,
@@ -124,14 +203,17 @@ const applied = (docs: Docs, d: VoucherApplied['data']): void => {
       id: d.customerId,
       first_applied_at: firstEver,
       uses: (customer?.uses ?? 0) + 1,
-      spend: (customer?.spend ?? 0) + d.finalAmount,
+      spend: (customer?.spend ?? 0) + money.finalAmount,
       order_value: (customer?.order_value ?? 0) + d.orderValue,
     } satisfies CustomerDoc);
     const vc = docs.get<VoucherCustomerDoc>(C.voucherCustomers, voucherCustomerId(d.voucherId, d.customerId));
     const entry = vc?.days[day] ?? [0, 0, 0];
     if (entry[0] === 0) daily = { ...daily, unique_customers: daily.unique_customers + 1 };
     daily = withGaps(docs, daily, gapChanges(day, neighbours(vc?.days ?? {}, day), 1));
-    const days = { ...vc?.days, [day]: [entry[0] + 1, entry[1] + d.finalAmount, entry[2] + d.orderValue] as DayEntry };
+    const days = {
+      ...vc?.days,
+      [day]: [entry[0] + 1, entry[1] + money.finalAmount, entry[2] + d.orderValue] as DayEntry,
+    };
     docs.set(C.voucherCustomers, {
       id: voucherCustomerId(d.voucherId, d.customerId),
       voucher_id: d.voucherId,
@@ -139,7 +221,7 @@ const applied = (docs: Docs, d: VoucherApplied['data']): void => {
       segment,
       region,
       uses: (vc?.uses ?? 0) + 1,
-      spend: (vc?.spend ?? 0) + d.finalAmount,
+      spend: (vc?.spend ?? 0) + money.finalAmount,
       order_value: (vc?.order_value ?? 0) + d.orderValue,
       first_used_at: minIso(vc?.first_used_at, d.appliedAt),
       last_used_at: maxIso(vc?.last_used_at, d.appliedAt),
@@ -149,13 +231,21 @@ const applied = (docs: Docs, d: VoucherApplied['data']): void => {
     } satisfies VoucherCustomerDoc);
   }
   docs.set(C.daily, daily);
+  docs.set(C.orders, { id: d.orderId, order_value: orderValue, live } satisfies AnalyticsOrderDoc);
+  reattribute(docs, others, live);
 };
 
-const rolledBack = (docs: Docs, d: VoucherApplicationRolledBack['data']): void => {
-  const application = docs.get<AnalyticsApplicationDoc>(C.applications, d.applicationId);
+const rolledBack = (docs: Docs, rollback: VoucherApplicationRolledBack['data']): void => {
+  const application = docs.get<AnalyticsApplicationDoc>(C.applications, rollback.applicationId);
   if (!application || application.rolled_back) return;
   const { day, segment } = application;
   docs.set(C.applications, { ...application, rolled_back: true });
+  // The application's share leaves its figures and the order's other applications share the
+  // paid amount again. An application the order document does not list (folded before orders
+  // were kept: rebuild with npm run replay) takes off its recorded final amount.
+  const order = docs.get<AnalyticsOrderDoc>(C.orders, rollback.orderId);
+  const mine = order?.live.find((a) => a.application_id === rollback.applicationId);
+  const d = { ...rollback, finalAmount: mine ? mine.share : rollback.finalAmount };
   let daily = docs.get<DailyDoc>(C.daily, dailyId(d.voucherId, day)) ?? emptyDaily(d.voucherId, day);
   daily = withSegment(addTotals(daily, -1, d) as DailyDoc, segment, (t) => addTotals(t, -1, d));
   const customerId = application.customer_id;
@@ -189,6 +279,13 @@ const rolledBack = (docs: Docs, d: VoucherApplicationRolledBack['data']): void =
     }
   }
   docs.set(C.daily, daily);
+  if (order && mine) {
+    const rest = order.live.filter((a) => a !== mine);
+    const live = withShares(order.order_value, rest);
+    if (live.length === 0) docs.delete(C.orders, order.id);
+    else docs.set(C.orders, { ...order, live });
+    reattribute(docs, rest, live);
+  }
 };
 
 const attempts = (docs: Docs, d: OrderAttemptsRecorded['data']): void => {
@@ -206,9 +303,10 @@ const attempts = (docs: Docs, d: OrderAttemptsRecorded['data']): void => {
 };
 
 /**
- * Analytics, one projection over five collections (see analyticsDocs.ts): per voucher per day,
- * per voucher per customer, per customer in the environment, seen (voucher, order id) pairs and
- * the application facts a rollback undoes. Runs in its own group (checkpoint `analytics`).
+ * Analytics, one projection over six collections (see analyticsDocs.ts): per voucher per day,
+ * per voucher per customer, per customer in the environment, seen (voucher, order id) pairs, the
+ * application facts a rollback undoes and the live applications of each order (the shares of its
+ * paid amount). Runs in its own group (checkpoint `analytics`).
  */
 export const analytics: DocumentSetProjection<Handled> = {
   name: 'analytics',
@@ -218,6 +316,7 @@ export const analytics: DocumentSetProjection<Handled> = {
     [C.customers]: [],
     [C.orderAttempts]: [],
     [C.applications]: [],
+    [C.orders]: [],
   },
   handles: ['VoucherApplied', 'VoucherApplicationRolledBack', 'OrderAttemptsRecorded'],
   touches: (event) => {
@@ -236,6 +335,7 @@ export const analytics: DocumentSetProjection<Handled> = {
           { collection: C.daily, id: dailyId(d.voucherId, dayOf(d.appliedAt)) },
           { collection: C.applications, id: d.applicationId },
           { collection: C.orderAttempts, id: orderAttemptId(d.voucherId, d.orderId) },
+          { collection: C.orders, id: d.orderId },
         );
         customer(d.voucherId, d.customerId);
         break;
@@ -245,6 +345,7 @@ export const analytics: DocumentSetProjection<Handled> = {
         refs.push(
           { collection: C.daily, id: dailyId(d.voucherId, dayOf(d.appliedAt)) },
           { collection: C.applications, id: d.applicationId },
+          { collection: C.orders, id: d.orderId },
         );
         customer(d.voucherId, d.customerId);
         break;
@@ -263,15 +364,29 @@ export const analytics: DocumentSetProjection<Handled> = {
   follows: (event, docs) => {
     if (event.type !== 'VoucherApplied' && event.type !== 'VoucherApplicationRolledBack') return [];
     const d = event.data;
-    if (d.customerId === undefined) return [];
-    const vc = docs.get(docKey(C.voucherCustomers, voucherCustomerId(d.voucherId, d.customerId))) as
-      VoucherCustomerDoc | null | undefined;
-    return vc
-      ? followingDays(vc.days, dayOf(d.appliedAt)).map((day) => ({
-          collection: C.daily,
-          id: dailyId(d.voucherId, day),
-        }))
-      : [];
+    const refs: DocRef[] = [];
+    // the days of the customer's next uses (gap histograms)
+    if (d.customerId !== undefined) {
+      const vc = docs.get(docKey(C.voucherCustomers, voucherCustomerId(d.voucherId, d.customerId))) as
+        VoucherCustomerDoc | null | undefined;
+      if (vc) {
+        for (const day of followingDays(vc.days, dayOf(d.appliedAt)))
+          refs.push({ collection: C.daily, id: dailyId(d.voucherId, day) });
+      }
+    }
+    // the order's other live applications, whose shares move
+    const order = docs.get(docKey(C.orders, d.orderId)) as AnalyticsOrderDoc | null | undefined;
+    for (const a of order?.live ?? []) {
+      if (a.application_id === d.applicationId) continue;
+      refs.push({ collection: C.daily, id: dailyId(a.voucher_id, a.day) });
+      if (a.customer_id !== null) {
+        refs.push(
+          { collection: C.voucherCustomers, id: voucherCustomerId(a.voucher_id, a.customer_id) },
+          { collection: C.customers, id: a.customer_id },
+        );
+      }
+    }
+    return refs;
   },
   evolve: (current, event) => {
     const docs = new Docs(current);

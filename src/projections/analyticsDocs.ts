@@ -11,7 +11,10 @@ export interface Totals {
   discount: number;
   /** Sum of pre-discount order values of the applications. */
   order_value: number;
-  /** Sum of final amounts (what customers paid): the revenue impact. */
+  /**
+   * The revenue impact: what customers paid for the orders, each order's paid amount counted
+   * once over its vouchers (the applications' shares, see AnalyticsOrderDoc).
+   */
   final_amount: number;
   /** Order attempts (validations, one per distinct order id; see OrderAttemptsRecorded). */
   orders: number;
@@ -25,6 +28,12 @@ export interface DailyDoc extends Totals {
   /** Customers with at least one live application of the voucher that day. */
   unique_customers: number;
   currency: string | null;
+  /**
+   * Totals by `customer.segment` (`unknown` when absent): at most MAX_SEGMENTS named segments,
+   * the rest under OTHER_SEGMENT. Keys are the caller's text, so they are read with `segmentKey`
+   * and written into a null-prototype copy (a segment named `__proto__` or `constructor` is an
+   * ordinary key), never looked up on a plain object.
+   */
   segments: Record<string, Totals>;
   /**
    * The day's live uses by customer by their gaps to the customer's two previous uses
@@ -49,10 +58,14 @@ export interface VoucherCustomerDoc {
   id: string;
   voucher_id: string;
   customer_id: string;
-  /** Segment and region of the customer's latest application (`unknown` when not given). */
+  /**
+   * Segment and region of the customer's latest application (`unknown` when not given); the
+   * segment as the day counted it (`other` past the cap of MAX_SEGMENTS).
+   */
   segment: string;
   region: string;
   uses: number;
+  /** The shares of its orders' paid amounts counted for this voucher (see AnalyticsOrderDoc). */
   spend: number;
   order_value: number;
   /** First and last application ever recorded (a rollback does not move them). */
@@ -73,7 +86,9 @@ export interface CustomerDoc {
   /** First application ever, rolled back or not: decides new versus returning. */
   first_applied_at: string;
   uses: number;
+  /** What the customer paid for their voucher orders, each order once (the sum of its shares). */
   spend: number;
+  /** Pre-discount order values, one per live application. */
   order_value: number;
   [key: string]: unknown;
 }
@@ -98,12 +113,43 @@ export interface AnalyticsApplicationDoc {
   [key: string]: unknown;
 }
 
+/** One live application of an order, with its share of what the customer pays for the order. */
+export interface OrderShare {
+  application_id: string;
+  voucher_id: string;
+  customer_id: string | null;
+  /** The application's day and segment key: where its money is counted. */
+  day: string;
+  segment: string;
+  discount: number;
+  /** Cents of the order's paid amount counted for this application (see AnalyticsOrderDoc). */
+  share: number;
+}
+
+/**
+ * `analytics_orders/<order id>`: an order's live applications. What the customer pays for the
+ * order (`order_value` − the discounts of all its live applications) is split into shares, one
+ * per application, in proportion to their discounts (largest remainder, ties to the earlier
+ * application; equal weights when every discount is 0). Every money figure of the analytics
+ * (revenue impact, customer spend and lifetime value) adds up shares, so an order's money is
+ * counted once however many vouchers it carries. An application or rollback on the order moves
+ * the shares of the others: their documents change with it. Removed when no application is live.
+ */
+export interface AnalyticsOrderDoc {
+  id: string;
+  order_value: number;
+  /** In the order applied. */
+  live: OrderShare[];
+  [key: string]: unknown;
+}
+
 export const COLLECTIONS = {
   daily: 'analytics_daily',
   voucherCustomers: 'analytics_voucher_customers',
   customers: 'analytics_customers',
   orderAttempts: 'analytics_order_attempts',
   applications: 'analytics_applications',
+  orders: 'analytics_orders',
 } as const;
 
 export const dailyId = (voucherId: string, day: string): string => `${voucherId}|${day}`;
@@ -115,6 +161,30 @@ export const dayOf = (iso: string): string => new Date(iso).toISOString().slice(
 
 export const UNKNOWN = 'unknown';
 
+/**
+ * Distinct segments one daily document holds by name. A segment first seen on a day that
+ * already holds this many is counted under OTHER_SEGMENT (so is a segment named `other`): the
+ * document stays bounded (about 20 KB) whatever the callers send.
+ */
+export const MAX_SEGMENTS = 100;
+export const OTHER_SEGMENT = 'other';
+
+/** The key `segment` is counted under in the day's segment totals (its own name, or OTHER_SEGMENT past the cap). */
+export const segmentKey = (segments: Record<string, Totals>, segment: string): string => {
+  if (Object.hasOwn(segments, segment)) return segment;
+  let named = 0;
+  for (const key in segments) if (Object.hasOwn(segments, key) && key !== OTHER_SEGMENT) named += 1;
+  return named < MAX_SEGMENTS ? segment : OTHER_SEGMENT;
+};
+
+/** The segment's totals, zero when it has none (own keys only). */
+export const segmentTotalsOf = (segments: Record<string, Totals>, key: string): Totals =>
+  Object.hasOwn(segments, key) ? segments[key]! : zeroTotals();
+
+/** A copy of stored segment totals without a prototype, to write keys into. */
+export const segmentMap = (segments: Record<string, Totals>): Record<string, Totals> =>
+  Object.assign(Object.create(null) as Record<string, Totals>, segments);
+
 export const zeroTotals = (): Totals => ({ uses: 0, discount: 0, order_value: 0, final_amount: 0, orders: 0 });
 
 export const emptyDaily = (voucherId: string, day: string): DailyDoc => ({
@@ -124,6 +194,6 @@ export const emptyDaily = (voucherId: string, day: string): DailyDoc => ({
   ...zeroTotals(),
   unique_customers: 0,
   currency: null,
-  segments: {},
+  segments: Object.create(null) as Record<string, Totals>,
   gaps: {},
 });

@@ -261,6 +261,7 @@ describe('durability (real process, SIGKILL, replay)', function () {
       'analytics_customers',
       'analytics_order_attempts',
       'analytics_applications',
+      'analytics_orders',
       'exports',
     ]);
     const before = await snapshotReadModels(dataDir);
@@ -322,6 +323,7 @@ describe('durability (real process, SIGKILL, replay)', function () {
               doc: { ...live.analytics_applications![0]!, rolled_back: !live.analytics_applications![0]!.rolled_back },
             },
             { collection: 'exports', doc: { id: 'exp_Ghost', status: 'completed' } },
+            { collection: 'analytics_orders', doc: { id: 'o_Ghost', order_value: 1, live: [] } },
           ],
           deletes: [{ collection: 'analytics_order_attempts', id: live.analytics_order_attempts![0]!.id }],
           checkpoint: { name: ANALYTICS_CHECKPOINT, position: 1 },

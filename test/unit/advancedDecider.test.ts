@@ -348,7 +348,7 @@ describe('voucher decider: advanced types', () => {
         )
         .run();
       expect(event!.type).to.equal('VoucherApplied');
-      expect(event!.data).to.include({ discountAmount: 1350, finalAmount: 8650 });
+      expect(event!.data).to.include({ discountAmount: 1350, finalAmount: 7650 }); // 10000 − 1000 − 1350
     });
 
     it('refuses a non-stackable voucher on an order that carries one: STACKING_CONFLICT', () => {

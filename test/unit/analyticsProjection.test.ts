@@ -115,6 +115,8 @@ describe('analytics projections', function () {
             .touches(e)
             .map((r) => [`${r.collection}/${r.id}`, docs.get(`${r.collection}/${r.id}`) ?? null]),
         );
+        for (const r of analyticsUntyped.follows?.(e, view) ?? [])
+          view.set(`${r.collection}/${r.id}`, docs.get(`${r.collection}/${r.id}`) ?? null);
         for (const [k, v] of analyticsUntyped.evolve(view, e)) docs.set(k, v);
       }
       return docs;
@@ -194,6 +196,79 @@ describe('analytics projections', function () {
         first_applied_at: '2026-01-01T23:00:00Z',
       });
       expect(docs.has('analytics_daily/v_A|2026-01-02')).to.equal(false);
+    });
+
+    it("an order with two vouchers: what the customer paid is counted once, shared by discount; a rollback moves the other's share", () => {
+      // 10,000 with A (1,000 off, day 1) then B (450 off, day 2): the customer paid 8,550
+      const a = voucherApplied({
+        voucherId: 'v_A',
+        applicationId: 'va_a',
+        orderId: 'o1',
+        customerId: 'c1',
+        customerSegment: 'vip',
+        orderValue: 10_000,
+        discountAmount: 1_000,
+        finalAmount: 9_000,
+        appliedAt: '2026-01-01T10:00:00Z',
+      });
+      const b = voucherApplied({
+        voucherId: 'v_B',
+        applicationId: 'va_b',
+        orderId: 'o1',
+        customerId: 'c1',
+        orderValue: 10_000,
+        discountAmount: 450,
+        finalAmount: 8_550,
+        appliedAt: '2026-01-02T10:00:00Z',
+      });
+      const both = fold([at(a, 1), at(b, 2)]);
+      // 8,550 × 1,000/1,450 = 5,896.55 and 8,550 × 450/1,450 = 2,653.45: largest remainder
+      expect(both.get('analytics_daily/v_A|2026-01-01')).to.deep.include({ uses: 1, final_amount: 5_897 });
+      expect(both.get('analytics_daily/v_A|2026-01-01').segments.vip.final_amount).to.equal(5_897);
+      expect(both.get('analytics_daily/v_B|2026-01-02')).to.deep.include({ uses: 1, final_amount: 2_653 });
+      expect(both.get('analytics_voucher_customers/v_A|c1')).to.deep.include({ spend: 5_897 });
+      expect(both.get('analytics_voucher_customers/v_A|c1').days['2026-01-01']).to.deep.equal([1, 5_897, 10_000]);
+      expect(both.get('analytics_voucher_customers/v_B|c1')).to.deep.include({ spend: 2_653 });
+      expect(both.get('analytics_customers/c1')).to.deep.include({ uses: 2, spend: 8_550 });
+      expect(both.get('analytics_orders/o1').live.map((x: any) => [x.application_id, x.share])).to.deep.equal([
+        ['va_a', 5_897],
+        ['va_b', 2_653],
+      ]);
+
+      const backA = voucherApplicationRolledBack({
+        voucherId: 'v_A',
+        applicationId: 'va_a',
+        orderId: 'o1',
+        customerId: 'c1',
+        orderValue: 10_000,
+        discountAmount: 1_000,
+        finalAmount: 9_000,
+        appliedAt: '2026-01-01T10:00:00Z',
+        rolledBackAt: '2026-01-03T10:00:00Z',
+      });
+      const afterA = fold([at(a, 1), at(b, 2), at(backA, 3)]);
+      // B alone: the customer pays 10,000 − 450
+      expect(afterA.get('analytics_daily/v_A|2026-01-01')).to.deep.include({ uses: 0, final_amount: 0 });
+      expect(afterA.get('analytics_daily/v_A|2026-01-01').segments.vip.final_amount).to.equal(0);
+      expect(afterA.get('analytics_daily/v_B|2026-01-02')).to.deep.include({ uses: 1, final_amount: 9_550 });
+      expect(afterA.get('analytics_voucher_customers/v_B|c1').days['2026-01-02']).to.deep.equal([1, 9_550, 10_000]);
+      expect(afterA.get('analytics_customers/c1')).to.deep.include({ uses: 1, spend: 9_550 });
+
+      const backB = voucherApplicationRolledBack({
+        voucherId: 'v_B',
+        applicationId: 'va_b',
+        orderId: 'o1',
+        customerId: 'c1',
+        orderValue: 10_000,
+        discountAmount: 450,
+        finalAmount: 8_550,
+        appliedAt: '2026-01-02T10:00:00Z',
+        rolledBackAt: '2026-01-03T11:00:00Z',
+      });
+      const none = fold([at(a, 1), at(b, 2), at(backA, 3), at(backB, 4)]);
+      expect(none.get('analytics_customers/c1')).to.deep.include({ uses: 0, spend: 0 });
+      expect(none.get('analytics_daily/v_B|2026-01-02')).to.deep.include({ uses: 0, final_amount: 0 });
+      expect(none.get('analytics_orders/o1')).to.equal(null); // no live application: removed
     });
   });
 });

@@ -354,7 +354,7 @@ describe('pricing: stackable through evaluate', () => {
       on('FIRST', 'percentage', 1000),
     ]);
     expect(result.discount_amount).to.equal(1350);
-    expect(result.final_amount).to.equal(8650);
+    expect(result.final_amount).to.equal(7650); // what the order comes to with both: 10000 − 1000 − 1350
     expect(result.validation_details).to.deep.include({
       stack_position: 2,
       prior_discount: 1000,

@@ -78,16 +78,21 @@ export const completeExport = (
   },
 });
 
-/** ExportFailed: the file could not be generated. */
-export const failExport = (view: ExportView, now: Date): ExportFailed => ({
+/** Why a job failed: `details.reason` of the export's error. */
+export type ExportFailure = 'generation_failed' | 'analytics_behind';
+
+const FAILURE_MESSAGES: Record<ExportFailure, string> = {
+  generation_failed: 'The export could not be generated',
+  analytics_behind:
+    'The analytics had not caught up with the activity before the request in time, so the export would have missed some of it; request it again later',
+};
+
+/** ExportFailed: the file could not be generated, or not from up-to-date analytics. */
+export const failExport = (view: ExportView, now: Date, reason: ExportFailure = 'generation_failed'): ExportFailed => ({
   type: 'ExportFailed',
   data: {
     exportId: view.id,
-    error: {
-      code: 'EXPORT_FAILED',
-      message: 'The export could not be generated',
-      details: { reason: 'generation_failed' },
-    },
+    error: { code: 'EXPORT_FAILED', message: FAILURE_MESSAGES[reason], details: { reason } },
     failedAt: isoSeconds(now),
   },
 });

@@ -21,6 +21,8 @@ import { CONTENT_TYPES, ExportFiles } from './files.ts';
 import { exportRows } from './rows.ts';
 
 const SWEEP_INTERVAL_MS = 60_000;
+/** How long a job waits for the analytics to reach its request before it fails (analytics_behind). */
+export const ANALYTICS_WAIT_MS = 60_000;
 
 export interface ExportJobsDeps {
   events: EventStore<EnvironmentEvent>;
@@ -154,8 +156,21 @@ export class ExportJobs {
     const { view, revision } = await this.get(exportId);
     if (view.status !== 'processing') return;
     const requested = (await this.deps.events.readStream(exportStream(exportId), { maxCount: 1 }))[0]!;
-    // The rows include every application and attempt logged before the request.
-    await this.deps.analytics.waitFor(requested.position, 60_000);
+    // The rows include every application and attempt logged before the request: analytics that
+    // do not reach it in time fail the export (analytics_behind) rather than complete it short.
+    const caughtUp = await Promise.race([
+      this.deps.analytics.waitFor(requested.position, ANALYTICS_WAIT_MS),
+      this.stopping.then(() => false),
+    ]);
+    if (this.stopped) return; // resumed on the next start
+    if (!caughtUp) {
+      this.deps.logger?.error(
+        { export_id: exportId, position: requested.position, waited_ms: ANALYTICS_WAIT_MS },
+        'export failed: the analytics projection is behind its request',
+      );
+      await this.append(exportId, revision, failExport(view, this.deps.clock.now(), 'analytics_behind'));
+      return;
+    }
     try {
       const rows = await exportRows(this.deps.reads, this.deps.analyticsReads, view);
       const fileName = exportFileName(view);

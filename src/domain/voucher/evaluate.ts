@@ -224,7 +224,8 @@ export const evaluate = (
     is_valid: true,
     voucher: { id: voucher.id, code: voucher.code, type: voucher.type, value: voucher.value ?? null },
     discount_amount: priced.discount_amount,
-    final_amount: priced.final_amount,
+    // what the order comes to with this voucher and those already on it (decisions.md, Stacking)
+    final_amount: priced.final_amount - stack.priorDiscount,
     currency: order.currency ?? voucher.currency ?? null,
     validation_details: details,
     applied_to: priced.applied_to,

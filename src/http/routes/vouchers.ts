@@ -2,7 +2,13 @@ import { Router, type Request } from 'express';
 import { DomainError, invalidRequest } from '../../domain/errors.ts';
 import { isoSeconds } from '../../domain/clock.ts';
 import type { Conditions } from '../../domain/voucher/events.ts';
-import { applyVoucher, rollbackApplication, validateVoucher, type ApplyInput } from '../../application/redemptions.ts';
+import {
+  applyVoucher,
+  rollbackApplication,
+  validateVoucher,
+  type ApplyInput,
+  type CodeLookup,
+} from '../../application/redemptions.ts';
 import { getVoucher, listApplications, listVouchers, type ListVouchersQuery } from '../../application/queries.ts';
 import {
   createVoucher,
@@ -56,6 +62,9 @@ const rejectImmutable = (body: unknown): void => {
 
 const meta = (req: Request) => ({ correlationId: req.requestId, apiKeyId: req.apiKey.id });
 
+/** An unknown code's similar codes are shown only to a key that may read vouchers. */
+const lookup = (req: Request): CodeLookup => ({ suggest: req.apiKey.scopes.includes('vouchers:read') });
+
 /**
  * The /vouchers routes. The guard (authenticate, rate limit of the route's group, scope) runs per
  * route, so a path that matches no route is 404 NOT_FOUND whatever the key.
@@ -85,7 +94,7 @@ export const voucherRoutes = (guard: Guard): Router => {
 
   router.post('/vouchers/validate', guard('vouchers:redeem', 'validate'), async (req, res) => {
     const body = parseValidate(req.body);
-    res.json(await validateVoucher(req.ctx, body.code, body.order, body.customer));
+    res.json(await validateVoucher(req.ctx, body.code, body.order, body.customer, lookup(req)));
   });
 
   router.post(
@@ -93,7 +102,7 @@ export const voucherRoutes = (guard: Guard): Router => {
     guard('vouchers:redeem', 'apply'),
     idempotency({ replayAs200: true }),
     async (req, res) => {
-      const outcome = await applyVoucher(req.ctx, parseApply(req.body), meta(req));
+      const outcome = await applyVoucher(req.ctx, parseApply(req.body), meta(req), lookup(req));
       if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
       res.status(outcome.replayed ? 200 : 201).json(outcome.application);
     },
