@@ -85,7 +85,7 @@ export const voucherRoutes = (guard: Guard): Router => {
 
   router.post('/vouchers/validate', guard('vouchers:redeem', 'validate'), async (req, res) => {
     const body = parseValidate(req.body);
-    res.json(await validateVoucher(req.ctx, body.code, body.order, body.customer));
+    res.json(await validateVoucher(req.ctx, body.code, body.order, body.customer, req.apiKey.id));
   });
 
   router.post(
