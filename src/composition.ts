@@ -7,6 +7,7 @@ import { CodeRegistry } from './application/codeRegistry.ts';
 import { CommandHandler } from './core/commandHandler.ts';
 import type { EnvContext, Environment } from './application/context.ts';
 import { ExportJobs } from './application/exports/jobs.ts';
+import { DEFAULT_QUOTAS, type Quotas } from './application/quotas.ts';
 import { randomIds, type IdGenerator } from './application/ids.ts';
 import { AttemptRecorder } from './application/telemetry.ts';
 import { expireDueVouchers } from './application/vouchers.ts';
@@ -43,6 +44,8 @@ export interface EmbeddedOptions {
    * always runs on the main thread.
    */
   projectors?: 'thread' | 'inline';
+  /** Per-API-key quotas on stored quotes and exports (default DEFAULT_QUOTAS). */
+  quotas?: Quotas;
 }
 
 /** Paths of one environment's embedded stores: each environment has its own files. */
@@ -105,6 +108,7 @@ export const openEmbeddedEnvironment = async (
   const telemetry = new AttemptRecorder(events, options.clock, {
     onError: (err) => logger.error({ err }, 'order attempts lost: telemetry append failed'),
   });
+  const quotas = options.quotas ?? DEFAULT_QUOTAS;
   const exports = new ExportJobs({
     events,
     reads,
@@ -114,6 +118,8 @@ export const openEmbeddedEnvironment = async (
     dir: files.exports,
     logger,
     beforeJob: options.beforeExportJob,
+    kv,
+    quotas,
   });
   await exports.start();
   return {
@@ -146,6 +152,7 @@ export const openEmbeddedEnvironment = async (
     analytics,
     telemetry,
     exports,
+    quotas,
   };
 };
 

@@ -6,6 +6,7 @@ import {
   RATE_LIMIT_GROUPS,
   type RateLimitConfig,
 } from './http/rateLimits.ts';
+import { DEFAULT_QUOTAS, QUOTAS, type Quotas } from './application/quotas.ts';
 
 /** Everything the service reads from its environment, read in one place. */
 export interface Config {
@@ -25,6 +26,8 @@ export interface Config {
   adminPassword?: string;
   /** PROJECTORS: `thread` (default) runs the analytics projection group on a worker thread, `inline` on the main thread. */
   projectors: 'thread' | 'inline';
+  /** Per-API-key quotas on stored quotes and exports (QUOTA_*; see quotasFrom). */
+  quotas: Quotas;
 }
 
 const integer = (raw: string | undefined, fallback: number, name: string): number => {
@@ -49,6 +52,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   rateLimits: rateLimitsFrom(env),
   adminPassword: env.ADMIN_PASSWORD || undefined,
   projectors: projectorsFrom(env.PROJECTORS),
+  quotas: quotasFrom(env),
 });
 
 const projectorsFrom = (raw: string | undefined): Config['projectors'] => {
@@ -130,4 +134,25 @@ export const rateLimitsFrom = (env: NodeJS.ProcessEnv): RateLimitConfig => {
   if (inline !== '')
     overrideRateLimits(config, parseJson(inline, 'RATE_LIMITS', 'neither "off" nor valid JSON'), 'RATE_LIMITS');
   return config;
+};
+
+// ---- Per-key quotas -------------------------------------------------------------------------
+
+/**
+ * Per-API-key quotas from QUOTA_OUTSTANDING_QUOTES, QUOTA_PENDING_EXPORTS and QUOTA_EXPORT_FILES:
+ * each a positive integer (a quota of 0 would refuse every such request); unset or empty keeps
+ * the default (DEFAULT_QUOTAS).
+ */
+export const quotasFrom = (env: NodeJS.ProcessEnv): Quotas => {
+  const quotas = { ...DEFAULT_QUOTAS };
+  for (const { member, variable } of Object.values(QUOTAS)) {
+    const raw = env[variable];
+    if (raw === undefined || raw.trim() === '') continue;
+    const value = Number(raw);
+    if (!Number.isSafeInteger(value) || value < 1) {
+      throw new Error(`${variable} must be a positive integer (a count per API key), got "${raw}"`);
+    }
+    quotas[member] = value;
+  }
+  return quotas;
 };

@@ -25,6 +25,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     apiKeys: config.apiKeys,
     readYourWritesMs: config.readYourWritesMs,
     projectors: config.projectors,
+    quotas: config.quotas,
     beforeExportJob: hooks.beforeExportJob,
   });
   const firstKeys = service.keys.size === 0 ? await createFirstKeys(service.keys) : undefined;

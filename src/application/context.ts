@@ -15,6 +15,7 @@ import type { CommandHandler } from '../core/commandHandler.ts';
 import type { IdGenerator } from './ids.ts';
 import type { ExportJobs } from './exports/jobs.ts';
 import type { AttemptRecorder } from './telemetry.ts';
+import type { Quotas } from './quotas.ts';
 
 export type Environment = 'sandbox' | 'production';
 
@@ -42,6 +43,8 @@ export interface EnvContext {
   telemetry: AttemptRecorder;
   /** Background export jobs and their files (DATA_DIR/<env>/exports). */
   exports: ExportJobs;
+  /** Per-API-key quotas on what a key leaves stored: quotes here, exports in `exports`. */
+  quotas: Quotas;
 }
 
 /** Who caused a command: stored as event metadata. */

@@ -12,9 +12,23 @@ import type { ApplicationView } from '../projections/usageHistory.ts';
 import { QUOTE_TTL_MS, quoteKey, type CallMetadata, type EnvContext } from './context.ts';
 import { detachVoucher, orderForApply, vouchersOnOrder, type OrderForApply } from './orders.ts';
 import { suggestCodes } from './suggestions.ts';
+import { QuotaExceededError } from './quotas.ts';
 import { fingerprint, renderApplication, type ApplicationResponse } from './views.ts';
 
-interface Quote {
+/**
+ * A quote as kept: what apply needs to price the order again, the order's lines as tuples
+ * `[id, price, quantity]` or `[id, price, quantity, category]` (an item object spells its member
+ * names on every line: about half the bytes of a typical quote went to them).
+ */
+interface KeptQuote {
+  value: number;
+  currency?: string;
+  lines?: Array<[string, number, number] | [string, number, number, string]>;
+  customer?: Customer;
+}
+
+/** A quote as builds before KeptQuote kept it (readable while such quotes live: 30 minutes). */
+interface EarlierQuote {
   order: Order;
   customer?: Customer;
 }
@@ -26,6 +40,57 @@ interface Quote {
 export interface CodeLookup {
   suggest: boolean;
 }
+
+const keptQuote = (order: Order, customer: Customer | undefined): KeptQuote => ({
+  value: order.value,
+  ...(order.currency !== undefined ? { currency: order.currency } : {}),
+  ...(order.items !== undefined
+    ? {
+        lines: order.items.map((i) =>
+          i.category === undefined ? [i.id, i.price, i.quantity] : [i.id, i.price, i.quantity, i.category],
+        ),
+      }
+    : {}),
+  ...(customer !== undefined ? { customer } : {}),
+});
+
+/** The order and customer a kept quote holds, equal (and so with the same fingerprint) to those validated. */
+const quotedOrder = (quote: KeptQuote | EarlierQuote): { order: Order; customer?: Customer } => {
+  if ('order' in quote) return quote;
+  const order: Order = { value: quote.value };
+  if (quote.currency !== undefined) order.currency = quote.currency;
+  if (quote.lines !== undefined) {
+    order.items = quote.lines.map(([id, price, quantity, category]) =>
+      category === undefined ? { id, price, quantity } : { id, price, quantity, category },
+    );
+  }
+  return { order, customer: quote.customer };
+};
+
+/**
+ * Keeps the quote of a validate with `order.id` for 30 minutes, as a record of the key that asked
+ * (`owner`): at most `ctx.quotas.outstandingQuotes` live ones per key, else 429 QUOTA_EXCEEDED.
+ * A validate of the same code and order id replaces the key's quote without counting twice.
+ */
+const keepQuote = async (
+  ctx: EnvContext,
+  voucherId: string,
+  orderId: string,
+  order: Order,
+  customer: Customer | undefined,
+  owner: string | undefined,
+  now: Date,
+): Promise<void> => {
+  const key = quoteKey(voucherId, orderId);
+  const quote = keptQuote(order, customer);
+  const expiresAt = now.getTime() + QUOTE_TTL_MS;
+  if (owner === undefined) return ctx.kv.put('quotes', key, quote, expiresAt);
+  const limit = ctx.quotas.outstandingQuotes;
+  const kept = await ctx.kv.putOwned('quotes', key, quote, expiresAt, { owner, limit });
+  if (!kept.stored) {
+    throw new QuotaExceededError('outstanding_quotes', limit, kept.count, kept.nextExpiresAt ?? expiresAt, now);
+  }
+};
 
 /** The voucher id behind a code, or VOUCHER_NOT_FOUND with similar existing codes. */
 export const resolveCode = async (ctx: EnvContext, code: string, lookup: CodeLookup): Promise<string> => {
@@ -48,6 +113,9 @@ export const validateVoucher = async (
   order: Order,
   customer: Customer | undefined,
   lookup: CodeLookup,
+
+  /** The API key asking: the quote counts against its quota. */
+  owner?: string,
 ): Promise<Evaluation> => {
   const voucherId = await resolveCode(ctx, code, lookup);
   ctx.telemetry.record(voucherId, order.id, customer?.segment); // an order attempt, for conversion (buffered, see telemetry.ts)
@@ -58,10 +126,7 @@ export const validateVoucher = async (
     if (order.id !== undefined) refuseOtherOrderOnSameId(state!, order, customer);
     return evaluate(state!, order, customer, now, onOrder);
   });
-  if (order.id !== undefined) {
-    const quote: Quote = { order, customer };
-    await ctx.kv.put('quotes', quoteKey(voucherId, order.id), quote, now.getTime() + QUOTE_TTL_MS);
-  }
+  if (order.id !== undefined) await keepQuote(ctx, voucherId, order.id, order, customer, owner, now);
   return result;
 };
 
@@ -173,8 +238,9 @@ export const applyVoucher = async (
   const voucherId = await resolveCode(ctx, input.code, lookup);
   let { order, customer } = input;
   if (order === undefined) {
-    const quote = await ctx.kv.get<Quote>('quotes', quoteKey(voucherId, input.order_id));
-    if (quote) {
+    const kept = await ctx.kv.get<KeptQuote | EarlierQuote>('quotes', quoteKey(voucherId, input.order_id));
+    if (kept) {
+      const quote = quotedOrder(kept);
       order = quote.order;
       customer = customer ?? quote.customer;
     }

@@ -10,7 +10,28 @@ export interface KvStore {
   /** Stores the value only when no live record has the key; true when stored. */
   putIfAbsent<T>(namespace: string, key: string, value: T, expiresAt: number): Promise<boolean>;
   delete(namespace: string, key: string): Promise<void>;
+  /**
+   * Stores the value as a record of `owner` (an API key id), unless the owner's live records in
+   * the namespace would then number more than `limit`: replacing a live record of the same key
+   * and owner adds none. Atomic, so concurrent puts never take an owner past the limit. Answers
+   * whether it stored, and the owner's live records as they are now.
+   */
+  putOwned<T>(
+    namespace: string,
+    key: string,
+    value: T,
+    expiresAt: number,
+    quota: { owner: string; limit: number },
+  ): Promise<{ stored: boolean } & OwnedRecords>;
+  /** The keys of the owner's live records in the namespace, earliest expiry first. */
+  ownedKeys(namespace: string, owner: string): Promise<Array<{ key: string; expiresAt: number }>>;
   /** Removes the records expired at `now`; returns how many. */
   purgeExpired(now: number): Promise<number>;
   close(): Promise<void>;
+}
+
+/** An owner's live records in a namespace: how many, and when the earliest of them expires (null: none). */
+export interface OwnedRecords {
+  count: number;
+  nextExpiresAt: number | null;
 }

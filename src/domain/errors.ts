@@ -20,7 +20,8 @@ export type ErrorCode =
   | 'EXPORT_FAILED'
   | 'EXPORT_NOT_FOUND'
   | 'EXPORT_NOT_READY'
-  | 'EXPORT_EXPIRED';
+  | 'EXPORT_EXPIRED'
+  | 'QUOTA_EXCEEDED';
 
 export type ErrorDetails = Record<string, unknown> | Array<Record<string, unknown>>;
 

@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import { DomainError, type ErrorCode } from '../domain/errors.ts';
+import { QuotaExceededError } from '../application/quotas.ts';
 
 /** HTTP-only error codes, beyond the domain's. */
 export type HttpErrorCode =
@@ -40,6 +41,7 @@ const STATUS: Record<HttpErrorCode, number> = {
   EXPORT_NOT_READY: 409,
   EXPORT_EXPIRED: 410,
   EXPORT_FAILED: 500,
+  QUOTA_EXCEEDED: 429,
 };
 
 export const statusFor = (code: HttpErrorCode): number => STATUS[code] ?? 500;
@@ -77,6 +79,8 @@ export const bodyTooLarge = (maxBytes: number): HttpError =>
 /** Sends an error, and notes its code for the request log line (and the idempotency store). */
 const send = (res: Response, error: HttpError | DomainError): void => {
   res.locals.errorCode = error.code;
+  // A per-key quota says when a place frees up, as a 429 should.
+  if (error instanceof QuotaExceededError) res.setHeader('Retry-After', String(error.retryAfterSeconds));
   sendError(res, error.code, error.message, error.details);
 };
 

@@ -62,6 +62,12 @@ const tooManyRequests = {
   content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
 };
 
+/** 429 on an operation that also counts against a per-key quota (application/quotas.ts). */
+const tooManyOrQuota = (quotas: string[]) => ({
+  ...tooManyRequests,
+  description: `Rate limit of the endpoint group exceeded for this API key (RATE_LIMIT_EXCEEDED, details {limit, reset_at}), or a per-key quota used up (QUOTA_EXCEEDED, details {quota: ${quotas.map((q) => `"${q}"`).join(' or ')}, limit, current, reset_at}); Retry-After says when to retry. Codes: RATE_LIMIT_EXCEEDED, QUOTA_EXCEEDED.`,
+});
+
 const common = {
   401: error('Missing or invalid API key.', ['MISSING_API_KEY', 'INVALID_API_KEY']),
   403: error('The key lacks the scope.', ['INSUFFICIENT_PERMISSIONS']),
@@ -175,6 +181,7 @@ export const buildOpenApi = (): object => ({
           ),
           ...bodyErrors,
           ...common,
+          429: tooManyOrQuota(['outstanding_quotes']),
         },
       },
     },
@@ -295,7 +302,7 @@ export const buildOpenApi = (): object => ({
         },
       },
     },
-    ...analyticsPaths({ error, json, body, ref, idParam, common, bodyErrors }),
+    ...analyticsPaths({ error, json, body, ref, idParam, common, bodyErrors, tooManyOrQuota }),
   }),
   components: {
     securitySchemes: {

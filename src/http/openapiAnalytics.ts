@@ -12,6 +12,8 @@ interface Helpers {
   common: Record<string | number, object>;
   /** 413 and 415: what an operation with a JSON body can also answer. */
   bodyErrors: Record<string | number, object>;
+  /** 429 of an operation with per-key quotas: RATE_LIMIT_EXCEEDED or QUOTA_EXCEEDED naming the quota. */
+  tooManyOrQuota(quotas: string[]): object;
 }
 
 const q = (name: string, schema: object, description: string) => ({
@@ -116,6 +118,7 @@ export const analyticsPaths = (h: Helpers) => {
           404: notFound,
           ...h.bodyErrors,
           ...h.common,
+          429: h.tooManyOrQuota(['pending_exports', 'export_files']),
           500: h.error(
             'More than 100,000 rows (vouchers × days): details {reason, max_records, requested_records}; or an unexpected failure (INTERNAL_ERROR, details {request_id}).',
             ['EXPORT_FAILED', 'INTERNAL_ERROR'],

@@ -6,6 +6,7 @@ import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { openEmbedded, type Embedded } from '../../src/composition.ts';
 import { AdminAuth } from '../../src/application/adminAuth.ts';
+import type { Quotas } from '../../src/application/quotas.ts';
 import { createApp } from '../../src/http/createApp.ts';
 import { createHttpServer } from '../../src/http/server.ts';
 import {
@@ -70,6 +71,8 @@ export class TestService {
       beforeExportJob?: (exportId: string) => Promise<void>;
       /** Where the analytics group runs (PROJECTORS; default: a thread per environment). */
       projectors?: 'thread' | 'inline';
+      /** Per-key quotas on quotes and exports (default: the service's defaults). */
+      quotas?: Quotas;
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -82,6 +85,7 @@ export class TestService {
       apiKeys: [SANDBOX_KEY, PRODUCTION_KEY],
       beforeExportJob: options.beforeExportJob,
       projectors: options.projectors,
+      quotas: options.quotas,
     });
     const admin = options.adminPassword === undefined ? undefined : await AdminAuth.fromPassword(options.adminPassword);
     const app = createApp({

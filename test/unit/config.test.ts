@@ -42,4 +42,16 @@ describe('loadConfig', () => {
     expect(loadConfig({ PROJECTORS: 'inline' }).projectors).to.equal('inline');
     expect(() => loadConfig({ PROJECTORS: 'both' })).to.throw(/PROJECTORS/);
   });
+
+  it('reads the per-key quotas, keeping the defaults for those unset; refuses anything but a positive integer, naming the variable', () => {
+    expect(loadConfig({}).quotas).to.deep.equal({ outstandingQuotes: 1_000, pendingExports: 3, exportFiles: 10 });
+    expect(
+      loadConfig({ QUOTA_OUTSTANDING_QUOTES: '50', QUOTA_PENDING_EXPORTS: ' ', QUOTA_EXPORT_FILES: '2' }).quotas,
+    ).to.deep.equal({ outstandingQuotes: 50, pendingExports: 3, exportFiles: 2 });
+    for (const bad of ['0', '-1', '1.5', 'ten', '1e400']) {
+      expect(() => loadConfig({ QUOTA_PENDING_EXPORTS: bad })).to.throw(
+        new RegExp(`QUOTA_PENDING_EXPORTS must be a positive integer.*"${bad.replace('.', '\\.')}"`),
+      );
+    }
+  });
 });

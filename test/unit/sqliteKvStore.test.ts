@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
+import Database from 'better-sqlite3';
 import { SqliteKvStore } from '../../src/infrastructure/kvStore/sqliteKvStore.ts';
 import { FakeClock } from '../support/fakeClock.ts';
 
@@ -62,5 +63,81 @@ describe('SqliteKvStore', () => {
     expect(kv.synchronousOf('quotes')).to.equal(2);
     expect(await kv.get('quotes', 'q')).to.deep.equal({ order: { value: 100 } });
     expect(await kv.get('idempotency', 'i')).to.equal('kept');
+  });
+
+  describe('records of an owner, for per-key quotas', () => {
+    const quota = (owner: string, limit: number) => ({ owner, limit });
+
+    it('putOwned stores up to the limit of live records per owner, then refuses and says how many and until when', async () => {
+      expect(await kv.putOwned('quotes', 'a', 1, now() + 1_000, quota('key_1', 2))).to.deep.equal({
+        stored: true,
+        count: 1,
+        nextExpiresAt: now() + 1_000,
+      });
+      expect(await kv.putOwned('quotes', 'b', 2, now() + 2_000, quota('key_1', 2))).to.include({
+        stored: true,
+        count: 2,
+      });
+      expect(await kv.putOwned('quotes', 'c', 3, now() + 3_000, quota('key_1', 2))).to.deep.equal({
+        stored: false,
+        count: 2,
+        nextExpiresAt: now() + 1_000,
+      });
+      expect(await kv.get('quotes', 'c')).to.equal(null);
+      // another owner, another namespace: counted apart
+      expect(await kv.putOwned('quotes', 'c', 3, now() + 3_000, quota('key_2', 2))).to.include({ stored: true });
+      expect(await kv.putOwned('exports', 'c', 3, now() + 3_000, quota('key_1', 2))).to.include({ stored: true });
+    });
+
+    it('replacing a live record of the same owner adds none; taking over another owner’s key counts', async () => {
+      await kv.putOwned('quotes', 'a', 1, now() + 1_000, quota('key_1', 1));
+      expect(await kv.putOwned('quotes', 'a', 'again', now() + 5_000, quota('key_1', 1))).to.deep.equal({
+        stored: true,
+        count: 1,
+        nextExpiresAt: now() + 5_000,
+      });
+      expect(await kv.get('quotes', 'a')).to.equal('again');
+      await kv.putOwned('quotes', 'b', 1, now() + 1_000, quota('key_2', 1));
+      expect(await kv.putOwned('quotes', 'b', 2, now() + 1_000, quota('key_1', 1))).to.include({ stored: false });
+      expect(await kv.get('quotes', 'b')).to.equal(1);
+    });
+
+    it('an expired record frees its place at once (before any purge)', async () => {
+      await kv.putOwned('quotes', 'a', 1, now() + 1_000, quota('key_1', 1));
+      expect(await kv.putOwned('quotes', 'b', 1, now() + 1_000, quota('key_1', 1))).to.include({ stored: false });
+      clock.advance(1_000);
+      expect(await kv.putOwned('quotes', 'b', 1, now() + 1_000, quota('key_1', 1))).to.include({
+        stored: true,
+        count: 1,
+      });
+    });
+
+    it('a plain put over an owned record leaves it owned by nobody; ownedKeys lists the live ones, earliest expiry first', async () => {
+      await kv.putOwned('exports', 'x', 1, now() + 3_000, quota('key_1', 10));
+      await kv.putOwned('exports', 'y', 1, now() + 1_000, quota('key_1', 10));
+      await kv.putOwned('exports', 'z', 1, now() + 2_000, quota('key_1', 10));
+      await kv.putOwned('exports', 'gone', 1, now() + 500, quota('key_1', 10));
+      await kv.put('exports', 'z', 1, now() + 2_000);
+      clock.advance(500);
+      expect(await kv.ownedKeys('exports', 'key_1')).to.deep.equal([
+        { key: 'y', expiresAt: now() + 500 },
+        { key: 'x', expiresAt: now() + 2_500 },
+      ]);
+      expect(await kv.ownedKeys('exports', 'key_2')).to.deep.equal([]);
+    });
+
+    it('opens a file written before owners existed, adding the column and keeping its records', async () => {
+      await kv.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.mkdirSync(dir);
+      const old = new Database(file);
+      old.exec(`CREATE TABLE kv (namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+        expires_at INTEGER NOT NULL, PRIMARY KEY (namespace, key)) WITHOUT ROWID;
+        INSERT INTO kv VALUES ('quotes', 'q', '{"order":{"value":1}}', ${now() + 60_000});`);
+      old.close();
+      kv = SqliteKvStore.open(file, clock, { relaxedNamespaces: ['quotes'] });
+      expect(await kv.get('quotes', 'q')).to.deep.equal({ order: { value: 1 } });
+      expect(await kv.putOwned('quotes', 'r', 1, now() + 1_000, quota('key_1', 1))).to.include({ stored: true });
+    });
   });
 });

@@ -114,7 +114,7 @@ const appliedByHand = (over: Partial<VoucherApplied['data']> = {}): VoucherAppli
     customerSegment: 'vip',
     customerRegion: 'EU',
     orderValue: 7_499,
-    orderItems: ORDER.items,
+    orderSummary: { itemCount: 2, itemsValue: 6_999, appliedLineCount: 2, appliedLinesValue: 6_999 },
     discountAmount: 1_050,
     finalAmount: 6_449,
     appliedTo: [
@@ -377,7 +377,7 @@ describe('voucher decider', () => {
             customerSegment: undefined,
             customerRegion: undefined,
             orderValue: 1_500,
-            orderItems: undefined,
+            orderSummary: { itemCount: 0, itemsValue: 0, appliedLineCount: 0, appliedLinesValue: 0 },
             discountAmount: 1_500,
             finalAmount: 0,
             currency: null,
@@ -480,6 +480,7 @@ describe('voucher decider', () => {
           appliedByHand({
             discountAmount: 450,
             finalAmount: 7_049,
+            orderSummary: { itemCount: 2, itemsValue: 6_999, appliedLineCount: 1, appliedLinesValue: 3_001 },
             appliedTo: [{ item_id: 'B', original_price: 3_001, discount_amount: 450, final_price: 2_551 }],
           }),
         ]);
@@ -507,6 +508,70 @@ describe('voucher decider', () => {
       given([created(), applied('va_1', 'ord_1', 'cus_1')])
         .when(apply({ orderId: 'ord_1', requestCustomerFingerprint: 'cf-cus_2' }))
         .thenThrows('VOUCHER_ALREADY_APPLIED', { order_id: 'ord_1', voucher_id: V });
+    });
+    describe('what the event keeps of a large order', () => {
+      /** 1,000 lines with the longest ids and categories the schema allows (128 characters). */
+      const long = (prefix: string, i: number) => `${prefix}${String(i).padStart(4, '0')}`.padEnd(128, 'x');
+      const items = Array.from({ length: 1_000 }, (_, i) => ({
+        id: long('item-', i),
+        price: 100,
+        quantity: 1,
+        category: long('cat-', i),
+      }));
+      const BIG: Order = { value: 100_000, currency: 'EUR', items };
+      const decided = (): VoucherApplied => {
+        const events = voucherDecider.decide(apply({ order: BIG }), fold([created()]));
+        expect(events).to.have.length(1);
+        return events[0] as VoucherApplied;
+      };
+
+      it('keeps a bounded summary and the first lines, not the items: a few KB', () => {
+        const { data } = decided();
+        expect(data).not.to.have.property('orderItems');
+        expect(data.orderSummary).to.deep.equal({
+          itemCount: 1_000,
+          itemsValue: 100_000,
+          appliedLineCount: 1_000,
+          appliedLinesValue: 100_000,
+        });
+        expect(data.appliedTo).to.have.length(20);
+        expect(data.appliedTo[0]).to.deep.equal({
+          item_id: items[0]!.id,
+          original_price: 100,
+          discount_amount: 15,
+          final_price: 85,
+        });
+        expect(data.orderFingerprint).to.equal('of-ord_new');
+        // with every item (and every line) the same event was about 500 KB
+        expect(JSON.stringify(data).length).to.be.below(8_000);
+      });
+
+      it('an event of an older build, with every item and line, still folds and still tells a repeat', () => {
+        const old = voucherApplied({
+          applicationId: 'va_1',
+          orderId: 'ord_1',
+          customerId: 'cus_1',
+          orderItems: items,
+          appliedTo: items.map((i) => ({
+            item_id: i.id,
+            original_price: 100,
+            discount_amount: 15,
+            final_price: 85,
+          })),
+          orderFingerprint: 'of-ord_1',
+          customerFingerprint: 'cf-cus_1',
+        });
+        const state = fold([created(), old])!;
+        expect(state.applications.get('va_1')).to.deep.include({ orderId: 'ord_1', orderFingerprint: 'of-ord_1' });
+        given([created(), old])
+          .when(
+            apply({ orderId: 'ord_1', requestOrderFingerprint: 'of-ord_1', requestCustomerFingerprint: 'cf-cus_1' }),
+          )
+          .thenNothing();
+        given([created(), old])
+          .when(apply({ orderId: 'ord_1', requestOrderFingerprint: 'of-other' }))
+          .thenThrows('VOUCHER_ALREADY_APPLIED', { order_id: 'ord_1', voucher_id: V });
+      });
     });
     it('rejects an apply without an order', () => {
       given([created()])

@@ -6,7 +6,10 @@ import type { EnvironmentEvent } from '../events.ts';
 import type { ProjectorHandle } from '../../core/projectionRunner.ts';
 import type { ReadStore } from '../../core/readStore.ts';
 import { randomBase62 } from '../ids.ts';
+import type { KvStore } from '../../core/kvStore.ts';
+import { QuotaExceededError, type Quotas } from '../quotas.ts';
 import {
+  EXPORT_TTL_MS,
   completeExport,
   downloadRefusal,
   expireExport,
@@ -40,7 +43,15 @@ export interface ExportJobsDeps {
    * export is processing); `stop()` does not wait for it.
    */
   beforeJob?: (exportId: string) => Promise<void>;
+  /** Where each export's requesting key is recorded, for the per-key quotas (namespace `exports`). */
+  kv: KvStore;
+  quotas: Pick<Quotas, 'pendingExports' | 'exportFiles'>;
 }
+
+/** The KV namespace of the records `export id → requesting key`, for the per-key quotas. */
+const OWNERS = 'exports';
+/** The record of an export still processing has no expiry yet: it gets the file's once completed. */
+const UNTIL_COMPLETED = Number.MAX_SAFE_INTEGER;
 
 /**
  * The export worker. An export's record lives on its stream (see decide.ts), so it survives
@@ -55,6 +66,8 @@ export class ExportJobs {
   private signalStop!: () => void;
   private sweeper?: NodeJS.Timeout;
   private readonly files: ExportFiles;
+  /** The create in progress: creates run one at a time (see create). */
+  private creating: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly deps: ExportJobsDeps) {
     this.files = new ExportFiles(deps.dir);
@@ -92,13 +105,70 @@ export class ExportJobs {
     return pending.map((v) => v.id);
   }
 
-  async create(request: ExportRequest): Promise<ExportView> {
-    const event = requestExport(request, `export_${randomBase62(20)}`, this.deps.clock.now());
-    await this.deps.events.appendToStream(exportStream(event.data.exportId), [event], {
-      expectedRevision: 'no_stream',
-    });
-    this.enqueue(event.data.exportId);
+  /**
+   * Records the export and queues its job. With `owner` (the requesting API key) it first checks
+   * the key's quotas: 429 QUOTA_EXCEEDED when the key's files kept plus exports processing reach
+   * `exportFiles`, or its exports processing reach `pendingExports`. Creates run one at a time,
+   * so that the check and the record of the new export go together.
+   */
+  async create(request: ExportRequest, owner?: string): Promise<ExportView> {
+    const created = this.creating.then(() => this.createWithinQuotas(request, owner));
+    this.creating = created.catch(() => undefined);
+    return created;
+  }
+
+  private async createWithinQuotas(request: ExportRequest, owner: string | undefined): Promise<ExportView> {
+    const now = this.deps.clock.now();
+    const event = requestExport(request, `export_${randomBase62(20)}`, now);
+    const exportId = event.data.exportId;
+    if (owner !== undefined) {
+      this.checkQuotas(await this.usage(owner), now);
+      await this.deps.kv.putOwned(OWNERS, exportId, {}, UNTIL_COMPLETED, { owner, limit: Infinity });
+    }
+    try {
+      await this.deps.events.appendToStream(exportStream(exportId), [event], { expectedRevision: 'no_stream' });
+    } catch (error) {
+      if (owner !== undefined) await this.deps.kv.delete(OWNERS, exportId);
+      throw error;
+    }
+    this.enqueue(exportId);
     return exportState([event], this.deps.clock.now())!;
+  }
+
+  /**
+   * The key's exports as its quotas count them, from the export streams: processing, and
+   * completed with the file kept. A record gets its file's expiry once completed; the records of
+   * exports failed or expired (or never written) are dropped.
+   */
+  private async usage(owner: string): Promise<{ processing: ExportView[]; files: ExportView[] }> {
+    const processing: ExportView[] = [];
+    const files: ExportView[] = [];
+    for (const { key, expiresAt } of await this.deps.kv.ownedKeys(OWNERS, owner)) {
+      const events = await this.deps.events.readStream<ExportEvent>(exportStream(key));
+      const view = exportState(events, this.deps.clock.now());
+      if (view?.status === 'processing') processing.push(view);
+      else if (view?.status === 'completed') {
+        files.push(view);
+        const until = Date.parse(view.expires_at!);
+        if (until !== expiresAt) await this.deps.kv.putOwned(OWNERS, key, {}, until, { owner, limit: Infinity });
+      } else await this.deps.kv.delete(OWNERS, key);
+    }
+    return { processing, files };
+  }
+
+  /** QUOTA_EXCEEDED export_files (checked first: waiting for a job does not free a file), then pending_exports. */
+  private checkQuotas({ processing, files }: { processing: ExportView[]; files: ExportView[] }, now: Date): void {
+    const { pendingExports, exportFiles } = this.deps.quotas;
+    const earliest = (times: string[]): number => Math.min(...times.map((t) => Date.parse(t)));
+    const nextCompletion = (): number => earliest(processing.map((v) => v.estimated_completion));
+    if (processing.length + files.length >= exportFiles) {
+      const nextExpiry =
+        files.length > 0 ? earliest(files.map((v) => v.expires_at!)) : nextCompletion() + EXPORT_TTL_MS;
+      throw new QuotaExceededError('export_files', exportFiles, processing.length + files.length, nextExpiry, now);
+    }
+    if (processing.length >= pendingExports) {
+      throw new QuotaExceededError('pending_exports', pendingExports, processing.length, nextCompletion(), now);
+    }
   }
 
   /** The export as its stream tells it, with expiry by the clock; EXPORT_NOT_FOUND when unknown. */

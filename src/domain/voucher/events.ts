@@ -70,16 +70,40 @@ export interface VoucherApplied {
     customerSegment?: string;
     customerRegion?: string;
     orderValue: number;
+    /**
+     * Every item of the order: written by older builds only (about 500 bytes per item with long
+     * ids, for ever). Current builds write `orderSummary`; the order's fingerprint below tells a
+     * repeat.
+     */
     orderItems?: OrderItem[];
+    /** What the event keeps of the order's items: counts and sums, bounded whatever its size. Absent in events of older builds. */
+    orderSummary?: AppliedOrderSummary;
     discountAmount: number;
     finalAmount: number;
     currency: string | null;
+    /**
+     * The lines the discount was spread over, in order: all of them when `orderSummary` is absent
+     * (older builds); else the first APPLIED_LINES_KEPT (decide.ts), with the full count and sum
+     * in `orderSummary`.
+     */
     appliedTo: AppliedLine[];
     /** Hashes of the order and customer inputs, to tell an idempotent repeat from a conflicting one. */
     orderFingerprint: string;
     customerFingerprint: string;
     appliedAt: string;
   };
+}
+
+/** The order's items as a VoucherApplied keeps them (all amounts in cents). */
+export interface AppliedOrderSummary {
+  /** Lines in `order.items` (0 when the order had none). */
+  itemCount: number;
+  /** Σ price × quantity over every line. */
+  itemsValue: number;
+  /** Lines the discount was spread over: the full length of the evaluation's `applied_to`. */
+  appliedLineCount: number;
+  /** Σ original_price over those lines: the item base the discount was priced on (0 for an order without items). */
+  appliedLinesValue: number;
 }
 
 export interface VoucherApplicationRolledBack {

@@ -148,12 +148,10 @@ export const analyticsRoutes = (guard: Guard): Router => {
         found: ids.filter((id) => vouchers.has(id)),
       });
     }
-    const view = await req.ctx.exports.create({
-      voucherIds: ids,
-      metrics: body.metrics,
-      format: body.format ?? 'csv',
-      window,
-    });
+    const view = await req.ctx.exports.create(
+      { voucherIds: ids, metrics: body.metrics, format: body.format ?? 'csv', window },
+      req.apiKey.id,
+    );
     res
       .status(202)
       .location(`/v1/analytics/export/${view.id}`)

@@ -94,7 +94,7 @@ export const voucherRoutes = (guard: Guard): Router => {
 
   router.post('/vouchers/validate', guard('vouchers:redeem', 'validate'), async (req, res) => {
     const body = parseValidate(req.body);
-    res.json(await validateVoucher(req.ctx, body.code, body.order, body.customer, lookup(req)));
+    res.json(await validateVoucher(req.ctx, body.code, body.order, body.customer, lookup(req), req.apiKey.id));
   });
 
   router.post(

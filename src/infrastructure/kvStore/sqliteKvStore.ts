@@ -3,7 +3,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Clock } from '../../domain/clock.ts';
 import { useWal } from '../sqliteWal.ts';
-import type { KvStore } from '../../core/kvStore.ts';
+import type { KvStore, OwnedRecords } from '../../core/kvStore.ts';
 
 export interface SqliteKvStoreOptions {
   /**
@@ -35,12 +35,52 @@ const statements = (db: Database.Database) => ({
     WHERE kv.expires_at <= ?`),
   delete: db.prepare<[string, string]>('DELETE FROM kv WHERE namespace = ? AND key = ?'),
   purge: db.prepare<[number]>('DELETE FROM kv WHERE expires_at <= ?'),
+  ownerOf: db.prepare<[string, string, number], { owner: string | null }>(
+    'SELECT owner FROM kv WHERE namespace = ? AND key = ? AND expires_at > ?',
+  ),
+  owned: db.prepare<[string, string, number], { count: number; next: number | null }>(
+    'SELECT count(*) AS count, min(expires_at) AS next FROM kv WHERE namespace = ? AND owner = ? AND expires_at > ?',
+  ),
+  ownedKeys: db.prepare<[string, string, number], { key: string; expires_at: number }>(
+    'SELECT key, expires_at FROM kv WHERE namespace = ? AND owner = ? AND expires_at > ? ORDER BY expires_at, key',
+  ),
+  putOwned: db.prepare<[string, string, string, number, string]>(
+    'INSERT OR REPLACE INTO kv (namespace, key, value, expires_at, owner) VALUES (?, ?, ?, ?, ?)',
+  ),
 });
+
+type Statements = ReturnType<typeof statements>;
+
+/** putOwned's check and write in one IMMEDIATE transaction: no other connection writes between them. */
+const ownedPut = (db: Database.Database, st: Statements) =>
+  db.transaction(
+    (namespace: string, key: string, json: string, expiresAt: number, owner: string, limit: number, now: number) => {
+      const before = st.owned.get(namespace, owner, now)!;
+      const replacing = st.ownerOf.get(namespace, key, now)?.owner === owner;
+      if (!replacing && before.count >= limit)
+        return { stored: false, count: before.count, nextExpiresAt: before.next };
+      st.putOwned.run(namespace, key, json, expiresAt, owner);
+      const after = st.owned.get(namespace, owner, now)!;
+      return { stored: true, count: after.count, nextExpiresAt: after.next };
+    },
+  );
+
+/**
+ * `owner` (an API key id, for per-key quotas) came after the first files: added to a table that
+ * lacks it. Only owned records are in its index.
+ */
+const addOwner = (db: Database.Database): void => {
+  const columns = db.prepare<[], { name: string }>('PRAGMA table_info(kv)').all();
+  if (!columns.some((c) => c.name === 'owner')) db.exec('ALTER TABLE kv ADD COLUMN owner TEXT');
+  db.exec('CREATE INDEX IF NOT EXISTS kv_owner ON kv(namespace, owner, expires_at) WHERE owner IS NOT NULL');
+};
 
 /** KvStore on SQLite (WAL): durable namespaces at synchronous=FULL, relaxed ones at NORMAL. */
 export class SqliteKvStore implements KvStore {
-  private readonly durable: ReturnType<typeof statements>;
-  private readonly relaxed: ReturnType<typeof statements>;
+  private readonly durable: Statements;
+  private readonly relaxed: Statements;
+  private readonly durablePut: ReturnType<typeof ownedPut>;
+  private readonly relaxedPut: ReturnType<typeof ownedPut>;
   private readonly relaxedNamespaces: Set<string>;
 
   private constructor(
@@ -50,6 +90,8 @@ export class SqliteKvStore implements KvStore {
   ) {
     this.durable = statements(connections[0]!);
     this.relaxed = statements(connections[1] ?? connections[0]!);
+    this.durablePut = ownedPut(connections[0]!, this.durable);
+    this.relaxedPut = ownedPut(connections[1] ?? connections[0]!, this.relaxed);
     this.relaxedNamespaces = new Set(relaxedNamespaces);
   }
 
@@ -60,6 +102,7 @@ export class SqliteKvStore implements KvStore {
       namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, expires_at INTEGER NOT NULL,
       PRIMARY KEY (namespace, key)) WITHOUT ROWID;
       CREATE INDEX IF NOT EXISTS kv_expires ON kv(expires_at);`);
+    addOwner(durable);
     const relaxed =
       (options.relaxedNamespaces?.length ?? 0) > 0 && filePath !== ':memory:'
         ? [openConnection(filePath, 'NORMAL')]
@@ -89,6 +132,24 @@ export class SqliteKvStore implements KvStore {
 
   async delete(namespace: string, key: string): Promise<void> {
     this.for(namespace).delete.run(namespace, key);
+  }
+
+  async putOwned<T>(
+    namespace: string,
+    key: string,
+    value: T,
+    expiresAt: number,
+    quota: { owner: string; limit: number },
+  ): Promise<{ stored: boolean } & OwnedRecords> {
+    const put = this.relaxedNamespaces.has(namespace) ? this.relaxedPut : this.durablePut;
+    const json = JSON.stringify(value);
+    return put.immediate(namespace, key, json, expiresAt, quota.owner, quota.limit, this.clock.now().getTime());
+  }
+
+  async ownedKeys(namespace: string, owner: string): Promise<Array<{ key: string; expiresAt: number }>> {
+    return this.for(namespace)
+      .ownedKeys.all(namespace, owner, this.clock.now().getTime())
+      .map((row) => ({ key: row.key, expiresAt: row.expires_at }));
   }
 
   async purgeExpired(now: number): Promise<number> {
