@@ -27,12 +27,6 @@ interface KeptQuote {
   customer?: Customer;
 }
 
-/** A quote as builds before KeptQuote kept it (readable while such quotes live: 30 minutes). */
-interface EarlierQuote {
-  order: Order;
-  customer?: Customer;
-}
-
 /**
  * What VOUCHER_NOT_FOUND may show the caller: similar existing codes only to a key that may read
  * vouchers (`vouchers:read`); a key that may only redeem gets an empty `suggestions` list.
@@ -55,8 +49,7 @@ const keptQuote = (order: Order, customer: Customer | undefined): KeptQuote => (
 });
 
 /** The order and customer a kept quote holds, equal (and so with the same fingerprint) to those validated. */
-const quotedOrder = (quote: KeptQuote | EarlierQuote): { order: Order; customer?: Customer } => {
-  if ('order' in quote) return quote;
+const quotedOrder = (quote: KeptQuote): { order: Order; customer?: Customer } => {
   const order: Order = { value: quote.value };
   if (quote.currency !== undefined) order.currency = quote.currency;
   if (quote.lines !== undefined) {
@@ -238,7 +231,7 @@ export const applyVoucher = async (
   const voucherId = await resolveCode(ctx, input.code, lookup);
   let { order, customer } = input;
   if (order === undefined) {
-    const kept = await ctx.kv.get<KeptQuote | EarlierQuote>('quotes', quoteKey(voucherId, input.order_id));
+    const kept = await ctx.kv.get<KeptQuote>('quotes', quoteKey(voucherId, input.order_id));
     if (kept) {
       const quote = quotedOrder(kept);
       order = quote.order;

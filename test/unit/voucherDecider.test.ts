@@ -545,33 +545,6 @@ describe('voucher decider', () => {
         // with every item (and every line) the same event was about 500 KB
         expect(JSON.stringify(data).length).to.be.below(8_000);
       });
-
-      it('an event of an older build, with every item and line, still folds and still tells a repeat', () => {
-        const old = voucherApplied({
-          applicationId: 'va_1',
-          orderId: 'ord_1',
-          customerId: 'cus_1',
-          orderItems: items,
-          appliedTo: items.map((i) => ({
-            item_id: i.id,
-            original_price: 100,
-            discount_amount: 15,
-            final_price: 85,
-          })),
-          orderFingerprint: 'of-ord_1',
-          customerFingerprint: 'cf-cus_1',
-        });
-        const state = fold([created(), old])!;
-        expect(state.applications.get('va_1')).to.deep.include({ orderId: 'ord_1', orderFingerprint: 'of-ord_1' });
-        given([created(), old])
-          .when(
-            apply({ orderId: 'ord_1', requestOrderFingerprint: 'of-ord_1', requestCustomerFingerprint: 'cf-cus_1' }),
-          )
-          .thenNothing();
-        given([created(), old])
-          .when(apply({ orderId: 'ord_1', requestOrderFingerprint: 'of-other' }))
-          .thenThrows('VOUCHER_ALREADY_APPLIED', { order_id: 'ord_1', voucher_id: V });
-      });
     });
     it('rejects an apply without an order', () => {
       given([created()])

@@ -1,4 +1,4 @@
-import type { AppliedLine, OrderItem } from '../discount/types.ts';
+import type { AppliedLine } from '../discount/types.ts';
 import type { ValidationRule } from '../discount/rules.ts';
 
 export type VoucherType = 'percentage' | 'fixed' | 'bogo' | 'tiered' | 'conditional' | 'stackable';
@@ -71,20 +71,16 @@ export interface VoucherApplied {
     customerRegion?: string;
     orderValue: number;
     /**
-     * Every item of the order: written by older builds only (about 500 bytes per item with long
-     * ids, for ever). Current builds write `orderSummary`; the order's fingerprint below tells a
-     * repeat.
+     * What the event keeps of the order's items: counts and sums, bounded whatever the order's
+     * size (the items themselves are not kept; the order's fingerprint below tells a repeat).
      */
-    orderItems?: OrderItem[];
-    /** What the event keeps of the order's items: counts and sums, bounded whatever its size. Absent in events of older builds. */
-    orderSummary?: AppliedOrderSummary;
+    orderSummary: AppliedOrderSummary;
     discountAmount: number;
     finalAmount: number;
     currency: string | null;
     /**
-     * The lines the discount was spread over, in order: all of them when `orderSummary` is absent
-     * (older builds); else the first APPLIED_LINES_KEPT (decide.ts), with the full count and sum
-     * in `orderSummary`.
+     * The first APPLIED_LINES_KEPT (decide.ts) lines the discount was spread over, in order; the
+     * full count and sum are in `orderSummary`.
      */
     appliedTo: AppliedLine[];
     /** Hashes of the order and customer inputs, to tell an idempotent repeat from a conflicting one. */
