@@ -1,7 +1,9 @@
 import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { openEmbedded, startExpiryJob } from './composition.ts';
 import { loadConfig } from './config.ts';
 import { systemClock } from './domain/clock.ts';
+import { listenBaseUrl } from './http/addresses.ts';
 import { createApp } from './http/createApp.ts';
 import { createHttpServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
@@ -30,12 +32,16 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
   const firstKeys = service.keys.size === 0 ? await createFirstKeys(service.keys) : undefined;
   // ADMIN_PASSWORD wins; else the stored hash; else a new password, printed once below (never logged)
   const admin = await AdminAuth.open(service.account.kv, config.adminPassword);
+  // PUBLIC_BASE_URL, else the listen address (its port known once listening: PORT=0 picks one)
+  let publicBaseUrl = config.publicBaseUrl ?? listenBaseUrl(config.host, config.port);
   const app = createApp({
     environments: service.environments,
     keys: service.keys,
     logger,
     rateLimits: config.rateLimits,
     admin: admin.auth,
+    trustProxy: config.trustProxy,
+    publicBaseUrl: () => publicBaseUrl,
   });
   const stopExpiry = startExpiryJob(Object.values(service.environments), config.expiryIntervalMs, logger);
   const server: Server = createHttpServer(app);
@@ -44,11 +50,13 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     await listen(server, config.port, config.host);
   } catch (error) {
     // Keys made by this first start exist only as hashes: show them even though it stops here.
-    if (firstKeys || admin.generated) printWelcome(config.port, firstKeys, admin.generated);
+    if (firstKeys || admin.generated) printWelcome(publicBaseUrl, firstKeys, admin.generated);
     throw error; // "failed to start: listen EADDRINUSE …", exit 1
   }
-  logger.info({ port: config.port, data_dir: config.dataDir }, 'voucher service listening');
-  printWelcome(config.port, firstKeys, admin.generated);
+  const { port } = server.address() as AddressInfo;
+  publicBaseUrl = config.publicBaseUrl ?? listenBaseUrl(config.host, port);
+  logger.info({ port, data_dir: config.dataDir }, 'voucher service listening');
+  printWelcome(publicBaseUrl, firstKeys, admin.generated);
 
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -89,11 +97,11 @@ const createFirstKeys = async (keys: ApiKeyRegistry) => ({
 
 /** Keys and the generated dashboard password are printed once, to the terminal, never to the log. */
 const printWelcome = (
-  port: number,
+  root: string,
   firstKeys: { sandbox: string; production: string } | undefined,
   adminPassword?: string,
 ): void => {
-  const base = `http://localhost:${port}/v1`;
+  const base = `${root}/v1`;
   const lines = firstKeys
     ? [
         'First start: these API keys were created. They are shown only now and stored only as hashes:',
@@ -107,7 +115,7 @@ const printWelcome = (
         'API keys were printed on the first start. Lost them? Start with VOUCHER_API_KEYS=sk_test_<32 letters or digits>',
         'to accept a key of your own choosing, or use a fresh DATA_DIR to get new keys.',
       ];
-  const dashboard = `http://localhost:${port}/dashboard`;
+  const dashboard = `${root}/dashboard`;
   lines.push(
     '',
     ...(adminPassword

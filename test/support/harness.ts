@@ -8,6 +8,7 @@ import { openEmbedded, type Embedded } from '../../src/composition.ts';
 import { AdminAuth } from '../../src/application/adminAuth.ts';
 import { createApp } from '../../src/http/createApp.ts';
 import { createHttpServer } from '../../src/http/server.ts';
+import type { TrustProxy } from '../../src/http/addresses.ts';
 import {
   RATE_LIMIT_GROUPS,
   type RateLimitConfig,
@@ -70,6 +71,10 @@ export class TestService {
       beforeExportJob?: (exportId: string) => Promise<void>;
       /** Where the analytics group runs (PROJECTORS; default: a thread per environment). */
       projectors?: 'thread' | 'inline';
+      /** express's `trust proxy` (TRUST_PROXY; default off). */
+      trustProxy?: TrustProxy;
+      /** The root URL of absolute links (PUBLIC_BASE_URL; default: the address the connection reached). */
+      publicBaseUrl?: string;
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -92,6 +97,8 @@ export class TestService {
       rateLimitStores: options.rateLimitStores,
       admin,
       clock,
+      trustProxy: options.trustProxy,
+      publicBaseUrl: options.publicBaseUrl === undefined ? undefined : () => options.publicBaseUrl!,
     });
     const server = await new Promise<Server>((resolve) => {
       const s = createHttpServer(app).listen(0, '127.0.0.1', () => resolve(s));
