@@ -6,6 +6,7 @@ import { systemClock } from './domain/clock.ts';
 import { listenBaseUrl } from './http/addresses.ts';
 import { createApp } from './http/createApp.ts';
 import { createHttpServer } from './http/server.ts';
+import { lockDataDir } from './infrastructure/dataDirLock.ts';
 import { createLogger } from './logger.ts';
 import type { ApiKeyRegistry } from './application/apiKeys.ts';
 import { AdminAuth } from './application/adminAuth.ts';
@@ -21,6 +22,8 @@ export interface ServiceHooks {
 export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  // One process per DATA_DIR: a second service, or a replay, is refused while this one runs.
+  const lock = lockDataDir(config.dataDir, 'voucher service');
   const service = await openEmbedded({
     dataDir: config.dataDir,
     clock: systemClock,
@@ -62,7 +65,8 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
   }
   const { port } = server.address() as AddressInfo;
   publicBaseUrl = config.publicBaseUrl ?? listenBaseUrl(config.host, port);
-  logger.info({ port, data_dir: config.dataDir }, 'voucher service listening');
+  // the pid to send SIGTERM to (npm start's own pid works too: its script execs node)
+  logger.info({ port, data_dir: config.dataDir, pid: process.pid }, 'voucher service listening');
   welcome(publicBaseUrl);
 
   let stopping = false;
@@ -73,7 +77,10 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     stopExpiry();
     server.close(() => {
       void service.close().then(
-        () => process.exit(0),
+        () => {
+          lock.release();
+          process.exit(0);
+        },
         (error: unknown) => {
           logger.error({ err: error }, 'shutdown failed');
           process.exit(1);
