@@ -10,6 +10,9 @@
  * With --json, stdout carries exactly one line of JSON and nothing else (use `npm run -s keys`,
  * since npm itself prints a banner on stdout otherwise). Errors go to stderr with exit code 1
  * (2 for a usage error).
+ *
+ * `create` prints the new key on stdout, unlike the service (which keeps secrets off its log
+ * stream, src/welcome.ts): this CLI has no log; its stdout is the answer to whoever ran it.
  */
 import { parseArgs } from 'node:util';
 import { ALL_SCOPES, isScope, type ApiKeyRecord, type Scope } from '../src/application/apiKeys.ts';

@@ -3,11 +3,13 @@
  * its event log, in DATA_DIR (default ./data): the core group (vouchers, usage counts, applications;
  * read.db) and the analytics group (analytics aggregates, export records; analytics.db).
  *
- * Stop the service first. The embedded stores are plain SQLite files, so the replay can open them
+ * Stop the service first. The embedded stores are plain SQLite files, so the replay could open them
  * while the service runs, but the service's projector would keep writing the same collections and
  * checkpoint during the reset and replay (and its requests would read half-built read models).
- * Rebuilding is only safe with the service stopped; the script cannot tell whether it runs, so it
- * prints a warning instead of refusing.
+ * A running service holds DATA_DIR's lock (src/infrastructure/dataDirLock.ts), so the replay
+ * knows: it refuses, naming the lock, when a service (or another replay) holds it, and says
+ * nothing about it otherwise. It holds the lock itself while it rebuilds, so a service started
+ * meanwhile refuses to start.
  */
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -20,6 +22,7 @@ import { ENVIRONMENTS, environmentFiles, openReadStores } from '../src/compositi
 import { loadConfig } from '../src/config.ts';
 import { SqliteEventStore } from '../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { rebuildReadModels } from '../src/core/projectionGroups.ts';
+import { DataDirInUse, lockDataDir } from '../src/infrastructure/dataDirLock.ts';
 
 interface Summary {
   environment: Environment;
@@ -118,12 +121,7 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
   }
 };
 
-const main = async (): Promise<void> => {
-  const environments = selectedEnvironments(process.argv.slice(2));
-  const { dataDir } = loadConfig();
-  process.stderr.write(
-    'warning: stop the voucher service before replaying; a running service keeps projecting into the same read models\n',
-  );
+const replayAll = async (dataDir: string, environments: Environment[]): Promise<void> => {
   process.stdout.write(
     `Rebuilding read models (${PROJECTION_GROUPS.map((g) => `${g.name}: ${collectionsOf(g.projections).join(', ')}`).join('; ')}) in ${dataDir}\n`,
   );
@@ -143,7 +141,25 @@ const main = async (): Promise<void> => {
   );
 };
 
+const main = async (): Promise<void> => {
+  const environments = selectedEnvironments(process.argv.slice(2));
+  const { dataDir } = loadConfig();
+  // Nothing to protect (or rebuild) in a DATA_DIR that does not exist: no lock file is made there.
+  const lock = fs.existsSync(dataDir) ? lockDataDir(dataDir, 'replay') : undefined;
+  try {
+    await replayAll(dataDir, environments);
+  } finally {
+    lock?.release();
+  }
+};
+
 main().catch((error: unknown) => {
+  if (error instanceof DataDirInUse) {
+    process.stderr.write(
+      `replay refused: ${error.message}: a running service keeps projecting into the read models the replay rebuilds\n`,
+    );
+    process.exit(1);
+  }
   const usage = error instanceof UsageError ? `${USAGE}\n` : '';
   process.stderr.write(`replay failed: ${error instanceof Error ? error.message : String(error)}\n${usage}`);
   process.exit(1);

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import {
   defaultRateLimitConfig,
@@ -7,11 +8,18 @@ import {
   type RateLimitConfig,
 } from './http/rateLimits.ts';
 import { DEFAULT_QUOTAS, QUOTAS, type Quotas } from './application/quotas.ts';
+import type { TrustProxy } from './http/addresses.ts';
 
 /** Everything the service reads from its environment, read in one place. */
 export interface Config {
   port: number;
   host: string;
+  // --- addresses the service is reached at (TRUST_PROXY, PUBLIC_BASE_URL) ---
+  /** express's `trust proxy` (TRUST_PROXY): false, a hop count, or addresses/subnets of trusted proxies. */
+  trustProxy: TrustProxy;
+  /** PUBLIC_BASE_URL without a trailing slash (absolute links such as `download_url`); unset: the listen address. */
+  publicBaseUrl?: string;
+  // --- end of addresses ---
   dataDir: string;
   logLevel: string;
   /** Full keys from VOUCHER_API_KEYS (comma-separated), accepted with all scopes. */
@@ -37,9 +45,87 @@ const integer = (raw: string | undefined, fallback: number, name: string): numbe
   return value;
 };
 
+// --- addresses the service is reached at -------------------------------------------------------
+
+const NAMED_SUBNETS = ['loopback', 'linklocal', 'uniquelocal'];
+
+/** An address, `address/bits`, `ipv4/netmask` or a name express knows (loopback, linklocal, uniquelocal). */
+const isTrustEntry = (entry: string): boolean => {
+  if (NAMED_SUBNETS.includes(entry)) return true;
+  const [address = '', range, ...rest] = entry.split('/');
+  const family = net.isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (range === undefined) return true;
+  if (/^\d{1,3}$/.test(range)) return Number(range) <= (family === 4 ? 32 : 128);
+  return family === 4 && net.isIPv4(range);
+};
+
+/**
+ * TRUST_PROXY, with express's meaning: unset, empty, `false` or `0`: off (the connection's address
+ * is the client's; X-Forwarded-* headers are ignored); a positive integer: that many proxies in
+ * front of the service; otherwise a comma-separated list of the proxies' addresses or subnets
+ * (`10.0.0.1`, `10.0.0.0/8`, `fd00::/8`, `loopback`, `linklocal`, `uniquelocal`). `true` is refused:
+ * it would take the client's address from a header any client can write.
+ */
+export const trustProxyFrom = (raw: string | undefined): TrustProxy => {
+  const value = raw?.trim() ?? '';
+  if (value === '' || value.toLowerCase() === 'false' || value === '0') return false;
+  if (value.toLowerCase() === 'true') {
+    throw new Error(
+      'TRUST_PROXY=true would trust an X-Forwarded-For header any client can send; give the number of proxies in front of the service (e.g. 1) or their addresses (e.g. 10.0.0.0/8)',
+    );
+  }
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value);
+    if (!Number.isSafeInteger(hops)) throw new Error(`TRUST_PROXY hop count is too large, got "${raw}"`);
+    return hops;
+  }
+  const entries = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  const bad = entries.filter((entry) => !isTrustEntry(entry));
+  if (bad.length > 0) {
+    throw new Error(
+      `TRUST_PROXY must be false, a number of proxies, or a comma-separated list of proxy addresses or subnets (e.g. 10.0.0.1, 10.0.0.0/8, loopback); not understood: ${bad.map((b) => `"${b}"`).join(', ')}`,
+    );
+  }
+  return entries;
+};
+
+/**
+ * PUBLIC_BASE_URL: the service's root URL as its clients reach it (`https://vouchers.example.com`,
+ * or with a path prefix a proxy adds), without `/v1`. Absolute links the API gives out
+ * (`download_url`) start with it. Unset: the listen address (service.ts).
+ */
+export const publicBaseUrlFrom = (raw: string | undefined): string | undefined => {
+  const value = raw?.trim() ?? '';
+  if (value === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(
+      `PUBLIC_BASE_URL must be an absolute http(s) URL such as https://vouchers.example.com, got "${raw}"`,
+    );
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new Error(`PUBLIC_BASE_URL must start with http:// or https://, got "${raw}"`);
+  if (url.username || url.password || url.search || url.hash)
+    throw new Error(`PUBLIC_BASE_URL must not carry credentials, a query or a fragment, got "${raw}"`);
+  const base = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  if (/\/v1$/i.test(base))
+    throw new Error(`PUBLIC_BASE_URL is the service's root URL, without /v1 (the API adds it), got "${raw}"`);
+  return base;
+};
+
+// --- end of addresses ----------------------------------------------------------------------------
+
 export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   port: integer(env.PORT, 3000, 'PORT'),
   host: env.HOST ?? '0.0.0.0',
+  trustProxy: trustProxyFrom(env.TRUST_PROXY),
+  publicBaseUrl: publicBaseUrlFrom(env.PUBLIC_BASE_URL),
   dataDir: path.resolve(env.DATA_DIR ?? './data'),
   logLevel: env.LOG_LEVEL ?? 'info',
   apiKeys: (env.VOUCHER_API_KEYS ?? '')

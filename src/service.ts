@@ -1,12 +1,16 @@
 import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { openEmbedded, startExpiryJob } from './composition.ts';
 import { loadConfig } from './config.ts';
 import { systemClock } from './domain/clock.ts';
+import { listenBaseUrl } from './http/addresses.ts';
 import { createApp } from './http/createApp.ts';
 import { createHttpServer } from './http/server.ts';
+import { lockDataDir } from './infrastructure/dataDirLock.ts';
 import { createLogger } from './logger.ts';
 import type { ApiKeyRegistry } from './application/apiKeys.ts';
 import { AdminAuth } from './application/adminAuth.ts';
+import { showWelcome, type FirstKeys } from './welcome.ts';
 
 /** Hooks for code that starts the service itself (tests); the configuration comes from the environment. */
 export interface ServiceHooks {
@@ -18,6 +22,8 @@ export interface ServiceHooks {
 export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  // One process per DATA_DIR: a second service, or a replay, is refused while this one runs.
+  const lock = lockDataDir(config.dataDir, 'voucher service');
   const service = await openEmbedded({
     dataDir: config.dataDir,
     clock: systemClock,
@@ -29,15 +35,25 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     beforeExportJob: hooks.beforeExportJob,
   });
   const firstKeys = service.keys.size === 0 ? await createFirstKeys(service.keys) : undefined;
-  // ADMIN_PASSWORD wins; else the stored hash; else a new password, printed once below (never logged)
+  // ADMIN_PASSWORD wins; else the stored hash; else a new password, shown once below (never logged)
   const admin = await AdminAuth.open(service.account.kv, config.adminPassword);
+  // PUBLIC_BASE_URL, else the listen address (its port known once listening: PORT=0 picks one)
+  let publicBaseUrl = config.publicBaseUrl ?? listenBaseUrl(config.host, config.port);
   const app = createApp({
     environments: service.environments,
     keys: service.keys,
     logger,
     rateLimits: config.rateLimits,
     admin: admin.auth,
+    trustProxy: config.trustProxy,
+    publicBaseUrl: () => publicBaseUrl,
   });
+  /** Secrets to a terminal, or to a 0600 file in DATA_DIR; never to the log (welcome.ts). */
+  const welcome = (root: string) =>
+    showWelcome(
+      { root, firstKeys, adminPassword: admin.generated },
+      { stdout: process.stdout, stderr: process.stderr, dataDir: config.dataDir, logger },
+    );
   const stopExpiry = startExpiryJob(Object.values(service.environments), config.expiryIntervalMs, logger);
   const server: Server = createHttpServer(app);
   server.keepAliveTimeout = 65_000;
@@ -45,11 +61,14 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     await listen(server, config.port, config.host);
   } catch (error) {
     // Keys made by this first start exist only as hashes: show them even though it stops here.
-    if (firstKeys || admin.generated) printWelcome(config.port, firstKeys, admin.generated);
+    if (firstKeys || admin.generated) welcome(publicBaseUrl);
     throw error; // "failed to start: listen EADDRINUSE …", exit 1
   }
-  logger.info({ port: config.port, data_dir: config.dataDir }, 'voucher service listening');
-  printWelcome(config.port, firstKeys, admin.generated);
+  const { port } = server.address() as AddressInfo;
+  publicBaseUrl = config.publicBaseUrl ?? listenBaseUrl(config.host, port);
+  // the pid to send SIGTERM to (npm start's own pid works too: its script execs node)
+  logger.info({ port, data_dir: config.dataDir, pid: process.pid }, 'voucher service listening');
+  welcome(publicBaseUrl);
 
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -59,7 +78,10 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     stopExpiry();
     server.close(() => {
       void service.close().then(
-        () => process.exit(0),
+        () => {
+          lock.release();
+          process.exit(0);
+        },
         (error: unknown) => {
           logger.error({ err: error }, 'shutdown failed');
           process.exit(1);
@@ -83,44 +105,10 @@ const listen = (server: Server, port: number, host: string): Promise<void> =>
     });
   });
 
-const createFirstKeys = async (keys: ApiKeyRegistry) => ({
+const createFirstKeys = async (keys: ApiKeyRegistry): Promise<FirstKeys> => ({
   sandbox: (await keys.create('sandbox', 'First sandbox key', undefined, 'first start')).key,
   production: (await keys.create('production', 'First production key', undefined, 'first start')).key,
 });
-
-/** Keys and the generated dashboard password are printed once, to the terminal, never to the log. */
-const printWelcome = (
-  port: number,
-  firstKeys: { sandbox: string; production: string } | undefined,
-  adminPassword?: string,
-): void => {
-  const base = `http://localhost:${port}/v1`;
-  const lines = firstKeys
-    ? [
-        'First start: these API keys were created. They are shown only now and stored only as hashes:',
-        `  sandbox     ${firstKeys.sandbox}`,
-        `  production  ${firstKeys.production}`,
-        '',
-        `Try:  curl -H "Authorization: Bearer ${firstKeys.sandbox}" ${base}/vouchers`,
-      ]
-    : [
-        `Voucher service on ${base} (API reference: ${base}/openapi.json).`,
-        'API keys were printed on the first start. Lost them? Start with VOUCHER_API_KEYS=sk_test_<32 letters or digits>',
-        'to accept a key of your own choosing, or use a fresh DATA_DIR to get new keys.',
-      ];
-  const dashboard = `http://localhost:${port}/dashboard`;
-  lines.push(
-    '',
-    ...(adminPassword
-      ? [
-          `Dashboard (API keys): ${dashboard}`,
-          `  operator password  ${adminPassword}`,
-          'Shown only now and stored only as a hash. Set ADMIN_PASSWORD to choose your own instead.',
-        ]
-      : [`Dashboard (API keys): ${dashboard} (password: printed on the first start, or ADMIN_PASSWORD)`]),
-  );
-  process.stdout.write(`\n${'='.repeat(78)}\n${lines.join('\n')}\n${'='.repeat(78)}\n\n`);
-};
 
 /** Reports why the service could not start and exits with 1. */
 export const failedToStart = (error: unknown): never => {

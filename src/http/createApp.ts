@@ -1,9 +1,10 @@
-import express, { type Express, type RequestHandler } from 'express';
+import express, { type Express, type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { AdminAuth } from '../application/adminAuth.ts';
 import type { ApiKeyRegistry } from '../application/apiKeys.ts';
 import type { EnvContext, Environment } from '../application/context.ts';
 import { systemClock, type Clock } from '../domain/clock.ts';
+import { connectionBaseUrl, type TrustProxy } from './addresses.ts';
 import { authenticate, guardWith } from './auth.ts';
 import { dashboardRouter } from './dashboard/router.ts';
 import { errorHandler, HttpError } from './errors.ts';
@@ -30,7 +31,20 @@ export interface AppDeps {
   admin?: AdminAuth;
   /** The dashboard's clock (session expiry); absent: the system clock. */
   clock?: Clock;
+  /**
+   * express's `trust proxy` (TRUST_PROXY, config.ts): which X-Forwarded-* hops to believe for the
+   * client's address (the dashboard's sign-in throttle) and scheme (Secure cookies). Absent: none.
+   */
+  trustProxy?: TrustProxy;
+  /**
+   * The root URL absolute links start with (`download_url`), without `/v1`; read per request,
+   * since the listen address is known only once the server listens. Absent: the address and port
+   * the request's connection reached (never a request header).
+   */
+  publicBaseUrl?: () => string;
 }
+
+type BaseUrl = (req: Request) => string;
 
 const notFound: RequestHandler = (req) => {
   throw new HttpError('NOT_FOUND', `No endpoint ${req.method} ${req.originalUrl.split('?')[0]}`, {
@@ -43,7 +57,7 @@ export const createApp = (deps: AppDeps): Express => {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.set('trust proxy', false);
+  app.set('trust proxy', deps.trustProxy ?? false);
   installRequestLogger(app.request, deps.logger);
   app.use(requestLog(deps.logger));
   app.get('/health', (_req, res) => {
@@ -58,10 +72,15 @@ export const createApp = (deps: AppDeps): Express => {
   const limit = createRateLimiter(deps.rateLimits ?? defaultRateLimitConfig(), deps.rateLimitStores, deps.logger);
   const guard = guardWith(authenticate(deps.keys, deps.environments), limit);
   v1.use(voucherRoutes(guard));
-  v1.use(analyticsRoutes(guard));
+  const { publicBaseUrl } = deps;
+  const baseUrl: BaseUrl = publicBaseUrl ? () => publicBaseUrl() : connectionBaseUrl;
+  v1.use(analyticsRoutes(guard, baseUrl));
   app.use('/v1', v1);
   if (deps.admin)
-    app.use('/dashboard', dashboardRouter({ keys: deps.keys, admin: deps.admin, clock: deps.clock ?? systemClock }));
+    app.use(
+      '/dashboard',
+      dashboardRouter({ keys: deps.keys, admin: deps.admin, clock: deps.clock ?? systemClock, logger: deps.logger }),
+    );
   app.use(notFound);
   app.use(errorHandler);
   return app;

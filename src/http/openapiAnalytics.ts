@@ -331,7 +331,11 @@ export const analyticsSchemas = {
       record_count: int,
       created_at: str,
       estimated_completion: str,
-      download_url: str,
+      download_url: {
+        type: 'string',
+        description:
+          "{base_url}/analytics/export/{export_id}/download, from the service's configured public base URL (PUBLIC_BASE_URL; default: its listen address), never from the request's Host header.",
+      },
       expires_at: str,
       file_size: { type: 'string', examples: ['2.5 MB'] },
       completed_at: str,

@@ -296,6 +296,54 @@ describe('dashboard login throttle', () => {
     expect(setCookie(blocked, 'vs_session')).to.equal(undefined);
   });
 
+  it('counts only posts that carry the login form token: token-less and forged posts never pause sign-in', async () => {
+    const fresh = await TestService.start({ adminPassword: PASSWORD });
+    try {
+      for (let attempt = 1; attempt <= 8; attempt += 1) {
+        // no cookie and no token, as a script posting the form blindly would
+        const blind = await new DashboardClient(fresh.baseUrl).post('/dashboard/login', { password: 'guess' });
+        expect(blind.status, `blind attempt ${attempt}`).to.equal(403);
+        // the form's cookie but a made-up token
+        expect((await new DashboardClient(fresh.baseUrl).login('guess', 'forged')).status).to.equal(403);
+      }
+      expect((await new DashboardClient(fresh.baseUrl).login(PASSWORD)).status).to.equal(303);
+      // wrong passwords on a real form still count: 5, then paused
+      const client = new DashboardClient(fresh.baseUrl);
+      for (let attempt = 1; attempt <= 5; attempt += 1) expect((await client.login('wrong')).status).to.equal(401);
+      expect((await client.login(PASSWORD)).status).to.equal(429);
+    } finally {
+      await fresh.stop();
+    }
+  });
+
+  it('with TRUST_PROXY, counts per forwarded client: one client paused, another behind the same proxy not', async () => {
+    const proxied = await TestService.start({ adminPassword: PASSWORD, trustProxy: ['loopback'] });
+    try {
+      const attacker = new DashboardClient(proxied.baseUrl, { 'X-Forwarded-For': '203.0.113.7' });
+      for (let attempt = 1; attempt <= 5; attempt += 1) expect((await attacker.login('wrong')).status).to.equal(401);
+      expect((await attacker.login(PASSWORD)).status).to.equal(429);
+      const operator = new DashboardClient(proxied.baseUrl, { 'X-Forwarded-For': '198.51.100.9' });
+      expect((await operator.login('typo')).status).to.equal(401);
+      expect((await operator.login(PASSWORD)).status).to.equal(303);
+    } finally {
+      await proxied.stop();
+    }
+  });
+
+  it('without TRUST_PROXY, ignores X-Forwarded-For: a client cannot dodge the pause by changing it', async () => {
+    const direct = await TestService.start({ adminPassword: PASSWORD });
+    try {
+      for (let attempt = 1; attempt <= 5; attempt += 1) {
+        const client = new DashboardClient(direct.baseUrl, { 'X-Forwarded-For': `203.0.113.${attempt}` });
+        expect((await client.login('wrong')).status).to.equal(401);
+      }
+      const dodger = new DashboardClient(direct.baseUrl, { 'X-Forwarded-For': '198.51.100.9' });
+      expect((await dodger.login(PASSWORD)).status).to.equal(429);
+    } finally {
+      await direct.stop();
+    }
+  });
+
   it('does not count successful sign-ins', async () => {
     const fresh = await TestService.start({ adminPassword: PASSWORD });
     try {

@@ -1,18 +1,18 @@
 /**
- * The operator password with the real process: generated on the first start and printed once in
- * the welcome box (never in a log line), the same one accepted after a restart, ADMIN_PASSWORD
- * taking over when set.
+ * The operator password with the real process: generated on the first start and shown once (with
+ * no terminal, as here: in the 0600 secrets file in DATA_DIR, never in the log stream), the same
+ * one accepted after a restart, ADMIN_PASSWORD taking over when set.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { loadConfig } from '../../src/config.ts';
+import { secretsFile } from '../../src/welcome.ts';
 import { DashboardClient } from '../support/dashboardClient.ts';
 import { buildOnce, COMPILED_MAIN, exitWithin, killAll, sleep, startService } from '../support/processes.ts';
 
 const PASSWORD_LINE = /operator password {2}(\S+)/;
-const WELCOME_BOX = /={78}\n[\s\S]*Dashboard \(API keys\)[^\n]*\n[\s\S]*={78}\n/;
 
 interface Running {
   base: string;
@@ -20,7 +20,7 @@ interface Running {
   stop: () => Promise<void>;
 }
 
-/** Starts the compiled service as `npm start` does (no configured keys, no ADMIN_PASSWORD unless given) and waits for its welcome box. */
+/** Starts the compiled service as `npm start` does (no configured keys, no ADMIN_PASSWORD unless given) and waits for its welcome log line. */
 const start = async (dataDir: string, extraEnv: Record<string, string> = {}): Promise<Running> => {
   const service = await startService(
     {
@@ -32,8 +32,9 @@ const start = async (dataDir: string, extraEnv: Record<string, string> = {}): Pr
     },
     COMPILED_MAIN,
   );
+  // the welcome (a log line naming the secrets file, or how to get a key) follows "listening"
   const deadline = Date.now() + 10_000;
-  while (!WELCOME_BOX.test(service.proc.stdout()) && Date.now() < deadline) await sleep(50);
+  while (!/secrets_file|VOUCHER_API_KEYS/.test(service.proc.stdout()) && Date.now() < deadline) await sleep(50);
   return {
     base: service.base,
     output: service.proc.output,
@@ -58,17 +59,20 @@ describe('operator password on the real process', function () {
   });
 
   let generated: string;
+  const secrets = () => fs.readFileSync(secretsFile(dataDir), 'utf8');
 
-  it('first start: prints a generated password once, in the welcome box, never in a log line', async () => {
+  it('first start: writes a generated password once to the 0600 secrets file, never to the log stream', async () => {
     const service = await start(dataDir);
     try {
+      expect(fs.statSync(secretsFile(dataDir)).mode & 0o777).to.equal(0o600);
+      generated = PASSWORD_LINE.exec(secrets())?.[1] ?? '';
+      expect(generated, secrets()).to.match(/^[a-z2-9]{5}(-[a-z2-9]{5}){3}$/);
+      expect(secrets().split(generated).length - 1, 'times the password appears').to.equal(1);
       const output = service.output();
-      generated = PASSWORD_LINE.exec(output)?.[1] ?? '';
-      expect(generated, output).to.match(/^[a-z2-9]{5}(-[a-z2-9]{5}){3}$/);
-      expect(output.split(generated).length - 1, 'times the password appears').to.equal(1);
+      expect(output).not.to.contain(generated);
       const logLines = output.split('\n').filter((line) => line.startsWith('{'));
       expect(logLines.length).to.be.greaterThan(0);
-      expect(logLines.join('\n')).not.to.contain(generated);
+      expect(logLines.join('\n')).to.contain('secrets_file');
       expect((await new DashboardClient(service.base).login(generated)).status).to.equal(303);
       expect((await new DashboardClient(service.base).login('guess')).status).to.equal(401);
     } finally {
@@ -76,22 +80,26 @@ describe('operator password on the real process', function () {
     }
   });
 
-  it('later starts: prints no password and accept the same one', async () => {
+  it('later starts: show no password and accept the same one', async () => {
+    const before = secrets();
     const service = await start(dataDir);
     try {
       expect(service.output()).not.to.match(PASSWORD_LINE);
       expect(service.output()).not.to.contain(generated);
+      expect(secrets()).to.equal(before);
       expect((await new DashboardClient(service.base).login(generated)).status).to.equal(303);
     } finally {
       await service.stop();
     }
   });
 
-  it('ADMIN_PASSWORD wins: only it signs in, and nothing is printed', async () => {
+  it('ADMIN_PASSWORD wins: only it signs in, and it is shown nowhere', async () => {
+    const before = secrets();
     const service = await start(dataDir, { ADMIN_PASSWORD: 'operator-chosen-password' });
     try {
       expect(service.output()).not.to.match(PASSWORD_LINE);
       expect(service.output()).not.to.contain('operator-chosen-password');
+      expect(secrets()).to.equal(before);
       expect((await new DashboardClient(service.base).login(generated)).status).to.equal(401);
       expect((await new DashboardClient(service.base).login('operator-chosen-password')).status).to.equal(303);
     } finally {

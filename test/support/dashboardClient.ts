@@ -20,14 +20,18 @@ export const setCookie = (page: Page, name: string): string | undefined =>
 export class DashboardClient {
   readonly jar = new Map<string, string>();
 
-  constructor(readonly baseUrl: string) {}
+  /** `headers` go with every request (e.g. the X-Forwarded-For a proxy would add). */
+  constructor(
+    readonly baseUrl: string,
+    readonly headers: Record<string, string> = {},
+  ) {}
 
   get cookieHeader(): string {
     return [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
   }
 
   async request(method: 'GET' | 'POST', path: string, form?: Record<string, string | string[]>): Promise<Page> {
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...this.headers };
     if (this.jar.size) headers.Cookie = this.cookieHeader;
     let body: string | undefined;
     if (form) {

@@ -9,6 +9,7 @@ import { AdminAuth } from '../../src/application/adminAuth.ts';
 import type { Quotas } from '../../src/application/quotas.ts';
 import { createApp } from '../../src/http/createApp.ts';
 import { createHttpServer } from '../../src/http/server.ts';
+import type { TrustProxy } from '../../src/http/addresses.ts';
 import {
   RATE_LIMIT_GROUPS,
   type RateLimitConfig,
@@ -73,6 +74,10 @@ export class TestService {
       projectors?: 'thread' | 'inline';
       /** Per-key quotas on quotes and exports (default: the service's defaults). */
       quotas?: Quotas;
+      /** express's `trust proxy` (TRUST_PROXY; default off). */
+      trustProxy?: TrustProxy;
+      /** The root URL of absolute links (PUBLIC_BASE_URL; default: the address the connection reached). */
+      publicBaseUrl?: string;
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -96,6 +101,8 @@ export class TestService {
       rateLimitStores: options.rateLimitStores,
       admin,
       clock,
+      trustProxy: options.trustProxy,
+      publicBaseUrl: options.publicBaseUrl === undefined ? undefined : () => options.publicBaseUrl!,
     });
     const server = await new Promise<Server>((resolve) => {
       const s = createHttpServer(app).listen(0, '127.0.0.1', () => resolve(s));

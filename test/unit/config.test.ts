@@ -55,3 +55,38 @@ describe('loadConfig', () => {
     }
   });
 });
+
+describe('loadConfig: TRUST_PROXY and PUBLIC_BASE_URL', () => {
+  it('TRUST_PROXY: off by default; a hop count; a list of addresses and subnets, as express reads them', () => {
+    for (const off of [undefined, '', 'false', 'FALSE', '0', ' '])
+      expect(loadConfig({ TRUST_PROXY: off }).trustProxy, String(off)).to.equal(false);
+    expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).to.equal(1);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).to.equal(2);
+    expect(
+      loadConfig({ TRUST_PROXY: ' 10.0.0.1, 10.0.0.0/8,loopback, fd00::/8, 192.168.0.0/255.255.0.0 ' }).trustProxy,
+    ).to.deep.equal(['10.0.0.1', '10.0.0.0/8', 'loopback', 'fd00::/8', '192.168.0.0/255.255.0.0']);
+  });
+
+  it('TRUST_PROXY: refuses true (any client could pick its address) and what is not an address, naming it', () => {
+    expect(() => loadConfig({ TRUST_PROXY: 'true' })).to.throw(/TRUST_PROXY=true .* number of proxies/);
+    expect(() => loadConfig({ TRUST_PROXY: '10.0.0.1,proxy.local' })).to.throw(/TRUST_PROXY .*"proxy\.local"/);
+    expect(() => loadConfig({ TRUST_PROXY: '10.0.0.0/33' })).to.throw(/"10\.0\.0\.0\/33"/);
+    expect(() => loadConfig({ TRUST_PROXY: '-1' })).to.throw(/TRUST_PROXY/);
+  });
+
+  it('PUBLIC_BASE_URL: unset by default; an http(s) root URL without trailing slash; refuses the rest', () => {
+    expect(loadConfig({}).publicBaseUrl).to.equal(undefined);
+    expect(loadConfig({ PUBLIC_BASE_URL: 'https://vouchers.example.com/' }).publicBaseUrl).to.equal(
+      'https://vouchers.example.com',
+    );
+    expect(loadConfig({ PUBLIC_BASE_URL: 'http://10.0.0.5:8080/promo/' }).publicBaseUrl).to.equal(
+      'http://10.0.0.5:8080/promo',
+    );
+    expect(() => loadConfig({ PUBLIC_BASE_URL: 'vouchers.example.com' })).to.throw(
+      /PUBLIC_BASE_URL must be an absolute/,
+    );
+    expect(() => loadConfig({ PUBLIC_BASE_URL: 'ftp://x.example' })).to.throw(/PUBLIC_BASE_URL must start with http/);
+    expect(() => loadConfig({ PUBLIC_BASE_URL: 'https://x.example/?a=1' })).to.throw(/query/);
+    expect(() => loadConfig({ PUBLIC_BASE_URL: 'https://x.example/v1' })).to.throw(/without \/v1/);
+  });
+});

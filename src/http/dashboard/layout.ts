@@ -68,7 +68,8 @@ export const loginPage = (opts: { csrf: string; error?: string; notice?: string 
     body: html`<section class="card narrow">
       <h1>Sign in</h1>
       <p class="muted">
-        The operator password is printed once on the service's first start, or set with <code>ADMIN_PASSWORD</code>.
+        The operator password is shown once on the service's first start (on its terminal, or in
+        <code>first-start-secrets.txt</code> in its data directory), or set with <code>ADMIN_PASSWORD</code>.
       </p>
       ${opts.notice ? html`<p class="alert alert-info" role="status">${opts.notice}</p>` : ''}
       ${opts.error ? html`<p class="alert alert-error" role="alert" id="login-error">${opts.error}</p>` : ''}

@@ -8,6 +8,7 @@ import express, {
 import cookieParser from 'cookie-parser';
 import { rateLimit } from 'express-rate-limit';
 import helmet from 'helmet';
+import type { Logger } from 'pino';
 import { isScope, type ApiKeyRegistry } from '../../application/apiKeys.ts';
 import type { AdminAuth } from '../../application/adminAuth.ts';
 import type { Clock } from '../../domain/clock.ts';
@@ -40,6 +41,8 @@ export interface DashboardDeps {
   /** Failed sign-ins allowed per IP and window (default 5 per 15 minutes). */
   loginLimit?: { max: number; windowMs: number };
   sessionIdleMs?: number;
+  /** Where the sign-in throttle reports a misconfiguration (express-rate-limit's checks); absent: the console. */
+  logger?: Logger;
 }
 
 /** Every dashboard page is private and changes: never stored by the browser or a proxy. */
@@ -136,12 +139,33 @@ export const dashboardRouter = (deps: DashboardDeps): Router => {
     send(res, loginPage({ csrf, ...opts }), status);
   };
 
+  /**
+   * A sign-in counts only once its form is known to come from this dashboard: a post without the
+   * login form's token (or with a stale one) is answered 403 with a fresh form and never reaches
+   * the throttle, so anyone able to send requests cannot pause sign-in for everybody behind one
+   * address without first loading the form (decision 022).
+   */
+  const loginFormToken: RequestHandler = (req, res, next) => {
+    if (!sameToken(field(req, '_csrf'), req.signedCookies?.[LOGIN_CSRF_COOKIE]))
+      return showLogin(req, res, { error: 'The sign-in form expired. Please try again.' }, 403);
+    next();
+  };
+
+  /** Failed sign-ins per client address (`req.ip`: the connection's, or per TRUST_PROXY the forwarded client's). */
   const loginThrottle = rateLimit({
     windowMs: deps.loginLimit?.windowMs ?? 15 * 60_000,
     limit: deps.loginLimit?.max ?? 5,
     skipSuccessfulRequests: true,
     standardHeaders: 'draft-8',
     legacyHeaders: false,
+    ...(deps.logger
+      ? {
+          logger: {
+            error: (err: unknown, msg?: string) => deps.logger!.error({ err }, msg),
+            warn: (err: unknown, msg?: string) => deps.logger!.warn({ err }, msg),
+          },
+        }
+      : {}),
     handler: (_req, res) =>
       send(
         res,
@@ -162,11 +186,7 @@ export const dashboardRouter = (deps: DashboardDeps): Router => {
     showLogin(req, res, req.query.signed_out === '1' ? { notice: 'You have signed out.' } : {});
   });
 
-  router.post('/login', loginThrottle, async (req, res) => {
-    const expected = req.signedCookies?.[LOGIN_CSRF_COOKIE];
-    if (!sameToken(field(req, '_csrf'), expected)) {
-      return showLogin(req, res, { error: 'The sign-in form expired. Please try again.' }, 403);
-    }
+  router.post('/login', loginFormToken, loginThrottle, async (req, res) => {
     if (!(await deps.admin.verify(field(req, 'password')))) {
       return showLogin(req, res, { error: 'Wrong password.' }, 401);
     }

@@ -6,6 +6,7 @@ import { renderExport } from '../exports.ts';
 import type { VoucherDoc } from '../../projections/voucherDetails.ts';
 import { EXPORT_FORMATS, type ExportFormat } from '../../domain/analytics/events.ts';
 import { DomainError, invalidRequest } from '../../domain/errors.ts';
+import { connectionBaseUrl } from '../addresses.ts';
 import type { Guard } from '../auth.ts';
 import { compileBody } from '../validation.ts';
 
@@ -97,10 +98,12 @@ const limitParam = (value: string | undefined): number => {
   return n;
 };
 
-const baseUrl = (req: Request): string => `${req.protocol}://${req.get('host')}/v1`;
-
-/** Analytics reads and exports: scope analytics:read; groups performance / trends / customers / export / other. */
-export const analyticsRoutes = (guard: Guard): Router => {
+/**
+ * Analytics reads and exports: scope analytics:read; groups performance / trends / customers / export / other.
+ * `rootUrl` gives the root absolute links start with (`download_url`): the configured public base
+ * URL or the listen address (default: the address the connection reached), never the request's `Host`.
+ */
+export const analyticsRoutes = (guard: Guard, rootUrl: (req: Request) => string = connectionBaseUrl): Router => {
   const router = Router();
 
   router.get('/analytics/vouchers/:voucherId/performance', guard('analytics:read', 'performance'), async (req, res) => {
@@ -171,7 +174,7 @@ export const analyticsRoutes = (guard: Guard): Router => {
   router.get('/analytics/export/:exportId', guard('analytics:read', 'other'), async (req, res) => {
     query(req, []);
     const { view } = await req.ctx.exports.get(String(req.params.exportId));
-    res.json(renderExport(view, baseUrl(req)));
+    res.json(renderExport(view, `${rootUrl(req)}/v1`));
   });
 
   router.get('/analytics/export/:exportId/download', guard('analytics:read', 'other'), async (req, res) => {
