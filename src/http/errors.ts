@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, Response } from 'express';
-import { DomainError, type ErrorCode } from '../domain/errors.ts';
+import { DomainError, InvalidRequestError, type ErrorCode } from '../domain/errors.ts';
 
 /** HTTP-only error codes, beyond the domain's. */
 export type HttpErrorCode =
@@ -54,8 +54,16 @@ export class HttpError extends Error {
   }
 }
 
-export const sendError = (res: Response, code: HttpErrorCode, message: string, details: unknown = {}): void => {
-  res.status(statusFor(code)).json({ error: { code, message, details } });
+export const sendError = (
+  res: Response,
+  code: HttpErrorCode,
+  message: string,
+  details: unknown = {},
+  /** INVALID_REQUEST whose details leave problems out: how many there were (null: not all looked for). */
+  truncation?: { total: number | null },
+): void => {
+  const extra = truncation ? { details_truncated: true, details_total: truncation.total } : {};
+  res.status(statusFor(code)).json({ error: { code, message, details, ...extra } });
 };
 
 interface BodyParserError {
@@ -77,7 +85,9 @@ export const bodyTooLarge = (maxBytes: number): HttpError =>
 /** Sends an error, and notes its code for the request log line (and the idempotency store). */
 const send = (res: Response, error: HttpError | DomainError): void => {
   res.locals.errorCode = error.code;
-  sendError(res, error.code, error.message, error.details);
+  const truncation =
+    error instanceof InvalidRequestError && error.truncated ? { total: error.detailsTotal } : undefined;
+  sendError(res, error.code, error.message, error.details, truncation);
 };
 
 /**

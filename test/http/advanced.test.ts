@@ -161,7 +161,12 @@ describe('HTTP advanced voucher types', () => {
         value: 100,
         validation_rules: [{ type: 'order_value', operator: 'gte', value: 'lots' }],
       });
-      expectError(res, 400, 'INVALID_REQUEST', [{ field: 'validation_rules[0].value', message: 'must be integer' }]);
+      expectError(res, 400, 'INVALID_REQUEST', [
+        {
+          field: 'validation_rules[0].value',
+          message: 'must be a whole number of cents (an integer: 19.99 is sent as 1999)',
+        },
+      ]);
     });
   });
 

@@ -34,7 +34,9 @@ export const parseDay = (value: string, field: string): string => {
     if (Number.isFinite(dayNumber(day)) && dayFromNumber(dayNumber(day)) === day) return day;
   } else if (TIMESTAMP_RE.test(value)) {
     const ms = Date.parse(value);
-    if (Number.isFinite(ms)) return new Date(ms).toISOString().slice(0, 10);
+    // in UTC a timestamp may fall outside the years 0000-9999 (9999-12-31T23:00:00-02:00)
+    const day = Number.isFinite(ms) ? new Date(ms).toISOString().slice(0, 10) : '';
+    if (DATE_RE.test(day)) return day;
   }
   throw invalidRequest([{ field, message: 'must be a date (YYYY-MM-DD) or an ISO 8601 timestamp' }]);
 };
