@@ -6,6 +6,7 @@ import {
   RATE_LIMIT_GROUPS,
   type RateLimitConfig,
 } from './http/rateLimits.ts';
+import { DEFAULT_SERVER_LIMITS, type ServerLimits } from './http/server.ts';
 
 /** Everything the service reads from its environment, read in one place. */
 export interface Config {
@@ -25,6 +26,8 @@ export interface Config {
   adminPassword?: string;
   /** PROJECTORS: `thread` (default) runs the analytics projection group on a worker thread, `inline` on the main thread. */
   projectors: 'thread' | 'inline';
+  /** HTTP_*_TIMEOUT_MS and HTTP_MAX_CONNECTIONS: connection timeouts and cap (see serverLimitsFrom). */
+  server: ServerLimits;
 }
 
 const integer = (raw: string | undefined, fallback: number, name: string): number => {
@@ -49,6 +52,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   rateLimits: rateLimitsFrom(env),
   adminPassword: env.ADMIN_PASSWORD || undefined,
   projectors: projectorsFrom(env.PROJECTORS),
+  server: serverLimitsFrom(env),
 });
 
 const projectorsFrom = (raw: string | undefined): Config['projectors'] => {
@@ -131,3 +135,35 @@ export const rateLimitsFrom = (env: NodeJS.ProcessEnv): RateLimitConfig => {
     overrideRateLimits(config, parseJson(inline, 'RATE_LIMITS', 'neither "off" nor valid JSON'), 'RATE_LIMITS');
   return config;
 };
+
+/**
+ * The HTTP server's timeouts and connection cap (src/http/server.ts, docs/decisions/017): each a
+ * positive integer, defaulting to DEFAULT_SERVER_LIMITS. Node refuses a headers timeout longer
+ * than the request timeout, so that is a start-up error here, naming both variables.
+ */
+export const serverLimitsFrom = (env: NodeJS.ProcessEnv): ServerLimits => {
+  const positive = (name: string, fallback: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isSafeInteger(value) || value < 1 || value > MAX_TIMER_MS)
+      throw new Error(`${name} must be an integer from 1 to ${MAX_TIMER_MS}, got "${raw}"`);
+    return value;
+  };
+  const limits: ServerLimits = {
+    headersTimeoutMs: positive('HTTP_HEADERS_TIMEOUT_MS', DEFAULT_SERVER_LIMITS.headersTimeoutMs),
+    requestTimeoutMs: positive('HTTP_REQUEST_TIMEOUT_MS', DEFAULT_SERVER_LIMITS.requestTimeoutMs),
+    idleTimeoutMs: positive('HTTP_IDLE_TIMEOUT_MS', DEFAULT_SERVER_LIMITS.idleTimeoutMs),
+    keepAliveTimeoutMs: positive('HTTP_KEEP_ALIVE_TIMEOUT_MS', DEFAULT_SERVER_LIMITS.keepAliveTimeoutMs),
+    maxConnections: positive('HTTP_MAX_CONNECTIONS', DEFAULT_SERVER_LIMITS.maxConnections),
+  };
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    throw new Error(
+      `HTTP_HEADERS_TIMEOUT_MS (${limits.headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${limits.requestTimeoutMs})`,
+    );
+  }
+  return limits;
+};
+
+/** Node's timers take at most 2^31 - 1 ms. */
+const MAX_TIMER_MS = 2_147_483_647;

@@ -3,7 +3,7 @@ import { openEmbedded, startExpiryJob } from './composition.ts';
 import { loadConfig } from './config.ts';
 import { systemClock } from './domain/clock.ts';
 import { createApp } from './http/createApp.ts';
-import { createHttpServer } from './http/server.ts';
+import { createHttpServer, warnOnDroppedConnections } from './http/server.ts';
 import { createLogger } from './logger.ts';
 import type { ApiKeyRegistry } from './application/apiKeys.ts';
 import { AdminAuth } from './application/adminAuth.ts';
@@ -38,8 +38,8 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     admin: admin.auth,
   });
   const stopExpiry = startExpiryJob(Object.values(service.environments), config.expiryIntervalMs, logger);
-  const server: Server = createHttpServer(app);
-  server.keepAliveTimeout = 65_000;
+  const server: Server = createHttpServer(app, config.server);
+  warnOnDroppedConnections(server, (fields, message) => logger.warn(fields, message));
   try {
     await listen(server, config.port, config.host);
   } catch (error) {
