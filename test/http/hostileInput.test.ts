@@ -156,6 +156,14 @@ describe('HTTP hostile input: bounded answers, no 500s', function () {
     });
   });
 
+  it('an analytics end_date in the first days of year 0000: the default window starts on 0000-01-01', async () => {
+    const voucher = await service.createVoucher({ code: 'ANAY0', type: 'fixed', value: 100 });
+    const res = await service.get(`/v1/analytics/vouchers/${voucher.id}/customers?end_date=0000-01-15`);
+    expect(res.status).to.equal(200);
+    // was "-000001-12T00:00:00Z": a day 29 days earlier, rendered past what YYYY-MM-DD holds
+    expect(res.body.time_period).to.deep.equal({ start: '0000-01-01T00:00:00Z', end: '0000-01-15T23:59:59Z' });
+  });
+
   describe('offsets past any list', () => {
     for (const offset of ['1e308', '9007199254740993', '1000000001']) {
       it(`offset=${offset}: 400 naming offset on both lists`, async () => {
