@@ -108,31 +108,38 @@ type Problem = { field: string; message: string };
 
 /**
  * Ajv errors as the spec's INVALID_REQUEST details: one {field, message} per field, in the order
- * ajv found them. A value that failed every alternative of an `anyOf` (a timestamp or null, a
- * timestamp or a date) gets the alternatives joined with "or"; but when one alternative matched
- * the value's own type and failed only inside it (a list with a bad item), the others' complaints
- * about the value itself ("must be null") are left out, and the inner problems speak.
+ * ajv found them. For a value that fails every alternative of an `anyOf`, the alternatives of
+ * its own JSON type speak ("usd" for "a currency or null": the currency's message; a list with a
+ * bad item: that item), and the others' complaints ("must be null") are left out; when its type
+ * fits all of them or none (a timestamp or a date; a number for a timestamp or null), their
+ * messages are joined with "or".
  */
 export const toProblems = (errors: ErrorObject[] | null | undefined): Problem[] => {
   const list = errors ?? [];
   const dropped = new Set<ErrorObject>();
-  for (const anyOf of list) {
-    if (anyOf.keyword !== 'anyOf') continue;
+  list.forEach((anyOf, at) => {
+    if (anyOf.keyword !== 'anyOf') return;
+    // ajv reports an anyOf's alternatives just before it: walk back over them, grouped by branch
     const branches = new Map<string, ErrorObject[]>();
-    for (const error of list) {
-      if (!error.schemaPath.startsWith(`${anyOf.schemaPath}/`)) continue;
-      const branch = error.schemaPath.slice(anyOf.schemaPath.length + 1).split('/')[0]!;
-      branches.set(branch, [...(branches.get(branch) ?? []), error]);
+    const prefix = `${anyOf.schemaPath}/`;
+    for (let i = at - 1; i >= 0; i -= 1) {
+      const error = list[i]!;
+      if (!error.schemaPath.startsWith(prefix)) break;
+      const branch = error.schemaPath.slice(prefix.length).split('/')[0]!;
+      const group = branches.get(branch);
+      if (group) group.push(error);
+      else branches.set(branch, [error]);
     }
-    const inside = [...branches.values()].find((errs) =>
-      errs.every((e) => e.instancePath.length > anyOf.instancePath.length),
-    );
-    if (!inside) continue;
-    for (const errs of branches.values()) {
-      if (errs === inside) continue;
-      for (const e of errs) if (e.instancePath === anyOf.instancePath) dropped.add(e);
+    // the alternatives whose type the value has (a string for "a timestamp or null") speak alone
+    const typeFailed = (group: ErrorObject[]) =>
+      group.some((e) => e.keyword === 'type' && e.instancePath === anyOf.instancePath);
+    const matched = [...branches.values()].filter((group) => !typeFailed(group));
+    if (matched.length === 0 || matched.length === branches.size) return;
+    for (const group of branches.values()) {
+      if (matched.includes(group)) continue;
+      for (const e of group) if (e.instancePath === anyOf.instancePath) dropped.add(e);
     }
-  }
+  });
   const alternativesAt = new Set(list.filter((e) => e.keyword === 'anyOf').map(fieldOf));
   const seen = new Map<string, string[]>();
   for (const error of list) {

@@ -91,17 +91,14 @@ describe('request validation', () => {
     expect(negative.details).to.deep.equal([{ field: 'order.value', message: 'must be at least 0 cents' }]);
   });
 
-  it('a value that fails every alternative gets them joined; one that fails inside a list speaks for itself', () => {
+  it("an anyOf: the alternatives of the value's own type speak; when none or all fit, they are joined", () => {
     const { error } = run(schemas.updateVoucherSchema, {
-      currency: 'usd',
-      conditions: { valid_until: 'soon', product_ids: ['a', 3] },
+      currency: 'usd', // a string: the currency's message, not "or null"
+      conditions: { valid_until: 5, product_ids: ['a', 3] }, // a number fits neither; a list: its item
     });
     expect(error.details).to.deep.equal([
-      { field: 'currency', message: 'must be an upper-case ISO 4217 currency code such as USD or null' },
-      {
-        field: 'conditions.valid_until',
-        message: 'must be an ISO 8601 timestamp with a zone, such as 2026-01-31T00:00:00Z (seconds 00 to 59) or null',
-      },
+      { field: 'currency', message: 'must be an upper-case ISO 4217 currency code such as USD' },
+      { field: 'conditions.valid_until', message: 'must be string or null' },
       { field: 'conditions.product_ids[1]', message: 'must be string' },
     ]);
   });
