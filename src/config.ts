@@ -9,6 +9,7 @@ import {
 } from './http/rateLimits.ts';
 import { DEFAULT_QUOTAS, QUOTAS, type Quotas } from './application/quotas.ts';
 import type { TrustProxy } from './http/addresses.ts';
+import { DEFAULT_SERVER_LIMITS, type ServerLimits } from './http/server.ts';
 
 /** Everything the service reads from its environment, read in one place. */
 export interface Config {
@@ -36,6 +37,9 @@ export interface Config {
   projectors: 'thread' | 'inline';
   /** Per-API-key quotas on stored quotes and exports (QUOTA_*; see quotasFrom). */
   quotas: Quotas;
+
+  /** HTTP_*_TIMEOUT_MS and HTTP_MAX_CONNECTIONS: connection timeouts and cap (see serverLimitsFrom). */
+  server: ServerLimits;
 }
 
 const integer = (raw: string | undefined, fallback: number, name: string): number => {
@@ -139,6 +143,8 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   adminPassword: env.ADMIN_PASSWORD || undefined,
   projectors: projectorsFrom(env.PROJECTORS),
   quotas: quotasFrom(env),
+
+  server: serverLimitsFrom(env),
 });
 
 const projectorsFrom = (raw: string | undefined): Config['projectors'] => {
@@ -242,3 +248,35 @@ export const quotasFrom = (env: NodeJS.ProcessEnv): Quotas => {
   }
   return quotas;
 };
+
+/**
+ * The HTTP server's timeouts and connection cap (src/http/server.ts, docs/decisions/017): each a
+ * positive integer, defaulting to DEFAULT_SERVER_LIMITS. Node refuses a headers timeout longer
+ * than the request timeout, so that is a start-up error here, naming both variables.
+ */
+export const serverLimitsFrom = (env: NodeJS.ProcessEnv): ServerLimits => {
+  const positive = (name: string, fallback: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isSafeInteger(value) || value < 1 || value > MAX_TIMER_MS)
+      throw new Error(`${name} must be an integer from 1 to ${MAX_TIMER_MS}, got "${raw}"`);
+    return value;
+  };
+  const limits: ServerLimits = {
+    headersTimeoutMs: positive('HTTP_HEADERS_TIMEOUT_MS', DEFAULT_SERVER_LIMITS.headersTimeoutMs),
+    requestTimeoutMs: positive('HTTP_REQUEST_TIMEOUT_MS', DEFAULT_SERVER_LIMITS.requestTimeoutMs),
+    idleTimeoutMs: positive('HTTP_IDLE_TIMEOUT_MS', DEFAULT_SERVER_LIMITS.idleTimeoutMs),
+    keepAliveTimeoutMs: positive('HTTP_KEEP_ALIVE_TIMEOUT_MS', DEFAULT_SERVER_LIMITS.keepAliveTimeoutMs),
+    maxConnections: positive('HTTP_MAX_CONNECTIONS', DEFAULT_SERVER_LIMITS.maxConnections),
+  };
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    throw new Error(
+      `HTTP_HEADERS_TIMEOUT_MS (${limits.headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${limits.requestTimeoutMs})`,
+    );
+  }
+  return limits;
+};
+
+/** Node's timers take at most 2^31 - 1 ms. */
+const MAX_TIMER_MS = 2_147_483_647;

@@ -5,7 +5,7 @@ import { loadConfig } from './config.ts';
 import { systemClock } from './domain/clock.ts';
 import { listenBaseUrl } from './http/addresses.ts';
 import { createApp } from './http/createApp.ts';
-import { createHttpServer } from './http/server.ts';
+import { createHttpServer, warnOnDroppedConnections } from './http/server.ts';
 import { lockDataDir } from './infrastructure/dataDirLock.ts';
 import { createLogger } from './logger.ts';
 import type { ApiKeyRegistry } from './application/apiKeys.ts';
@@ -55,8 +55,8 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
       { stdout: process.stdout, stderr: process.stderr, dataDir: config.dataDir, logger },
     );
   const stopExpiry = startExpiryJob(Object.values(service.environments), config.expiryIntervalMs, logger);
-  const server: Server = createHttpServer(app);
-  server.keepAliveTimeout = 65_000;
+  const server: Server = createHttpServer(app, config.server);
+  warnOnDroppedConnections(server, (fields, message) => logger.warn(fields, message));
   try {
     await listen(server, config.port, config.host);
   } catch (error) {

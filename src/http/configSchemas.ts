@@ -47,7 +47,7 @@ export const bogoConfigSchema = obj(
     get_discount_type: { ...discountKind, description: 'percentage (default) or fixed (cents per unit)' },
     applicable_items: strings('Item ids eligible (absent or empty: all)'),
     excluded_items: strings('Item ids never eligible'),
-    min_order_value: { type: 'integer', description: 'Minimum order.value in cents' },
+    min_order_value: { type: 'integer', 'x-unit': 'cents', description: 'Minimum order.value in cents' },
     max_uses_per_order: { type: 'integer', description: 'Most groups discounted per order (at least 1)' },
   },
   ['buy_quantity', 'get_quantity'],
@@ -61,8 +61,8 @@ export const tieredConfigSchema = obj(
       description: '1 to 50 tiers by ascending min_value, not overlapping (bounds inclusive)',
       items: obj(
         {
-          min_value: { type: 'integer' },
-          max_value: { type: ['integer', 'null'], description: 'null: no upper bound' },
+          min_value: { type: 'integer', 'x-unit': 'cents' },
+          max_value: { type: ['integer', 'null'], 'x-unit': 'cents', description: 'null: no upper bound' },
           discount: discountNumber,
           discount_type: discountKind,
         },
@@ -120,11 +120,10 @@ export const stackableConfigSchema = obj(
 
 const ruleOperator = { type: 'string', description: 'eq, gt, gte, lt, lte' } as const;
 const ruleSchemas = {
-  order_value: obj({ type: { const: 'order_value' }, operator: ruleOperator, value: { type: 'integer' }, currency }, [
-    'type',
-    'operator',
-    'value',
-  ]),
+  order_value: obj(
+    { type: { const: 'order_value' }, operator: ruleOperator, value: { type: 'integer', 'x-unit': 'cents' }, currency },
+    ['type', 'operator', 'value'],
+  ),
   items: obj(
     {
       type: { const: 'items' },
@@ -135,7 +134,7 @@ const ruleSchemas = {
           min_quantity: { type: 'integer' },
           max_quantity: { type: 'integer' },
           category: { type: 'string' },
-          min_value: { type: 'integer' },
+          min_value: { type: 'integer', 'x-unit': 'cents' },
         }),
       },
     },

@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, Response } from 'express';
-import { DomainError, type ErrorCode } from '../domain/errors.ts';
+import { DomainError, InvalidRequestError, type ErrorCode } from '../domain/errors.ts';
 import { QuotaExceededError } from '../application/quotas.ts';
 
 /** HTTP-only error codes, beyond the domain's. */
@@ -56,8 +56,16 @@ export class HttpError extends Error {
   }
 }
 
-export const sendError = (res: Response, code: HttpErrorCode, message: string, details: unknown = {}): void => {
-  res.status(statusFor(code)).json({ error: { code, message, details } });
+export const sendError = (
+  res: Response,
+  code: HttpErrorCode,
+  message: string,
+  details: unknown = {},
+  /** INVALID_REQUEST whose details leave problems out: how many there were (null: not all looked for). */
+  truncation?: { total: number | null },
+): void => {
+  const extra = truncation ? { details_truncated: true, details_total: truncation.total } : {};
+  res.status(statusFor(code)).json({ error: { code, message, details, ...extra } });
 };
 
 interface BodyParserError {
@@ -81,7 +89,9 @@ const send = (res: Response, error: HttpError | DomainError): void => {
   res.locals.errorCode = error.code;
   // A per-key quota says when a place frees up, as a 429 should.
   if (error instanceof QuotaExceededError) res.setHeader('Retry-After', String(error.retryAfterSeconds));
-  sendError(res, error.code, error.message, error.details);
+  const truncation =
+    error instanceof InvalidRequestError && error.truncated ? { total: error.detailsTotal } : undefined;
+  sendError(res, error.code, error.message, error.details, truncation);
 };
 
 /**

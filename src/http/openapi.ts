@@ -479,7 +479,23 @@ const componentSchemas = {
       error: {
         type: 'object',
         required: ['code', 'message', 'details'],
-        properties: { code: { type: 'string' }, message: { type: 'string' }, details: { type: ['object', 'array'] } },
+        properties: {
+          code: { type: 'string' },
+          message: { type: 'string' },
+          details: {
+            type: ['object', 'array'],
+            description: 'INVALID_REQUEST: an array of at most 20 {field, message}; other codes: an object',
+          },
+          details_truncated: {
+            const: true,
+            description: 'INVALID_REQUEST only, and only when details leaves problems out',
+          },
+          details_total: {
+            type: ['integer', 'null'],
+            description:
+              'With details_truncated: how many problems were found; null when the body was too large to check whole and only the first problem was looked for',
+          },
+        },
       },
     },
   },

@@ -19,7 +19,8 @@ export const code = {
   pattern: '^[A-Za-z0-9_-]{1,64}$',
   description: '1 to 64 characters of A-Z a-z 0-9 _ -; unique per environment, case-insensitively',
 } as const;
-const cents = (description: string) => ({ type: 'integer', minimum: 0, maximum: MAX_CENTS, description }) as const;
+const cents = (description: string) =>
+  ({ type: 'integer', minimum: 0, maximum: MAX_CENTS, 'x-unit': 'cents', description }) as const;
 const productIds = { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 128 } } as const;
 export const voucherTypes = ['percentage', 'fixed', 'bogo', 'tiered', 'conditional', 'stackable'] as const;
 
@@ -176,10 +177,17 @@ export const rollbackSchema = {
   properties: { reason: { type: 'string', maxLength: 500 } },
 } as const;
 
+/** The largest list `offset`: far beyond any list, and an integer every layer holds exactly. */
+export const MAX_OFFSET = 1_000_000_000;
+
 const pageProperties = {
   limit: { type: 'integer', minimum: 1, maximum: 100, default: 10 },
-  offset: { type: 'integer', minimum: 0, default: 0 },
+  offset: { type: 'integer', minimum: 0, maximum: MAX_OFFSET, default: 0 },
 } as const;
+
+/** A timestamp, or a date (YYYY-MM-DD) standing for the start of that day in UTC. */
+const timestampOrDate = (description: string) =>
+  ({ anyOf: [timestamp, { type: 'string', format: 'date' }], description }) as const;
 
 export const listVouchersQuery = {
   type: 'object',
@@ -188,8 +196,12 @@ export const listVouchersQuery = {
     ...pageProperties,
     status: { type: 'string', enum: ['active', 'inactive', 'expired'] },
     type: { type: 'string', enum: voucherTypes },
-    created_after: timestamp,
-    created_before: timestamp,
+    created_after: timestampOrDate(
+      'Created after this instant (exclusive); a date means from the start of that day (UTC), the day included',
+    ),
+    created_before: timestampOrDate(
+      'Created before this instant (exclusive); a date means before the start of that day (UTC)',
+    ),
   },
 } as const;
 

@@ -159,7 +159,12 @@ describe('HTTP advanced voucher types', () => {
         '/v1/vouchers',
         fixedVoucher('BADRULE2', { validation_rules: [{ type: 'order_value', operator: 'gte', value: 'lots' }] }),
       );
-      expectError(res, 400, 'INVALID_REQUEST', [{ field: 'validation_rules[0].value', message: 'must be integer' }]);
+      expectError(res, 400, 'INVALID_REQUEST', [
+        {
+          field: 'validation_rules[0].value',
+          message: 'must be a whole number of cents (an integer: 19.99 is sent as 1999)',
+        },
+      ]);
     });
   });
 

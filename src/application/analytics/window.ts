@@ -34,10 +34,19 @@ export const parseDay = (value: string, field: string): string => {
     if (Number.isFinite(dayNumber(day)) && dayFromNumber(dayNumber(day)) === day) return day;
   } else if (TIMESTAMP_RE.test(value)) {
     const ms = Date.parse(value);
-    if (Number.isFinite(ms)) return new Date(ms).toISOString().slice(0, 10);
+    // in UTC a timestamp may fall outside the years 0000-9999 (9999-12-31T23:00:00-02:00)
+    const day = Number.isFinite(ms) ? new Date(ms).toISOString().slice(0, 10) : '';
+    if (DATE_RE.test(day)) return day;
   }
   throw invalidRequest([{ field, message: 'must be a date (YYYY-MM-DD) or an ISO 8601 timestamp' }]);
 };
+
+/** The first day a window may start on: days are rendered as YYYY-MM-DD. */
+const FIRST_DAY = '0000-01-01';
+
+/** 29 days before `endDay` (30 days in all), but not before FIRST_DAY. */
+const defaultStart = (endDay: string): string =>
+  dayNumber(endDay) - (DEFAULT_DAYS - 1) < dayNumber(FIRST_DAY) ? FIRST_DAY : addDays(endDay, -(DEFAULT_DAYS - 1));
 
 /**
  * The window of `start_date`/`end_date`: end defaults to today (the injected clock), start to
@@ -50,7 +59,7 @@ export const parseWindow = (
   fields = { start: 'start_date', end: 'end_date' },
 ): DayWindow => {
   const endDay = end === undefined ? now.toISOString().slice(0, 10) : parseDay(end, fields.end);
-  const startDay = start === undefined ? addDays(endDay, -(DEFAULT_DAYS - 1)) : parseDay(start, fields.start);
+  const startDay = start === undefined ? defaultStart(endDay) : parseDay(start, fields.start);
   if (startDay > endDay) throw invalidRequest([{ field: fields.start, message: `must not be after ${fields.end}` }]);
   const days = dayNumber(endDay) - dayNumber(startDay) + 1;
   if (days > MAX_DAYS) {

@@ -140,7 +140,9 @@ export const checkConditional = (
       outcomes,
       needed,
       config.all_conditions_required
-        ? `${outcomes.length - met} of the voucher's ${outcomes.length} conditions are not met`
+        ? outcomes.length === 1
+          ? "The voucher's condition is not met"
+          : `${outcomes.length - met} of the voucher's ${outcomes.length} conditions ${outcomes.length - met === 1 ? 'is' : 'are'} not met`
         : "None of the voucher's conditions is met",
     );
   }

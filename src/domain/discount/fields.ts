@@ -5,6 +5,7 @@
  * the stored voucher's type is known. Pure.
  */
 import { DomainError } from '../errors.ts';
+import { isTimestamp } from '../clock.ts';
 import { hasAtMostTwoDecimals } from './money.ts';
 
 export const invalidConfiguration = (field: string, issue: string, suggestion: string): DomainError =>
@@ -59,8 +60,12 @@ export const boolean = (value: unknown, field: string): boolean => {
 };
 
 export const timestamp = (value: unknown, field: string): string => {
-  if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(Date.parse(value))) {
-    throw invalidConfiguration(field, 'must be an ISO 8601 timestamp', 'use the form 2026-01-31T00:00:00Z');
+  if (typeof value !== 'string' || !isTimestamp(value)) {
+    throw invalidConfiguration(
+      field,
+      'must be an ISO 8601 timestamp with a zone (seconds 00 to 59)',
+      'use the form 2026-01-31T00:00:00Z',
+    );
   }
   return value;
 };

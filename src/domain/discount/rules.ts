@@ -140,7 +140,10 @@ const ruleChecks = (raw: unknown, i: number): Check[] => {
 };
 
 /** Validates `validation_rules` (INVALID_CONFIGURATION, fields named `validation_rules[i]...`) and compiles them. */
-export const compileRules = (raw: unknown): Check[] => {
+export const compileRules = (raw: unknown): Check[] => checksPerRule(raw).flat();
+
+/** The checks of each rule, in the rules' order. */
+const checksPerRule = (raw: unknown): Check[][] => {
   if (!Array.isArray(raw) || raw.length > MAX_RULES) {
     throw invalidConfiguration(
       'validation_rules',
@@ -148,7 +151,7 @@ export const compileRules = (raw: unknown): Check[] => {
       'send an array of rules',
     );
   }
-  return raw.flatMap(ruleChecks);
+  return raw.map(ruleChecks);
 };
 
 /** Throws CONDITION_NOT_MET unless every rule holds; returns the names of the checks (for conditions_met). */
@@ -158,13 +161,16 @@ export const checkRules = (
   customer: Customer | undefined,
 ): string[] => {
   if (!rules || rules.length === 0) return [];
-  const outcomes = compileRules(rules).map((check) => runCheck(check, order, customer));
-  const failed = outcomes.filter((o) => !o.met).length;
-  if (failed > 0)
-    throw conditionNotMet(
-      outcomes,
-      outcomes.length,
-      `${failed} of the voucher's ${outcomes.length} validation rules are not met`,
-    );
+  // The message counts rules as the voucher defines them; the details count their checks.
+  const perRule = checksPerRule(rules).map((checks) => checks.map((check) => runCheck(check, order, customer)));
+  const outcomes = perRule.flat();
+  const failedRules = perRule.filter((checks) => checks.some((o) => !o.met)).length;
+  if (failedRules > 0) {
+    const message =
+      rules.length === 1
+        ? "The voucher's validation rule is not met"
+        : `${failedRules} of the voucher's ${rules.length} validation rules ${failedRules === 1 ? 'is' : 'are'} not met`;
+    throw conditionNotMet(outcomes, outcomes.length, message);
+  }
   return [...new Set(outcomes.map((o) => o.type))];
 };

@@ -18,7 +18,8 @@
  *      E's cannot follow it → `priority_order` (apply stacked vouchers in priority order);
  *    - E was applied to another order value → `order_value_mismatch`.
  * Details: `{conflicting_voucher (code), conflicting_voucher_id, conflict_reason, stackable_types}`
- * where `stackable_types` lists the types the new voucher may stack with.
+ * where `stackable_types` lists the types the new voucher may stack with: none for a voucher that
+ * is not `stackable` (it can only be an order's first voucher), else those its stack_rules allow.
  */
 import { DomainError } from '../errors.ts';
 import type { VoucherType } from '../voucher/events.ts';
@@ -65,10 +66,13 @@ export interface StackContext {
   stackableTypes: VoucherType[];
 }
 
-export const stackableTypes = (rules: StackRules | undefined): VoucherType[] =>
-  VOUCHER_TYPES.filter(
-    (t) => (rules?.stackable_with ?? VOUCHER_TYPES).includes(t) && !(rules?.excluded_types ?? []).includes(t),
-  );
+/** The types a voucher may join on an order: none unless it is `stackable`, then as its stack_rules allow. */
+export const stackableTypes = (type: VoucherType, rules: StackRules | undefined): VoucherType[] =>
+  type !== 'stackable'
+    ? []
+    : VOUCHER_TYPES.filter(
+        (t) => (rules?.stackable_with ?? VOUCHER_TYPES).includes(t) && !(rules?.excluded_types ?? []).includes(t),
+      );
 
 const allows = (rules: StackRules | undefined, type: VoucherType): 'type_not_stackable' | 'type_excluded' | null => {
   if (rules?.stackable_with !== undefined && !rules.stackable_with.includes(type)) return 'type_not_stackable';
@@ -121,7 +125,7 @@ const stackingConflict = (
 
 /** Checks compatibility with the vouchers on the order and returns the pricing context. */
 export const stackContext = (onOrder: OrderVoucher[], incoming: StackProfile, orderValue: number): StackContext => {
-  const types = stackableTypes(incoming.stackRules);
+  const types = stackableTypes(incoming.type, incoming.stackRules);
   const others = onOrder.filter((v) => v.voucherId !== incoming.voucherId);
   if (others.length > 0 && incoming.type !== 'stackable')
     throw stackingConflict(incoming, types, others[0]!, 'not_stackable');

@@ -20,6 +20,31 @@ const existing = (state: VoucherState, voucherId: string): Voucher => {
   return state;
 };
 
+type Problem = { field: string; message: string };
+
+/** On create: whether `value` and `config` are present as the type needs (at most one problem each). */
+const presenceProblems = (
+  type: VoucherType,
+  value: number | undefined,
+  config: Record<string, unknown> | undefined,
+): Problem[] => {
+  const problems: Problem[] = [];
+  if (isAdvanced(type)) {
+    if (value !== undefined)
+      problems.push({ field: 'value', message: `is not allowed for ${type} vouchers: their discount is in config` });
+    if (config === undefined)
+      problems.push({ field: 'config', message: `is required for ${type} vouchers: it holds their discount` });
+  } else {
+    if (value === undefined) problems.push({ field: 'value', message: `is required for ${type} vouchers` });
+    if (config !== undefined)
+      problems.push({
+        field: 'config',
+        message: `is not allowed for ${type} vouchers: only bogo, tiered, conditional and stackable take a config`,
+      });
+  }
+  return problems;
+};
+
 /** Rules on `value` that depend on the type (the schema cannot see the type on update). */
 export const checkValue = (type: VoucherType, value: number | undefined, field = 'value'): void => {
   if (type !== 'percentage' && type !== 'fixed') {
@@ -59,7 +84,8 @@ export const checkConfig = (
     return;
   }
   if (config === undefined) {
-    if (creating) throw invalidRequest([{ field: 'config', message: `is required for ${type} vouchers` }]);
+    if (creating)
+      throw invalidRequest([{ field: 'config', message: `is required for ${type} vouchers: it holds their discount` }]);
     return;
   }
   parseConfig(type, config);
@@ -90,6 +116,9 @@ const create = ({ data, metadata }: Command<'CreateVoucher'>, state: VoucherStat
       code: data.code,
       voucher_id: state.id,
     });
+  // `value` and `config` the type does not take, or needs: every such problem at once
+  const missingOrExtra = presenceProblems(data.voucherType, data.value, data.config);
+  if (missingOrExtra.length > 0) throw invalidRequest(missingOrExtra);
   checkValue(data.voucherType, data.value);
   checkConfig(data.voucherType, data.config, true);
   if (data.validationRules !== undefined) compileRules(data.validationRules);

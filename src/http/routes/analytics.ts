@@ -21,7 +21,13 @@ export const exportSchema = {
       maxItems: 5_000,
       items: { type: 'string', minLength: 1, maxLength: 100 },
     },
-    metrics: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', enum: [...METRICS] } },
+    metrics: {
+      type: 'array',
+      minItems: 1,
+      maxItems: METRICS.length,
+      uniqueItems: true,
+      items: { type: 'string', enum: [...METRICS] },
+    },
     format: { type: 'string', enum: [...EXPORT_FORMATS] },
     time_period: {
       type: 'object',

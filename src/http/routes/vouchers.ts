@@ -1,6 +1,6 @@
 import { Router, type Request } from 'express';
 import { DomainError, invalidRequest } from '../../domain/errors.ts';
-import { isoSeconds } from '../../domain/clock.ts';
+import { isoSeconds, parseTimestamp } from '../../domain/clock.ts';
 import type { Conditions } from '../../domain/voucher/events.ts';
 import {
   applyVoucher,
@@ -43,15 +43,34 @@ const voucherIdOf = (req: Request): string => {
   return id;
 };
 
+/** A timestamp the schema accepted (format date-time is parseTimestamp), in UTC with second precision. */
+const utcSeconds = (text: string): string => isoSeconds(parseTimestamp(text)!);
+
 /** Timestamps are kept in UTC with second precision, so they compare as strings. */
 const normaliseTimes = <T extends { valid_from?: string | null; valid_until?: string | null }>(
   c: T | undefined,
 ): T | undefined => {
   if (!c) return c;
   const out = { ...c };
-  if (typeof out.valid_from === 'string') out.valid_from = isoSeconds(new Date(out.valid_from));
-  if (typeof out.valid_until === 'string') out.valid_until = isoSeconds(new Date(out.valid_until));
+  if (typeof out.valid_from === 'string') out.valid_from = utcSeconds(out.valid_from);
+  if (typeof out.valid_until === 'string') out.valid_until = utcSeconds(out.valid_until);
   return out;
+};
+
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/**
+ * `created_after` / `created_before` as the exclusive bounds the list compares with. A date
+ * stands for the start of that day (UTC): `created_before=2026-11-23` is before its midnight, and
+ * `created_after=2026-11-23` includes the whole day, so its bound is the second before midnight
+ * (created_at has second precision, so "> 23:59:59 the day before" is ">= 00:00:00").
+ */
+const createdBound = (value: string | undefined, side: 'after' | 'before'): string | undefined => {
+  if (value === undefined) return undefined;
+  if (!DATE.test(value)) return utcSeconds(value);
+  if (side === 'after' && value === '0000-01-01') return undefined; // every voucher: no bound
+  const midnight = Date.parse(`${value}T00:00:00Z`);
+  return isoSeconds(new Date(side === 'after' ? midnight - 1_000 : midnight));
 };
 
 const rejectImmutable = (body: unknown): void => {
@@ -86,8 +105,8 @@ export const voucherRoutes = (guard: Guard): Router => {
     const query = parseList({ ...req.query });
     const page = await listVouchers(req.ctx, {
       ...query,
-      created_after: query.created_after && isoSeconds(new Date(query.created_after)),
-      created_before: query.created_before && isoSeconds(new Date(query.created_before)),
+      created_after: createdBound(query.created_after, 'after'),
+      created_before: createdBound(query.created_before, 'before'),
     });
     res.json(page);
   });
