@@ -35,8 +35,16 @@
  *   --ceiling=once      measure the ceiling once, not before every scenario
  *   --rate-limits=off   run the service without its rate limiter (RATE_LIMITS=off). By default the
  *                       limiter runs, as in production, with limits far above what the bench sends.
+ *   --open-loop         latency at a constant arrival rate instead (scripts/bench/openLoopRun.ts): apply's
+ *                       maximum is measured closed-loop, then the bare route, validate and apply are
+ *                       offered fixed fractions of it; latency from each request's scheduled time
+ *   --rates=<f,...>     with --open-loop: the fractions of apply's maximum (default 0.25,0.5)
+ *   --open-loop-duration=<s>  with --open-loop: seconds per target and rate (default 12, split in rounds)
+ *   --max-connections=<n>     with --open-loop: the generator's connection cap (default 512)
  */
+import { OPEN_LOOP } from './bench/cli.ts';
+import { mainOpenLoop } from './bench/openLoopRun.ts';
 import { runBench } from './bench/processes.ts';
 import { main } from './bench/run.ts';
 
-runBench(main);
+runBench(OPEN_LOOP ? mainOpenLoop : main);

@@ -35,6 +35,27 @@ export const RECHECK_S = Math.min(DURATION_S, 3);
  */
 export const ROUNDS = Math.max(1, Math.floor(Number(args.get('rounds') ?? 3)));
 export const SERVICE_ROOT = path.resolve(args.get('service-root') ?? ROOT);
+/**
+ * `--open-loop`: latency at a constant arrival rate instead of throughput at saturation (see
+ * scripts/bench/openLoopRun.ts). The rates are fractions of apply's maximum measured in the same
+ * run (`--rates=0.25,0.5`); each is offered for OPEN_LOOP_DURATION_S seconds per target, split
+ * into ROUNDS rounds that alternate the targets.
+ */
+export const OPEN_LOOP = args.has('open-loop');
+const fractions = (text: string): number[] => {
+  const values = text.split(',').map(Number);
+  if (values.some((v) => !(v > 0 && v <= 1)))
+    throw new Error(`--rates takes fractions of apply's maximum in (0, 1], e.g. --rates=0.25,0.5; got ${text}`);
+  return [...new Set(values)].sort((a, b) => a - b);
+};
+export const RATES = fractions(args.get('rates') ?? '0.25,0.5');
+export const OPEN_LOOP_DURATION_S = Number(args.get('open-loop-duration') ?? 12);
+/**
+ * The open-loop generator opens a connection whenever every open one is busy, up to this many
+ * (below the service's 1,000-connection limit). Reaching it means the generator, not the server,
+ * set the pace: the run is reported as invalid.
+ */
+export const MAX_CONNECTIONS = Number(args.get('max-connections') ?? 512);
 /** Size of the analytics scenario's voucher (`--analytics-applications=1000000 --analytics-customers=10000`). */
 export const ANALYTICS_APPLICATIONS = Number(args.get('analytics-applications') ?? 100_000);
 export const ANALYTICS_CUSTOMERS = Number(args.get('analytics-customers') ?? 1_000);

@@ -51,6 +51,13 @@ export const median = (xs: number[]): number => {
  */
 const used = new WeakMap<(n: number) => string, number>();
 
+/** The next body of a scenario, in the numbering its autocannon runs share. */
+export const takeBody = (body: (n: number) => string): string => {
+  const n = used.get(body) ?? 0;
+  used.set(body, n + 1);
+  return body(n);
+};
+
 /** One autocannon run (a warm-up run, then the measured one) with a distinct body per request. */
 const load = async (
   url: string,
@@ -61,9 +68,7 @@ const load = async (
 ) => {
   // Requests are built per call so each one can differ (distinct order ids).
   const setupRequest = (req: { body?: string | Buffer }) => {
-    const n = used.get(body) ?? 0;
-    used.set(body, n + 1);
-    req.body = body(n);
+    req.body = takeBody(body);
     return req;
   };
   const common = {

@@ -36,9 +36,11 @@ import {
 } from './scenarios.ts';
 import { api, createVouchers } from './vouchers.ts';
 
-const log = (msg: string) => process.stdout.write(`${msg}\n`);
+export const log = (msg: string): void => {
+  process.stdout.write(`${msg}\n`);
+};
 
-const quiet = async () => {
+export const quiet = async () => {
   const { waitedMs, quiet: ok } = await waitForQuiet();
   if (!ok) log('  (the machine is busy with other processes: measuring anyway)');
   else if (waitedMs > 1_000) log(`  (waited ${(waitedMs / 1000).toFixed(1)} s for other processes to go quiet)`);
@@ -49,7 +51,7 @@ const quiet = async () => {
  * `tuned`, the same route on the service's HTTP server. Each stays up (idle, it costs nothing) to
  * be measured again before each round of a scenario.
  */
-const startCeiling = async (kind: 'bare' | 'tuned') => {
+export const startCeiling = async (kind: 'bare' | 'tuned') => {
   const port = await freePort();
   const scenario = kind === 'bare' ? CEILING_SCENARIO : TUNED_CEILING_SCENARIO;
   const proc = startChild(
@@ -88,11 +90,11 @@ const startCeiling = async (kind: 'bare' | 'tuned') => {
     if (against === null) measured.cpuRatio = 1;
     return run;
   };
-  return { proc, measureCeiling };
+  return { proc, url, measureCeiling };
 };
 
 /** The service, on a fresh data dir. */
-const startService = async () => {
+export const startService = async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-'));
   if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);
   else tempDirs.push(dataDir);

@@ -1,0 +1,341 @@
+/**
+ * The open-loop load generator (docs/decisions/030-open-loop-generator.md): requests are sent at a
+ * constant arrival rate whatever the answers, and each request's latency is taken from the time it
+ * was SCHEDULED, not from the time it was sent. A client that falls behind (its event loop
+ * stalled, or every connection busy) therefore shows its lag in the latencies instead of hiding it
+ * (coordinated omission corrected).
+ *
+ * `OpenLoop` is the arithmetic (schedule, dispatch, latencies, percentiles), driven by an injected
+ * clock and transport so that it can be tested with a fake clock; `runOpenLoop` drives it for real
+ * with the monotonic clock, timers and `node:http` with a keep-alive agent.
+ */
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
+
+/** How a request ended: its HTTP status, or a connection error or timeout. */
+export type Outcome = { status: number } | { error: 'error' | 'timeout' };
+
+/** Sends request `n`; calls `done` once when it is answered (or failed). */
+export type Send = (n: number, done: (outcome: Outcome) => void) => void;
+
+export interface OpenLoopOptions {
+  /** Requests per second offered. */
+  rate: number;
+  /** Requests to send in all (the run lasts count / rate seconds). */
+  count: number;
+  /** At most this many requests in flight (one connection each); more due requests wait for one. */
+  maxInFlight: number;
+  /** Monotonic milliseconds (fractional). */
+  now: () => number;
+  send: Send;
+}
+
+export interface Percentiles {
+  p50: number;
+  p90: number;
+  p99: number;
+  p999: number;
+  max: number;
+}
+
+export interface OpenLoopResult {
+  rate: number;
+  sent: number;
+  answered: number;
+  ok2xx: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  /** Latency from each request's scheduled time to its answer, ms (answered requests, any status). */
+  latency: Percentiles;
+  /** How late each request was sent after its scheduled time, ms: the generator's own lag. */
+  sendLag: Percentiles;
+  /** Most requests in flight at once (= connections the pool needed). */
+  peakInFlight: number;
+  maxInFlight: number;
+  /** Due requests had to wait because maxInFlight requests were in flight: the generator was the bottleneck. */
+  capHit: boolean;
+  /** From the first scheduled time to the last answer, ms. */
+  elapsedMs: number;
+}
+
+/**
+ * The value at percentile `p` (0 < p ≤ 100) of `sorted` (ascending), by nearest rank: the
+ * smallest value with at least p % of the values at or below it. NaN for no values.
+ */
+export const percentile = (sorted: ArrayLike<number>, p: number): number => {
+  if (sorted.length === 0) return Number.NaN;
+  // (the epsilon keeps 99.9 % of 1,000 at rank 999: in floating point it is 999.0000000000001)
+  const rank = Math.ceil((p * sorted.length) / 100 - 1e-9);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
+};
+
+export const percentilesOf = (values: ArrayLike<number>): Percentiles => {
+  const sorted = Float64Array.from(values).sort();
+  return {
+    p50: percentile(sorted, 50),
+    p90: percentile(sorted, 90),
+    p99: percentile(sorted, 99),
+    p999: percentile(sorted, 99.9),
+    max: percentile(sorted, 100),
+  };
+};
+
+/**
+ * Request i is scheduled at start + i / rate. Each `tick()` sends every request whose scheduled
+ * time has passed (as many as free slots allow), so a late tick sends a burst of the requests it
+ * owes instead of dropping or re-spacing them.
+ */
+export class OpenLoop {
+  private readonly intervalMs: number;
+  private startMs = Number.NaN;
+  private next = 0;
+  private inFlight = 0;
+  private answered = 0;
+  private readonly latencies: Float64Array;
+  private readonly lags: Float64Array;
+  private readonly statuses: Int16Array;
+  private peakInFlight = 0;
+  private capHit = false;
+  private lastAnswerMs = Number.NaN;
+  private onFinished: (() => void) | undefined;
+
+  constructor(private readonly options: OpenLoopOptions) {
+    if (!(options.rate > 0)) throw new Error(`open-loop rate must be positive, got ${options.rate}`);
+    this.intervalMs = 1000 / options.rate;
+    this.latencies = new Float64Array(options.count);
+    this.lags = new Float64Array(options.count);
+    // 0: not answered; an HTTP status; -1: connection error; -2: timeout
+    this.statuses = new Int16Array(options.count);
+  }
+
+  /** Starts the schedule now (request 0 is due at once). */
+  start(): void {
+    this.startMs = this.options.now();
+  }
+
+  scheduledAt(i: number): number {
+    return this.startMs + i * this.intervalMs;
+  }
+
+  /** When the next unsent request is due (Infinity when all are sent). */
+  nextDueAt(): number {
+    return this.next < this.options.count ? this.scheduledAt(this.next) : Number.POSITIVE_INFINITY;
+  }
+
+  get finished(): boolean {
+    return this.answered === this.options.count;
+  }
+
+  /** Resolves when every request is answered. */
+  whenFinished(): Promise<void> {
+    if (this.finished) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.onFinished = resolve;
+    });
+  }
+
+  /** Sends every request that is due and has a free slot. */
+  tick(): void {
+    const { count, maxInFlight, now, send } = this.options;
+    let t = now();
+    while (this.next < count && this.scheduledAt(this.next) <= t) {
+      if (this.inFlight >= maxInFlight) {
+        this.capHit = true;
+        return;
+      }
+      const i = this.next;
+      this.next += 1;
+      const scheduled = this.scheduledAt(i);
+      this.lags[i] = t - scheduled;
+      this.inFlight += 1;
+      if (this.inFlight > this.peakInFlight) this.peakInFlight = this.inFlight;
+      let settled = false;
+      send(i, (outcome) => {
+        if (settled) return;
+        settled = true;
+        const at = now();
+        this.latencies[i] = at - scheduled;
+        this.statuses[i] = 'status' in outcome ? outcome.status : outcome.error === 'error' ? -1 : -2;
+        this.lastAnswerMs = at;
+        this.inFlight -= 1;
+        this.answered += 1;
+        if (this.finished) this.onFinished?.();
+      });
+      t = now();
+    }
+  }
+
+  /** The latencies of the answered requests and the send lag of every sent one, ms. */
+  samples(): Samples {
+    const latencies: number[] = [];
+    for (let i = 0; i < this.next; i += 1) if (this.statuses[i] !== 0) latencies.push(this.latencies[i]!);
+    return { latencies: Float64Array.from(latencies), lags: this.lags.slice(0, this.next) };
+  }
+
+  result(): OpenLoopResult {
+    const answered: number[] = [];
+    let ok2xx = 0;
+    let non2xx = 0;
+    let errors = 0;
+    let timeouts = 0;
+    for (let i = 0; i < this.next; i += 1) {
+      const s = this.statuses[i]!;
+      if (s === 0) continue;
+      answered.push(this.latencies[i]!);
+      if (s === -1) errors += 1;
+      else if (s === -2) timeouts += 1;
+      else if (s >= 200 && s < 300) ok2xx += 1;
+      else non2xx += 1;
+    }
+    return {
+      rate: this.options.rate,
+      sent: this.next,
+      answered: answered.length,
+      ok2xx,
+      non2xx,
+      errors,
+      timeouts,
+      latency: percentilesOf(answered),
+      sendLag: percentilesOf(this.lags.subarray(0, this.next)),
+      peakInFlight: this.peakInFlight,
+      maxInFlight: this.options.maxInFlight,
+      capHit: this.capHit,
+      elapsedMs: this.lastAnswerMs - this.startMs,
+    };
+  }
+}
+
+export interface Samples {
+  latencies: Float64Array;
+  lags: Float64Array;
+}
+
+/** One run's result and its raw samples (to pool several runs' percentiles: see mergeRuns). */
+export interface OpenLoopRun {
+  result: OpenLoopResult;
+  samples: Samples;
+}
+
+const concat = (arrays: Float64Array[]): Float64Array => {
+  const out = new Float64Array(arrays.reduce((n, a) => n + a.length, 0));
+  let at = 0;
+  for (const a of arrays) {
+    out.set(a, at);
+    at += a.length;
+  }
+  return out;
+};
+
+/**
+ * Several runs at the same rate as one: counts add up, percentiles are those of the pooled
+ * samples (not an average of each run's percentiles), the peak and the cap are the worst run's.
+ */
+export const mergeRuns = (runs: OpenLoopRun[]): OpenLoopResult => {
+  if (runs.length === 0) throw new Error('no open-loop runs to merge');
+  const sum = (f: (r: OpenLoopResult) => number) => runs.reduce((n, r) => n + f(r.result), 0);
+  return {
+    rate: runs[0]!.result.rate,
+    sent: sum((r) => r.sent),
+    answered: sum((r) => r.answered),
+    ok2xx: sum((r) => r.ok2xx),
+    non2xx: sum((r) => r.non2xx),
+    errors: sum((r) => r.errors),
+    timeouts: sum((r) => r.timeouts),
+    latency: percentilesOf(concat(runs.map((r) => r.samples.latencies))),
+    sendLag: percentilesOf(concat(runs.map((r) => r.samples.lags))),
+    peakInFlight: Math.max(...runs.map((r) => r.result.peakInFlight)),
+    maxInFlight: runs[0]!.result.maxInFlight,
+    capHit: runs.some((r) => r.result.capHit),
+    elapsedMs: sum((r) => r.elapsedMs),
+  };
+};
+
+export interface HttpTarget {
+  url: string;
+  method: 'POST';
+  headers: Record<string, string>;
+  /** The body of request n (numbered by the caller, e.g. distinct order ids). */
+  body: (n: number) => string;
+}
+
+/**
+ * `node:http` with a keep-alive agent: a request goes on a free connection, or on a new one when
+ * all are busy (the pool grows with the load; OpenLoop's maxInFlight keeps it under the agent's
+ * maxSockets, so the agent never queues a request itself).
+ */
+export const httpSender = (target: HttpTarget, maxSockets: number, timeoutMs = 10_000) => {
+  const agent = new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets, scheduling: 'lifo' });
+  const url = new URL(target.url);
+  const send: Send = (n, done) => {
+    const body = target.body(n);
+    const req = http.request(
+      {
+        agent,
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method: target.method,
+        headers: { ...target.headers, 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        res.on('end', () => done({ status: res.statusCode ?? 0 }));
+        res.on('error', () => done({ error: 'error' }));
+        res.resume();
+      },
+    );
+    req.setTimeout(timeoutMs, () => {
+      done({ error: 'timeout' });
+      req.destroy();
+    });
+    req.on('error', () => done({ error: 'error' }));
+    req.end(body);
+  };
+  return { send, close: () => agent.destroy() };
+};
+
+/**
+ * Offers `rate` requests per second for `durationS` seconds to `target` and waits for every
+ * answer. Between answers a timer wakes the loop when the next request is due (Node's timers
+ * have a resolution of 1 ms: the send lag in the result shows how late requests went out, and
+ * it is part of their latency).
+ */
+export const runOpenLoop = async (
+  target: HttpTarget,
+  { rate, durationS, maxConnections }: { rate: number; durationS: number; maxConnections: number },
+): Promise<OpenLoopRun> => {
+  const sender = httpSender(target, maxConnections);
+  let timer: NodeJS.Timeout | undefined;
+  const wake = () => {
+    timer = undefined;
+    loop.tick();
+    arm();
+  };
+  const arm = () => {
+    if (timer !== undefined) return;
+    const due = loop.nextDueAt();
+    if (due === Number.POSITIVE_INFINITY) return;
+    timer = setTimeout(wake, Math.max(0, due - performance.now()));
+  };
+  const loop = new OpenLoop({
+    rate,
+    count: Math.max(1, Math.round(rate * durationS)),
+    maxInFlight: maxConnections,
+    now: () => performance.now(),
+    // An answer frees a slot and wakes the loop: send what is due now rather than at the next timer.
+    send: (n, done) =>
+      sender.send(n, (outcome) => {
+        done(outcome);
+        loop.tick();
+      }),
+  });
+  try {
+    loop.start();
+    wake();
+    await loop.whenFinished();
+    return { result: loop.result(), samples: loop.samples() };
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+    sender.close();
+  }
+};

@@ -1,0 +1,180 @@
+/** The open-loop bench's report: its table, its verdicts and .bench/last.json. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  DURATION_S,
+  MAX_CONNECTIONS,
+  OPEN_LOOP_DURATION_S,
+  RATE_LIMITS,
+  RATES,
+  ROOT,
+  ROUNDS,
+  SERVICE_ROOT,
+  WARMUP_S,
+} from './cli.ts';
+import type { Measured } from './load.ts';
+import type { OpenLoopResult, Percentiles } from './openLoop.ts';
+import type { ProfileSummary } from './profile.ts';
+
+export interface OpenLoopTarget {
+  id: 'bare' | 'validate' | 'apply';
+  title: string;
+}
+
+export interface OpenLoopRow {
+  /** The offered rate as a fraction of apply's maximum, and in req/s. */
+  fraction: number;
+  rate: number;
+  target: OpenLoopTarget;
+  result: OpenLoopResult;
+  /** CPU over wall time (1.0 = one core): the target's process (median of rounds), the generator and everything else (worst round). */
+  serverCpu: number;
+  loadGenCpu: number;
+  otherCpu: number;
+}
+
+export interface OpenLoopVerdict {
+  fraction: number;
+  target: 'apply' | 'validate';
+  percentile: keyof Percentiles;
+  /** The target's percentile over the bare route's at the same rate must be at most this. */
+  max: number;
+  ratio: number;
+  verdict: 'PASS' | 'MISS' | 'INFO' | 'INVALID';
+}
+
+const ms = (x: number) => (Number.isNaN(x) ? '?' : x < 10 ? x.toFixed(2) : x.toFixed(1));
+const pct = (x: number) => `${Math.round(x * 100)}%`;
+const PCT_NAME: Record<keyof Percentiles, string> = { p50: 'p50', p90: 'p90', p99: 'p99', p999: 'p99.9', max: 'max' };
+
+export const printOpenLoop = ({
+  applyMax,
+  closed,
+  rows,
+  verdicts,
+  log,
+}: {
+  applyMax: number;
+  closed: Partial<Record<OpenLoopTarget['id'], Measured>>;
+  rows: OpenLoopRow[];
+  verdicts: OpenLoopVerdict[];
+  log: (msg: string) => void;
+}): void => {
+  log('');
+  log(
+    `closed loop (maximum throughput): ${Object.entries(closed)
+      .map(
+        ([id, m]) =>
+          `${id} ${Math.round(m.reqPerSec)} req/s${m.ratio === null ? '' : ` (${m.ratio.toFixed(2)}× bare)`}`,
+      )
+      .join(', ')}; the rates below are fractions of apply's ${Math.round(applyMax)} req/s`,
+  );
+  const header = [
+    'rate',
+    'target',
+    'answered/s',
+    'p50',
+    'p90',
+    'p99',
+    'p99.9',
+    'max ms',
+    'failed',
+    'peak conns',
+    'send lag p99/max',
+    'CPU srv/gen/other',
+  ];
+  const lines = rows.map((r) => {
+    const { result: x } = r;
+    return [
+      `${r.rate} (${r.fraction}×)`,
+      r.target.title,
+      (x.answered / (x.elapsedMs / 1000)).toFixed(0),
+      ms(x.latency.p50),
+      ms(x.latency.p90),
+      ms(x.latency.p99),
+      ms(x.latency.p999),
+      ms(x.latency.max),
+      String(x.non2xx + x.errors + x.timeouts),
+      `${x.peakInFlight}${x.capHit ? ' CAP' : ''}`,
+      `${ms(x.sendLag.p99)} / ${ms(x.sendLag.max)}`,
+      `${pct(r.serverCpu)} / ${pct(r.loadGenCpu)} / ${pct(r.otherCpu)}`,
+    ];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  const row = (cells: string[]) =>
+    cells.map((c, i) => (i <= 1 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  log(`\n${row(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${lines.map(row).join('\n')}`);
+  log("latency in ms from each request's scheduled time (coordinated omission corrected), pooled over the rounds");
+  log('');
+  for (const v of verdicts) {
+    const rate = rows.find((r) => r.fraction === v.fraction)!.rate;
+    log(
+      `${v.target} ${PCT_NAME[v.percentile]} / bare route's at ${rate} req/s (${v.fraction}×): ${v.ratio.toFixed(2)}×` +
+        `  target ≤ ${v.max}× at 0.5×: ${v.verdict}`,
+    );
+  }
+  const capped = rows.filter((r) => r.result.capHit);
+  if (capped.length > 0)
+    log(
+      `INVALID: the generator reached its ${MAX_CONNECTIONS} connections (${capped.map((r) => `${r.target.id} at ${r.rate}`).join(', ')}):` +
+        ' requests waited for a connection, so the generator, not the server, set the pace (--max-connections raises the cap)',
+    );
+  const failed = rows.filter((r) => r.result.non2xx + r.result.errors + r.result.timeouts > 0);
+  if (failed.length > 0)
+    log(`WARNING: failed requests in ${failed.map((r) => `${r.target.id} at ${r.rate}`).join(', ')}`);
+  const maxOther = Math.max(...rows.map((r) => r.otherCpu));
+  if (maxOther > 0.2)
+    log(
+      `note: other processes used up to ${Math.round(maxOther * 100)}% of a core during a round: tail latencies are noisy; repeat the run`,
+    );
+  const misses = verdicts.filter((v) => v.verdict === 'MISS');
+  log(misses.length === 0 ? 'no open-loop target missed' : `${misses.length} open-loop target(s) missed`);
+};
+
+export const writeOpenLoopResults = (results: {
+  applyMax: number;
+  closed: Partial<Record<OpenLoopTarget['id'], Measured>>;
+  rows: OpenLoopRow[];
+  verdicts: OpenLoopVerdict[];
+  profiles: Record<string, ProfileSummary> | undefined;
+}): string => {
+  const out = path.join(ROOT, '.bench', 'last.json');
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(
+    out,
+    `${JSON.stringify(
+      {
+        at: new Date().toISOString(),
+        mode: 'open-loop',
+        machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
+        service_root: SERVICE_ROOT,
+        settings: {
+          rates: RATES,
+          open_loop_duration_s: OPEN_LOOP_DURATION_S,
+          rounds: ROUNDS,
+          max_connections: MAX_CONNECTIONS,
+          closed_loop_warmup_s: WARMUP_S,
+          closed_loop_duration_s: DURATION_S,
+          rate_limits: RATE_LIMITS,
+        },
+        apply_max_req_per_sec: results.applyMax,
+        closed_loop: results.closed,
+        open_loop: results.rows.map((r) => ({
+          ...r.result,
+          fraction: r.fraction,
+          rate: r.rate,
+          target: r.target.id,
+          server_cpu: r.serverCpu,
+          load_gen_cpu: r.loadGenCpu,
+          other_cpu: r.otherCpu,
+        })),
+        verdicts: results.verdicts,
+        profiles: results.profiles,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  return path.relative(ROOT, out);
+};

@@ -1,0 +1,193 @@
+/**
+ * `npm run bench -- --open-loop`: latency at a steady arrival rate (docs/benchmark.md, "Open loop").
+ *
+ * 1. The bare ceiling and the service start as in the closed-loop bench; validate's and spread
+ *    apply's vouchers are created.
+ * 2. Closed loop, as the default mode measures it: the bare route, validate and spread apply, each
+ *    after the usual warm-up. Apply's req/s is its maximum throughput in this run.
+ * 3. Open loop: for each fraction of --rates (a quarter and a half by default), the rate
+ *    fraction × apply's maximum is offered to the bare route, validate and apply in turn, in
+ *    ROUNDS rounds (the targets alternate, so a noisy second hits all three alike); each target's
+ *    latencies are pooled over its rounds. Latency counts from each request's scheduled time
+ *    (scripts/bench/openLoop.ts).
+ * 4. The targets: at half of apply's maximum, apply's p99 ≤ 2× and p99.9 ≤ 3× the bare route's,
+ *    validate's p99 ≤ 1× the bare route's, at the same rate in the same run.
+ */
+import os from 'node:os';
+import {
+  DURATION_S,
+  MAX_CONNECTIONS,
+  OPEN_LOOP_DURATION_S,
+  PROFILE,
+  RATE_LIMITS,
+  RATES,
+  ROUNDS,
+  SERVICE_ROOT,
+  ROOT,
+  WARMUP_S,
+} from './cli.ts';
+import { startCpuMeter } from './cpu.ts';
+import { measure, median, takeBody, type Measured } from './load.ts';
+import { mergeRuns, runOpenLoop, type OpenLoopRun } from './openLoop.ts';
+import {
+  printOpenLoop,
+  writeOpenLoopResults,
+  type OpenLoopRow,
+  type OpenLoopTarget,
+  type OpenLoopVerdict,
+} from './openLoopReport.ts';
+import { stopChild } from './processes.ts';
+import { prepareProfDir, reportProfiles, type Windows } from './profiling.ts';
+import { log, quiet, startCeiling, startService } from './run.ts';
+import { CEILING_SCENARIO, HEADERS, SCENARIOS, type Scenario } from './scenarios.ts';
+import { api, createVouchers } from './vouchers.ts';
+
+type Target = OpenLoopTarget['id'];
+const TARGET_ORDER: Target[] = ['bare', 'validate', 'apply'];
+
+/** The issue's targets, at half of apply's maximum: a target's percentile over the bare route's. */
+export const OPEN_LOOP_TARGETS: Array<Omit<OpenLoopVerdict, 'ratio' | 'verdict' | 'fraction'>> = [
+  { target: 'apply', percentile: 'p99', max: 2 },
+  { target: 'apply', percentile: 'p999', max: 3 },
+  { target: 'validate', percentile: 'p99', max: 1 },
+];
+const TARGET_FRACTION = 0.5;
+
+const scenario = (id: string): Scenario => {
+  const found = SCENARIOS.find((s) => s.id === id);
+  if (!found) throw new Error(`no scenario ${id}`);
+  return found;
+};
+
+export const mainOpenLoop = async (): Promise<void> => {
+  if (SERVICE_ROOT !== ROOT) log(`service from ${SERVICE_ROOT}`);
+  log(
+    `bench, open loop: ${os.cpus().length} CPUs, node ${process.version}; rates ${RATES.join(', ')} × apply's maximum,` +
+      ` ${OPEN_LOOP_DURATION_S} s per target and rate in ${ROUNDS} round(s), up to ${MAX_CONNECTIONS} connections;` +
+      ` rate limiter ${RATE_LIMITS === 'off' ? 'off' : 'on with lifted limits'}`,
+  );
+  prepareProfDir();
+  const bare = await startCeiling('bare');
+  const service = await startService();
+  log('creating the vouchers of validate and spread apply through the API (not timed) ...');
+  await createVouchers(service.baseUrl, new Set(['validate', 'spread']));
+
+  const validate = scenario('validate');
+  const apply = scenario('apply-spread');
+  for (const s of [validate, apply]) {
+    const probe = await api(service.baseUrl, 'POST', s.path, JSON.parse(s.body(1_000_000_000)));
+    if (probe.status >= 300)
+      throw new Error(`${s.id}: probe request got ${probe.status} ${JSON.stringify(probe.body)}`);
+  }
+  const targets: Record<Target, { url: string; pid: number | undefined; body: (n: number) => string; title: string }> =
+    {
+      bare: {
+        url: `${bare.url}${CEILING_SCENARIO.path}`,
+        pid: bare.proc.child.pid,
+        body: CEILING_SCENARIO.body,
+        title: 'bare express route',
+      },
+      validate: {
+        url: `${service.baseUrl}${validate.path}`,
+        pid: service.proc.child.pid,
+        body: validate.body,
+        title: validate.title,
+      },
+      apply: {
+        url: `${service.baseUrl}${apply.path}`,
+        pid: service.proc.child.pid,
+        body: apply.body,
+        title: apply.title,
+      },
+    };
+
+  // Closed loop: warms each target up and measures its maximum; apply's sets the rates.
+  const closed: Partial<Record<Target, Measured>> = {};
+  for (const id of TARGET_ORDER) {
+    const t = targets[id];
+    log(`closed loop: ${t.title}, ${WARMUP_S} s warm-up + ${DURATION_S} s ...`);
+    await quiet();
+    const { measured } = await measure(
+      { id, title: t.title, path: new URL(t.url).pathname, body: t.body },
+      new URL(t.url).origin,
+      t.pid,
+      id === 'bare' ? null : (closed.bare ?? null),
+    );
+    if (measured.non2xx + measured.errors + measured.timeouts > 0)
+      throw new Error(`${id}: ${measured.non2xx} non-2xx, ${measured.errors} errors in the closed-loop run`);
+    closed[id] = measured;
+  }
+  const applyMax = closed.apply!.reqPerSec;
+  log(`apply's maximum in this run: ${Math.round(applyMax)} req/s`);
+
+  const rows: OpenLoopRow[] = [];
+  const windows: Windows = {};
+  const roundS = OPEN_LOOP_DURATION_S / ROUNDS;
+  for (const fraction of RATES) {
+    const rate = Math.max(1, Math.round(fraction * applyMax));
+    log(`open loop at ${rate} req/s (${fraction} × apply's maximum): ${ROUNDS} round(s) of ${roundS} s per target ...`);
+    const runs: Record<Target, OpenLoopRun[]> = { bare: [], validate: [], apply: [] };
+    const cpu: Record<Target, Array<ReturnType<ReturnType<typeof startCpuMeter>>>> = {
+      bare: [],
+      validate: [],
+      apply: [],
+    };
+    for (let r = 0; r < ROUNDS; r += 1) {
+      for (const id of TARGET_ORDER) {
+        const t = targets[id];
+        await quiet();
+        const stopCpu = startCpuMeter(t.pid);
+        const run = await runOpenLoop(
+          { url: t.url, method: 'POST', headers: HEADERS, body: () => takeBody(t.body) },
+          { rate, durationS: roundS, maxConnections: MAX_CONNECTIONS },
+        );
+        const meter = stopCpu();
+        cpu[id].push(meter);
+        runs[id].push(run);
+        // --profile: the service's samples of this target at this rate (its last round).
+        if (id !== 'bare') windows[`${id}@${fraction}`] = { ...meter.window, requests: run.result.answered };
+      }
+    }
+    for (const id of TARGET_ORDER) {
+      const meters = cpu[id];
+      const known = (xs: Array<number | null>) => xs.filter((x): x is number => x !== null);
+      rows.push({
+        fraction,
+        rate,
+        target: { id, title: targets[id].title },
+        result: mergeRuns(runs[id]),
+        serverCpu: median(known(meters.map((m) => m.serverCpu))),
+        loadGenCpu: Math.max(...meters.map((m) => m.loadGenCpu)),
+        otherCpu: Math.max(0, ...known(meters.map((m) => m.otherCpu))),
+      });
+    }
+  }
+  await Promise.all([stopChild(service.proc), stopChild(bare.proc)]);
+
+  const verdicts: OpenLoopVerdict[] = [];
+  for (const fraction of RATES) {
+    const at = (id: Target) => rows.find((r) => r.fraction === fraction && r.target.id === id)!.result;
+    for (const t of OPEN_LOOP_TARGETS) {
+      const ratio = at(t.target).latency[t.percentile] / at('bare').latency[t.percentile];
+      const invalid = rows.some((r) => r.fraction === fraction && r.result.capHit);
+      const failures = TARGET_ORDER.reduce((n, id) => n + at(id).non2xx + at(id).errors + at(id).timeouts, 0);
+      verdicts.push({
+        ...t,
+        fraction,
+        ratio,
+        verdict:
+          fraction !== TARGET_FRACTION
+            ? 'INFO'
+            : invalid
+              ? 'INVALID'
+              : ratio <= t.max && failures === 0
+                ? 'PASS'
+                : 'MISS',
+      });
+    }
+  }
+  printOpenLoop({ applyMax, closed, rows, verdicts, log });
+  const summaries = PROFILE ? reportProfiles(windows, log) : undefined;
+  const out = writeOpenLoopResults({ applyMax, closed, rows, verdicts, profiles: summaries });
+  log(`results written to ${out}`);
+};
