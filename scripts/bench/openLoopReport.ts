@@ -118,7 +118,21 @@ export const printOpenLoop = ({
   if (capped.length > 0)
     log(
       `INVALID: the generator reached its ${MAX_CONNECTIONS} connections (${capped.map((r) => `${r.target.id} at ${r.rate}`).join(', ')}):` +
-        ' requests waited for a connection, so the generator, not the server, set the pace (--max-connections raises the cap)',
+        ' due requests waited for a connection, so the latencies there are lower bounds (--max-connections raises the cap)',
+    );
+  for (const r of rows) {
+    const answered = r.result.answered / (r.result.elapsedMs / 1000);
+    if (answered < 0.9 * r.rate)
+      log(
+        `overloaded: ${r.target.id} answered ${Math.round(answered)} req/s of the ${r.rate} offered: its queue grew for` +
+          ' the whole run, so its latencies depend on the run length (on a shared machine: other processes took its CPU)',
+      );
+  }
+  const lagging = rows.filter((r) => r.result.sendLag.p99 > 5);
+  if (lagging.length > 0)
+    log(
+      `note: the generator sent requests late (send lag p99 up to ${ms(Math.max(...lagging.map((r) => r.result.sendLag.p99)))} ms):` +
+        ' its own event loop waited for a core, and that lag is in every latency of the run',
     );
   const failed = rows.filter((r) => r.result.non2xx + r.result.errors + r.result.timeouts > 0);
   if (failed.length > 0)

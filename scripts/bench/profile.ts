@@ -39,7 +39,31 @@ export interface ProfileSummary {
   modules: Record<string, number>;
   selfTop: Array<{ fn: string; usPerReq: number; pct: number }>;
   inclusiveProject: Array<{ fn: string; usPerReq: number; pct: number }>;
+  /**
+   * Stalls: runs of consecutive busy samples (no idle one between them) of at least
+   * STRETCH_MIN_MS, during which the main thread could answer no other request. Their number,
+   * their total and longest length, and where their time went (the sampled function ← the
+   * innermost project function on its stack).
+   */
+  stretches: {
+    minMs: number;
+    count: number;
+    totalMs: number;
+    longestMs: number[];
+    causes: Array<{ fn: string; ms: number; pct: number }>;
+    /**
+     * The longest runs of consecutive samples on one and the same stack: most likely one call
+     * that blocked the thread that long (a commit's fsync or checkpoint, a collection), with the
+     * time since the run's start when it began.
+     */
+    longestCalls: Array<{ fn: string; ms: number }>;
+  };
+  /** With other threads' profiles (workers): their busy milliseconds in the same window. */
+  otherThreadsBusyMs?: number[];
 }
+
+/** A busy stretch of the main thread at least this long counts as a stall (see ProfileSummary). */
+export const STRETCH_MIN_MS = 5;
 
 const moduleOf = (url: string, root: string): string => {
   if (url === '') return '(native/vm)';
@@ -177,13 +201,26 @@ export const summariseProfile = (
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const self = new Map<number, number>();
+  const stretches: Array<Array<[number, number]>> = [];
+  let stretch: Array<[number, number]> = [];
+  const idleIds = new Set(profile.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
+  const sameStack: Array<{ id: number; us: number }> = [];
   let at = profile.startTime;
   profile.samples.forEach((id, i) => {
     const delta = profile.timeDeltas[i] ?? 0;
     at += delta;
     if (window && (at < window.fromUs || at > window.toUs)) return;
     self.set(id, (self.get(id) ?? 0) + delta);
+    const last = sameStack.at(-1);
+    if (last?.id === id) last.us += delta;
+    else if (!idleIds.has(id)) sameStack.push({ id, us: delta });
+    else sameStack.push({ id: -1, us: 0 });
+    if (idleIds.has(id)) {
+      if (stretch.length > 0) stretches.push(stretch);
+      stretch = [];
+    } else stretch.push([id, delta]);
   });
+  if (stretch.length > 0) stretches.push(stretch);
 
   const mappers = sourceMappers(profile.nodes);
   const labels = new Map<number, string>();
@@ -222,6 +259,29 @@ export const summariseProfile = (
       inclusive.set(l, (inclusive.get(l) ?? 0) + us);
     }
   }
+  // Stalls: where the time of the long busy stretches went.
+  const projectFrame = (id: number): string | undefined => {
+    for (let cur: number | undefined = parent.get(id); cur !== undefined; cur = parent.get(cur)) {
+      const url = byId.get(cur)!.callFrame.url;
+      if (url.includes(root) && !url.includes('node_modules')) return label(byId.get(cur)!);
+    }
+    return undefined;
+  };
+  const cause = (id: number) => {
+    const leaf = label(byId.get(id)!);
+    const frame = projectFrame(id);
+    return frame && frame !== leaf ? `${leaf} ← ${frame}` : leaf;
+  };
+  const long = stretches
+    .map((samples) => ({ samples, us: samples.reduce((n, [, d]) => n + d, 0) }))
+    .filter((x) => x.us >= STRETCH_MIN_MS * 1000);
+  const causes = new Map<string, number>();
+  for (const { samples } of long)
+    for (const [id, d] of samples) {
+      const key = cause(id);
+      causes.set(key, (causes.get(key) ?? 0) + d);
+    }
+  const longUs = long.reduce((n, x) => n + x.us, 0);
   const perReq = (us: number) => Math.round((us / Math.max(1, requests)) * 10) / 10;
   const pct = (us: number) => Math.round((us / Math.max(1, busy)) * 1000) / 10;
   const top = (m: Map<string, number>, count: number) =>
@@ -236,7 +296,42 @@ export const summariseProfile = (
     modules: Object.fromEntries([...modules.entries()].sort((a, b) => b[1] - a[1]).map(([m, us]) => [m, perReq(us)])),
     selfTop: top(fns, 25),
     inclusiveProject: top(inclusive, 25),
+    stretches: {
+      minMs: STRETCH_MIN_MS,
+      count: long.length,
+      totalMs: Math.round(longUs / 100) / 10,
+      longestMs: long
+        .map((x) => Math.round(x.us / 100) / 10)
+        .sort((a, b) => b - a)
+        .slice(0, 10),
+      causes: [...causes.entries()]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 15)
+        .map(([fn, us]) => ({
+          fn,
+          ms: Math.round(us / 100) / 10,
+          pct: Math.round((us / Math.max(1, longUs)) * 1000) / 10,
+        })),
+      longestCalls: sameStack
+        .filter((r) => r.id !== -1)
+        .sort((a, b) => b.us - a.us)
+        .slice(0, 10)
+        .map((r) => ({ fn: cause(r.id), ms: Math.round(r.us / 100) / 10 })),
+    },
   };
+};
+
+/** Non-idle milliseconds of a profile in a window (e.g. a worker thread's). */
+export const busyMsIn = (profile: CpuProfile, window: ProfileWindow): number => {
+  const idle = new Set(profile.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
+  let at = profile.startTime;
+  let busy = 0;
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0;
+    at += delta;
+    if (at >= window.fromUs && at <= window.toUs && !idle.has(id)) busy += delta;
+  });
+  return Math.round(busy);
 };
 
 const us = (n: number) => `${n.toFixed(1).padStart(7)} µs`;
@@ -272,5 +367,18 @@ export const formatSummary = (summary: ProfileSummary, baseline?: ProfileSummary
     for (const f of summary.inclusiveProject.slice(0, 20))
       lines.push(`  ${us(f.usPerReq)} ${f.pct.toFixed(1).padStart(5)}%  ${f.fn}`);
   }
+  const st = summary.stretches;
+  lines.push(
+    `  stalls: ${st.count} busy stretches of ${st.minMs} ms or more, ${st.totalMs} ms in all` +
+      (st.count > 0 ? `; longest ${st.longestMs.join(', ')} ms; their time went to:` : ''),
+  );
+  for (const c of st.causes)
+    lines.push(`  ${c.ms.toFixed(1).padStart(8)} ms ${c.pct.toFixed(1).padStart(5)}%  ${c.fn}`);
+  lines.push('  longest runs of samples on one stack (likely one blocking call):');
+  for (const c of st.longestCalls) lines.push(`  ${c.ms.toFixed(1).padStart(8)} ms  ${c.fn}`);
+  if (summary.otherThreadsBusyMs)
+    lines.push(
+      `  other threads (workers) busy meanwhile: ${summary.otherThreadsBusyMs.map((x) => `${x} ms`).join(', ')} (competing for the cores)`,
+    );
   return lines;
 };
