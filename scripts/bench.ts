@@ -41,6 +41,8 @@
  *   --rates=<f,...>     with --open-loop: the fractions of apply's maximum (default 0.25,0.5)
  *   --open-loop-duration=<s>  with --open-loop: seconds per target and rate (default 12, split in rounds)
  *   --max-connections=<n>     with --open-loop: the generator's connection cap (default 512)
+ *   --b-root=<dir>, --b-env=NAME=value,...  with --open-loop: a second service B (another checkout,
+ *                       or other environment variables) measured in the same rounds at the same rates
  */
 import { OPEN_LOOP } from './bench/cli.ts';
 import { mainOpenLoop } from './bench/openLoopRun.ts';

@@ -7,8 +7,9 @@ export const HOST = '127.0.0.1';
 
 const args = new Map(
   process.argv.slice(2).map((a) => {
-    const [k, v] = a.replace(/^--/, '').split('=');
-    return [k!, v ?? 'true'] as const;
+    const arg = a.replace(/^--/, '');
+    const at = arg.indexOf('=');
+    return (at < 0 ? [arg, 'true'] : [arg.slice(0, at), arg.slice(at + 1)]) as [string, string];
   }),
 );
 export const DURATION_S = Number(args.get('duration') ?? 5);
@@ -56,6 +57,24 @@ export const OPEN_LOOP_DURATION_S = Number(args.get('open-loop-duration') ?? 12)
  * set the pace: the run is reported as invalid.
  */
 export const MAX_CONNECTIONS = Number(args.get('max-connections') ?? 512);
+/**
+ * With --open-loop: a second service, B, measured in the same run and the same rounds as the
+ * first (A), at the same rates: `--b-root=<dir>` runs it from another checkout (a change to
+ * compare), `--b-env=NAME=value,...` with extra environment variables. Either one enables B.
+ */
+export const B_ROOT = args.has('b-root') ? path.resolve(args.get('b-root')!) : undefined;
+export const B_ENV: Record<string, string> | undefined = args.has('b-env')
+  ? Object.fromEntries(
+      args
+        .get('b-env')!
+        .split(',')
+        .map((pair) => {
+          const at = pair.indexOf('=');
+          if (at <= 0) throw new Error(`--b-env takes NAME=value pairs separated by commas, got "${pair}"`);
+          return [pair.slice(0, at), pair.slice(at + 1)];
+        }),
+    )
+  : undefined;
 /** Size of the analytics scenario's voucher (`--analytics-applications=1000000 --analytics-customers=10000`). */
 export const ANALYTICS_APPLICATIONS = Number(args.get('analytics-applications') ?? 100_000);
 export const ANALYTICS_CUSTOMERS = Number(args.get('analytics-customers') ?? 1_000);

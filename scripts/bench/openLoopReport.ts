@@ -3,6 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
+  B_ENV,
+  B_ROOT,
   DURATION_S,
   MAX_CONNECTIONS,
   OPEN_LOOP_DURATION_S,
@@ -18,7 +20,8 @@ import type { OpenLoopResult, Percentiles } from './openLoop.ts';
 import type { ProfileSummary } from './profile.ts';
 
 export interface OpenLoopTarget {
-  id: 'bare' | 'validate' | 'apply';
+  /** `-b`: on the second service of an A/B run (--b-root, --b-env). */
+  id: 'bare' | 'validate' | 'apply' | 'validate-b' | 'apply-b';
   title: string;
 }
 
@@ -36,7 +39,7 @@ export interface OpenLoopRow {
 
 export interface OpenLoopVerdict {
   fraction: number;
-  target: 'apply' | 'validate';
+  target: Exclude<OpenLoopTarget['id'], 'bare'>;
   percentile: keyof Percentiles;
   /** The target's percentile over the bare route's at the same rate must be at most this. */
   max: number;
@@ -114,6 +117,20 @@ export const printOpenLoop = ({
         `  target ≤ ${v.max}× at 0.5×: ${v.verdict}`,
     );
   }
+  // A/B: B's percentiles over A's, at each rate.
+  for (const fraction of new Set(rows.map((r) => r.fraction))) {
+    const of = (id: OpenLoopTarget['id']) => rows.find((r) => r.fraction === fraction && r.target.id === id)?.result;
+    const pairs = (['validate', 'apply'] as const).flatMap((id) => {
+      const a = of(id);
+      const b = of(`${id}-b`);
+      if (!a || !b) return [];
+      return [
+        `${id} ${(['p50', 'p99', 'p999'] as const).map((p) => `${PCT_NAME[p]} ${(b.latency[p] / a.latency[p]).toFixed(2)}×`).join(', ')}`,
+      ];
+    });
+    if (pairs.length > 0)
+      log(`B over A at ${rows.find((r) => r.fraction === fraction)!.rate} req/s (${fraction}×): ${pairs.join('; ')}`);
+  }
   const capped = rows.filter((r) => r.result.capHit);
   if (capped.length > 0)
     log(
@@ -171,6 +188,8 @@ export const writeOpenLoopResults = (results: {
           closed_loop_warmup_s: WARMUP_S,
           closed_loop_duration_s: DURATION_S,
           rate_limits: RATE_LIMITS,
+          b_root: B_ROOT ?? null,
+          b_env: B_ENV ?? null,
         },
         apply_max_req_per_sec: results.applyMax,
         closed_loop: results.closed,

@@ -15,6 +15,8 @@
  */
 import os from 'node:os';
 import {
+  B_ENV,
+  B_ROOT,
   DURATION_S,
   MAX_CONNECTIONS,
   OPEN_LOOP_DURATION_S,
@@ -43,7 +45,10 @@ import { CEILING_SCENARIO, HEADERS, SCENARIOS, type Scenario } from './scenarios
 import { api, createVouchers } from './vouchers.ts';
 
 type Target = OpenLoopTarget['id'];
-const TARGET_ORDER: Target[] = ['bare', 'validate', 'apply'];
+const AB = B_ROOT !== undefined || B_ENV !== undefined;
+const TARGET_ORDER: Target[] = AB
+  ? ['bare', 'validate', 'validate-b', 'apply', 'apply-b']
+  : ['bare', 'validate', 'apply'];
 
 /** The issue's targets, at half of apply's maximum: a target's percentile over the bare route's. */
 export const OPEN_LOOP_TARGETS: Array<Omit<OpenLoopVerdict, 'ratio' | 'verdict' | 'fraction'>> = [
@@ -51,6 +56,10 @@ export const OPEN_LOOP_TARGETS: Array<Omit<OpenLoopVerdict, 'ratio' | 'verdict' 
   { target: 'apply', percentile: 'p999', max: 3 },
   { target: 'validate', percentile: 'p99', max: 1 },
 ];
+const targetsOf = (ab: boolean) =>
+  ab
+    ? OPEN_LOOP_TARGETS.flatMap((t) => [t, { ...t, target: `${t.target}-b` as OpenLoopVerdict['target'] }])
+    : OPEN_LOOP_TARGETS;
 const TARGET_FRACTION = 0.5;
 
 const scenario = (id: string): Scenario => {
@@ -69,8 +78,20 @@ export const mainOpenLoop = async (): Promise<void> => {
   prepareProfDir();
   const bare = await startCeiling('bare');
   const service = await startService();
+  const serviceB = AB ? await startService(B_ROOT ?? SERVICE_ROOT, B_ENV ?? {}, 'service-b') : undefined;
+  if (serviceB)
+    log(
+      `A/B: service B from ${B_ROOT ?? SERVICE_ROOT}${
+        B_ENV
+          ? ` with ${Object.entries(B_ENV)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(' ')}`
+          : ''
+      }`,
+    );
   log('creating the vouchers of validate and spread apply through the API (not timed) ...');
   await createVouchers(service.baseUrl, new Set(['validate', 'spread']));
+  if (serviceB) await createVouchers(serviceB.baseUrl, new Set(['validate', 'spread']));
 
   const validate = scenario('validate');
   const apply = scenario('apply-spread');
@@ -79,32 +100,49 @@ export const mainOpenLoop = async (): Promise<void> => {
     if (probe.status >= 300)
       throw new Error(`${s.id}: probe request got ${probe.status} ${JSON.stringify(probe.body)}`);
   }
-  const targets: Record<Target, { url: string; pid: number | undefined; body: (n: number) => string; title: string }> =
-    {
-      bare: {
-        url: `${bare.url}${CEILING_SCENARIO.path}`,
-        pid: bare.proc.child.pid,
-        body: CEILING_SCENARIO.body,
-        title: 'bare express route',
-      },
-      validate: {
-        url: `${service.baseUrl}${validate.path}`,
-        pid: service.proc.child.pid,
-        body: validate.body,
-        title: validate.title,
-      },
-      apply: {
-        url: `${service.baseUrl}${apply.path}`,
-        pid: service.proc.child.pid,
-        body: apply.body,
-        title: apply.title,
-      },
-    };
+  const targets: Partial<
+    Record<Target, { url: string; pid: number | undefined; body: (n: number) => string; title: string }>
+  > = {
+    bare: {
+      url: `${bare.url}${CEILING_SCENARIO.path}`,
+      pid: bare.proc.child.pid,
+      body: CEILING_SCENARIO.body,
+      title: 'bare express route',
+    },
+    validate: {
+      url: `${service.baseUrl}${validate.path}`,
+      pid: service.proc.child.pid,
+      body: validate.body,
+      title: validate.title,
+    },
+    apply: {
+      url: `${service.baseUrl}${apply.path}`,
+      pid: service.proc.child.pid,
+      body: apply.body,
+      title: apply.title,
+    },
+    ...(serviceB
+      ? {
+          'validate-b': {
+            url: `${serviceB.baseUrl}${validate.path}`,
+            pid: serviceB.proc.child.pid,
+            body: validate.body,
+            title: `${validate.title}, B`,
+          },
+          'apply-b': {
+            url: `${serviceB.baseUrl}${apply.path}`,
+            pid: serviceB.proc.child.pid,
+            body: apply.body,
+            title: `${apply.title}, B`,
+          },
+        }
+      : {}),
+  };
 
   // Closed loop: warms each target up and measures its maximum; apply's sets the rates.
   const closed: Partial<Record<Target, Measured>> = {};
   for (const id of TARGET_ORDER) {
-    const t = targets[id];
+    const t = targets[id]!;
     log(`closed loop: ${t.title}, ${WARMUP_S} s warm-up + ${DURATION_S} s ...`);
     await quiet();
     const { measured } = await measure(
@@ -126,15 +164,16 @@ export const mainOpenLoop = async (): Promise<void> => {
   for (const fraction of RATES) {
     const rate = Math.max(1, Math.round(fraction * applyMax));
     log(`open loop at ${rate} req/s (${fraction} × apply's maximum): ${ROUNDS} round(s) of ${roundS} s per target ...`);
-    const runs: Record<Target, OpenLoopRun[]> = { bare: [], validate: [], apply: [] };
-    const cpu: Record<Target, Array<ReturnType<ReturnType<typeof startCpuMeter>>>> = {
-      bare: [],
-      validate: [],
-      apply: [],
-    };
+    const runs = Object.fromEntries(TARGET_ORDER.map((id) => [id, [] as OpenLoopRun[]])) as Record<
+      Target,
+      OpenLoopRun[]
+    >;
+    const cpu = Object.fromEntries(
+      TARGET_ORDER.map((id) => [id, [] as Array<ReturnType<ReturnType<typeof startCpuMeter>>>]),
+    ) as Record<Target, Array<ReturnType<ReturnType<typeof startCpuMeter>>>>;
     for (let r = 0; r < ROUNDS; r += 1) {
       for (const id of TARGET_ORDER) {
-        const t = targets[id];
+        const t = targets[id]!;
         await quiet();
         const stopCpu = startCpuMeter(t.pid);
         const run = await runOpenLoop(
@@ -144,8 +183,9 @@ export const mainOpenLoop = async (): Promise<void> => {
         const meter = stopCpu();
         cpu[id].push(meter);
         runs[id].push(run);
-        // --profile: the service's samples of this target at this rate (its last round).
-        if (id !== 'bare') windows[`${id}@${fraction}`] = { ...meter.window, requests: run.result.answered };
+        // --profile: the service's (A's) samples of this target at this rate (its last round).
+        if (id === 'validate' || id === 'apply')
+          windows[`${id}@${fraction}`] = { ...meter.window, requests: run.result.answered };
       }
     }
     for (const id of TARGET_ORDER) {
@@ -154,7 +194,7 @@ export const mainOpenLoop = async (): Promise<void> => {
       rows.push({
         fraction,
         rate,
-        target: { id, title: targets[id].title },
+        target: { id, title: targets[id]!.title },
         result: mergeRuns(runs[id]),
         serverCpu: median(known(meters.map((m) => m.serverCpu))),
         loadGenCpu: Math.max(...meters.map((m) => m.loadGenCpu)),
@@ -162,15 +202,18 @@ export const mainOpenLoop = async (): Promise<void> => {
       });
     }
   }
-  await Promise.all([stopChild(service.proc), stopChild(bare.proc)]);
+  await Promise.all([stopChild(service.proc), stopChild(bare.proc), ...(serviceB ? [stopChild(serviceB.proc)] : [])]);
 
   const verdicts: OpenLoopVerdict[] = [];
   for (const fraction of RATES) {
     const at = (id: Target) => rows.find((r) => r.fraction === fraction && r.target.id === id)!.result;
-    for (const t of OPEN_LOOP_TARGETS) {
+    for (const t of targetsOf(AB)) {
       const ratio = at(t.target).latency[t.percentile] / at('bare').latency[t.percentile];
       const invalid = rows.some((r) => r.fraction === fraction && r.result.capHit);
-      const failures = TARGET_ORDER.reduce((n, id) => n + at(id).non2xx + at(id).errors + at(id).timeouts, 0);
+      const failures = (['bare', t.target] as const).reduce(
+        (n, id) => n + at(id).non2xx + at(id).errors + at(id).timeouts,
+        0,
+      );
       verdicts.push({
         ...t,
         fraction,

@@ -94,14 +94,14 @@ export const startCeiling = async (kind: 'bare' | 'tuned') => {
 };
 
 /** The service, on a fresh data dir. */
-export const startService = async () => {
+export const startService = async (root = SERVICE_ROOT, extraEnv: Record<string, string> = {}, name = 'service') => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-'));
   if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);
   else tempDirs.push(dataDir);
   const port = await freePort();
   const proc = startChild(
-    'service',
-    SERVICE_ROOT,
+    name,
+    root,
     'src/main.ts',
     {
       PORT: String(port),
@@ -113,8 +113,9 @@ export const startService = async () => {
       // would measure the limiter's 429s instead of the service. The limits are lifted (the limiter
       // and its headers still run, as in production), or the limiter is off with --rate-limits=off.
       RATE_LIMITS,
+      ...extraEnv,
     },
-    cpuProf('service'),
+    name === 'service' ? cpuProf(name) : [],
   );
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(proc, baseUrl);
