@@ -305,6 +305,7 @@ export const runOpenLoop = async (
   { rate, durationS, maxConnections }: { rate: number; durationS: number; maxConnections: number },
 ): Promise<OpenLoopRun> => {
   const sender = httpSender(target, maxConnections);
+  let tickQueued = false;
   let timer: NodeJS.Timeout | undefined;
   const wake = () => {
     timer = undefined;
@@ -322,11 +323,17 @@ export const runOpenLoop = async (
     count: Math.max(1, Math.round(rate * durationS)),
     maxInFlight: maxConnections,
     now: () => performance.now(),
-    // An answer frees a slot and wakes the loop: send what is due now rather than at the next timer.
+    // An answer frees a slot and wakes the loop, once per turn of the event loop and after the
+    // answer's connection went back to the agent's free list (else the agent opens another one).
     send: (n, done) =>
       sender.send(n, (outcome) => {
         done(outcome);
-        loop.tick();
+        if (tickQueued) return;
+        tickQueued = true;
+        setImmediate(() => {
+          tickQueued = false;
+          loop.tick();
+        });
       }),
   });
   try {
