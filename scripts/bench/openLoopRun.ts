@@ -95,11 +95,13 @@ export const mainOpenLoop = async (): Promise<void> => {
 
   const validate = scenario('validate');
   const apply = scenario('apply-spread');
-  for (const s of [validate, apply]) {
-    const probe = await api(service.baseUrl, 'POST', s.path, JSON.parse(s.body(1_000_000_000)));
-    if (probe.status >= 300)
-      throw new Error(`${s.id}: probe request got ${probe.status} ${JSON.stringify(probe.body)}`);
-  }
+  // One request first: a target that cannot succeed is a broken bench, not a slow service.
+  for (const base of [service.baseUrl, ...(serviceB ? [serviceB.baseUrl] : [])])
+    for (const s of [validate, apply]) {
+      const probe = await api(base, 'POST', s.path, JSON.parse(s.body(1_000_000_000)));
+      if (probe.status >= 300)
+        throw new Error(`${s.id}: probe request to ${base} got ${probe.status} ${JSON.stringify(probe.body)}`);
+    }
   const targets: Partial<
     Record<Target, { url: string; pid: number | undefined; body: (n: number) => string; title: string }>
   > = {
