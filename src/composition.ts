@@ -26,6 +26,11 @@ import type { ProjectorHandle } from './core/projectionRunner.ts';
 import { ProjectorThread } from './infrastructure/projector/projectorThread.ts';
 import { startGroup } from './core/projectionGroups.ts';
 import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
+// --- webhooks ---
+import { endpointDecider, type EndpointCommand, type EndpointState } from './domain/webhooks/endpoint.ts';
+import type { WebhookEndpointEvent } from './domain/webhooks/events.ts';
+import { defaultWebhookSettings, type WebhookSettings } from './application/webhooks/settings.ts';
+// --- end of webhooks ---
 
 export const ENVIRONMENTS: Environment[] = ['sandbox', 'production'];
 
@@ -46,6 +51,8 @@ export interface EmbeddedOptions {
   projectors?: 'thread' | 'inline';
   /** Per-API-key quotas on stored quotes and exports (default DEFAULT_QUOTAS). */
   quotas?: Quotas;
+  /** Webhook delivery settings (WEBHOOK_*; default: defaultWebhookSettings). */
+  webhooks?: WebhookSettings;
 }
 
 /** Paths of one environment's embedded stores: each environment has its own files. */
@@ -153,6 +160,17 @@ export const openEmbeddedEnvironment = async (
     telemetry,
     exports,
     quotas,
+    webhooks: {
+      endpoints: new CommandHandler<EndpointCommand, WebhookEndpointEvent, EndpointState, EnvironmentEvent>(
+        events,
+        endpointDecider,
+        {
+          conflictError: () =>
+            new DomainError('CONCURRENT_MODIFICATION', 'The webhook endpoint is being changed; retry the request', {}),
+        },
+      ),
+      policy: { environment, allowedCidrs: (options.webhooks ?? defaultWebhookSettings()).allowedCidrs },
+    },
   };
 };
 

@@ -7,6 +7,7 @@ import pino, { type Logger } from 'pino';
 import { openEmbedded, type Embedded } from '../../src/composition.ts';
 import { AdminAuth } from '../../src/application/adminAuth.ts';
 import type { Quotas } from '../../src/application/quotas.ts';
+import type { WebhookSettings } from '../../src/application/webhooks/settings.ts';
 import { createApp } from '../../src/http/createApp.ts';
 import { createHttpServer } from '../../src/http/server.ts';
 import type { TrustProxy } from '../../src/http/addresses.ts';
@@ -78,6 +79,8 @@ export class TestService {
       trustProxy?: TrustProxy;
       /** The root URL of absolute links (PUBLIC_BASE_URL; default: the address the connection reached). */
       publicBaseUrl?: string;
+      /** Webhook delivery settings (WEBHOOK_*; default: the service's defaults). */
+      webhooks?: WebhookSettings;
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -91,6 +94,7 @@ export class TestService {
       beforeExportJob: options.beforeExportJob,
       projectors: options.projectors,
       quotas: options.quotas,
+      webhooks: options.webhooks,
     });
     const admin = options.adminPassword === undefined ? undefined : await AdminAuth.fromPassword(options.adminPassword);
     const app = createApp({
@@ -156,6 +160,9 @@ export class TestService {
   }
   delete<T = any>(urlPath: string, options?: RequestOptions) {
     return this.request<T>('DELETE', urlPath, undefined, options);
+  }
+  patch<T = any>(urlPath: string, body?: unknown, options?: RequestOptions) {
+    return this.request<T>('PATCH', urlPath, body, options);
   }
 
   /** Creates a voucher through the API and returns its body (fails loudly when not 201). */
