@@ -30,6 +30,31 @@ import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
 import { endpointDecider, type EndpointCommand, type EndpointState } from './domain/webhooks/endpoint.ts';
 import type { WebhookEndpointEvent } from './domain/webhooks/events.ts';
 import { defaultWebhookSettings, type WebhookSettings } from './application/webhooks/settings.ts';
+import { DeliveryStore } from './application/webhooks/deliveryStore.ts';
+import { WebhookPublisher } from './application/webhooks/publisher.ts';
+import { WebhookDispatcher, type Scheduler } from './application/webhooks/dispatcher.ts';
+import { disableEndpoint } from './application/webhooks/endpoints.ts';
+import { createHttpSender, type Resolve } from './infrastructure/webhooks/httpSender.ts';
+import fs from 'node:fs';
+
+/** Test seams of webhook delivery: DNS answers, the jitter's random source, timers. */
+export interface WebhookHooks {
+  resolve?: Resolve;
+  random?: () => number;
+  scheduler?: Scheduler;
+}
+
+/** The service's version, as `user-agent: voucher-service-webhooks/<version>` says it. */
+const VERSION = (() => {
+  try {
+    const file = new URL('../package.json', import.meta.url);
+    const alt = new URL('../../package.json', import.meta.url); // from dist/src
+    const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : fs.readFileSync(alt, 'utf8');
+    return String((JSON.parse(text) as { version?: string }).version ?? '0.0.0');
+  } catch {
+    return '0.0.0';
+  }
+})();
 // --- end of webhooks ---
 
 export const ENVIRONMENTS: Environment[] = ['sandbox', 'production'];
@@ -53,6 +78,8 @@ export interface EmbeddedOptions {
   quotas?: Quotas;
   /** Webhook delivery settings (WEBHOOK_*; default: defaultWebhookSettings). */
   webhooks?: WebhookSettings;
+  /** Test seams of webhook delivery (DNS, jitter, timers). */
+  webhookHooks?: WebhookHooks;
 }
 
 /** Paths of one environment's embedded stores: each environment has its own files. */
@@ -67,6 +94,8 @@ export const environmentFiles = (dataDir: string, environment: Environment) => (
    */
   analytics: path.join(dataDir, environment, 'analytics.db'),
   kv: path.join(dataDir, environment, 'state.db'),
+  /** Webhook deliveries and the publisher's checkpoint: the service's own state, not a read model (replay leaves it). */
+  webhooks: path.join(dataDir, environment, 'webhooks.db'),
   exports: path.join(dataDir, environment, 'exports'),
 });
 
@@ -129,7 +158,8 @@ export const openEmbeddedEnvironment = async (
     quotas,
   });
   await exports.start();
-  return {
+  const webhookSettings = options.webhooks ?? defaultWebhookSettings();
+  const ctx: EnvContext = {
     environment,
     events,
     reads,
@@ -169,14 +199,46 @@ export const openEmbeddedEnvironment = async (
             new DomainError('CONCURRENT_MODIFICATION', 'The webhook endpoint is being changed; retry the request', {}),
         },
       ),
-      policy: { environment, allowedCidrs: (options.webhooks ?? defaultWebhookSettings()).allowedCidrs },
+      policy: { environment, allowedCidrs: webhookSettings.allowedCidrs },
     },
   };
+  await startWebhooks(ctx, files.webhooks, webhookSettings, options.webhookHooks ?? {}, logger);
+  return ctx;
+};
+
+/** The publisher (fan-out from the log, own checkpoint) and the dispatcher (attempts) of one environment. */
+const startWebhooks = async (
+  ctx: EnvContext,
+  file: string,
+  settings: WebhookSettings,
+  hooks: WebhookHooks,
+  logger: Logger,
+): Promise<void> => {
+  const deliveries = new DeliveryStore(SqliteReadStore.open(file));
+  const dispatcher = new WebhookDispatcher({
+    deliveries,
+    clock: ctx.clock,
+    sender: createHttpSender(hooks.resolve),
+    settings,
+    version: VERSION,
+    disable: (endpointId, reason) => disableEndpoint(ctx, endpointId, reason),
+    random: hooks.random,
+    scheduler: hooks.scheduler,
+    logger,
+  });
+  const publisher = new WebhookPublisher(ctx.events, deliveries, ctx.environment, () => dispatcher.wake(), logger);
+  await publisher.start();
+  Object.assign(ctx.webhooks, { publisher, deliveries, dispatcher });
+  dispatcher.start();
 };
 
 export const closeEnvironment = async (ctx: EnvContext): Promise<void> => {
   await ctx.orders.idle(); // confirmations still queued after their responses
   await ctx.vouchers.idle();
+  // webhooks: attempts in flight are aborted and not recorded (made again after a restart)
+  await ctx.webhooks.dispatcher?.stop();
+  await ctx.webhooks.publisher?.stop();
+  await ctx.webhooks.deliveries?.store.close();
   await ctx.exports.stop();
   await ctx.telemetry.close();
   await ctx.analytics.stop();

@@ -18,6 +18,7 @@ import type { AttemptRecorder } from './telemetry.ts';
 import type { Quotas } from './quotas.ts';
 import type { EndpointCommand, EndpointState, TargetPolicy } from '../domain/webhooks/endpoint.ts';
 import type { WebhookEndpointEvent } from '../domain/webhooks/events.ts';
+import type { DeliveryStore } from './webhooks/deliveryStore.ts';
 
 /** An environment's webhooks: endpoint streams `webhook-<id>`, the URL rules, the publisher and deliveries. */
 export interface WebhookContext {
@@ -26,6 +27,9 @@ export interface WebhookContext {
   policy: TargetPolicy;
   /** The publisher's progress through the log (absent where none runs). */
   publisher?: ProjectorHandle;
+  /** The deliveries (webhooks store) and the dispatcher to wake after changing them. */
+  deliveries?: DeliveryStore;
+  dispatcher?: { wake(): void; stop(): Promise<void> };
 }
 
 export type Environment = 'sandbox' | 'production';

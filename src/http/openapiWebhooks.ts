@@ -1,7 +1,7 @@
 /** The webhook operations of the OpenAPI document (merged by openapi.ts). */
 import { WEBHOOK_EVENT_TYPES } from '../domain/webhooks/events.ts';
 import * as schemas from './schemas.ts';
-import { createWebhookSchema, updateWebhookSchema } from './webhookSchemas.ts';
+import { createWebhookSchema, deliveriesQuery, recoverSchema, updateWebhookSchema } from './webhookSchemas.ts';
 
 interface Helpers {
   error(description: string, codes: string[]): object;
@@ -24,6 +24,9 @@ export const webhookPaths = (h: Helpers) => {
     'Invalid request: details name each field (a malformed or non-https URL in production, a refused address, an unknown event type, an empty events list).',
     ['INVALID_REQUEST'],
   );
+  const noBody = h.error('A body with members was sent (this operation takes none; {} or nothing).', [
+    'INVALID_REQUEST',
+  ]);
   const conflict = h.error('Another writer changed the endpoint meanwhile; retry.', ['CONCURRENT_MODIFICATION']);
   const op = (operationId: string, summary: string, extra: object) => ({
     summary,
@@ -103,8 +106,62 @@ export const webhookPaths = (h: Helpers) => {
               previous_secret_expires_at: { type: 'string', format: 'date-time' },
             },
           }),
+          400: noBody,
           404: notFound,
           409: conflict,
+          ...h.common,
+        },
+      }),
+    },
+    '/webhooks/{webhook_id}/deliveries': {
+      get: op('listWebhookDeliveries', 'Deliveries to an endpoint with their attempts, newest first', {
+        parameters: [id, ...queryParams(deliveriesQuery)],
+        responses: {
+          200: h.json('A page of deliveries.', h.ref('WebhookDeliveryPage')),
+          400: h.error('Invalid query.', ['INVALID_REQUEST']),
+          404: notFound,
+          ...h.common,
+        },
+      }),
+    },
+    '/webhooks/{webhook_id}/deliveries/{delivery_id}/resend': {
+      post: op('resendWebhookDelivery', 'A new attempt now, with the same webhook-id and body', {
+        parameters: [id, h.idParam('delivery_id', 'msg_')],
+        responses: {
+          202: h.json('The delivery, pending again.', h.ref('WebhookDelivery')),
+          400: noBody,
+          404: h.error('Unknown endpoint (details {webhook_id}) or delivery (details {webhook_id, delivery_id}).', [
+            'WEBHOOK_NOT_FOUND',
+            'WEBHOOK_DELIVERY_NOT_FOUND',
+          ]),
+          ...h.common,
+        },
+      }),
+    },
+    '/webhooks/{webhook_id}/recover': {
+      post: op('recoverWebhookDeliveries', 'Re-queue every failed delivery created since a time', {
+        parameters: [id],
+        requestBody: h.body(recoverSchema),
+        responses: {
+          202: h.json('How many deliveries were re-queued (at most 10,000 per call).', {
+            type: 'object',
+            required: ['recovered'],
+            properties: { recovered: { type: 'integer', minimum: 0 } },
+          }),
+          400: h.error('Invalid request (since missing or not a timestamp).', ['INVALID_REQUEST']),
+          404: notFound,
+          ...h.bodyErrors,
+          ...h.common,
+        },
+      }),
+    },
+    '/webhooks/{webhook_id}/test': {
+      post: op('sendWebhookTest', 'Send a webhook.test event to this endpoint', {
+        parameters: [id],
+        responses: {
+          202: h.json('The test delivery, pending.', h.ref('WebhookDelivery')),
+          400: noBody,
+          404: notFound,
           ...h.common,
         },
       }),
@@ -132,7 +189,51 @@ const endpoint = {
   },
 };
 
+const delivery = {
+  type: 'object',
+  required: ['id', 'event_id', 'event_type', 'status', 'attempts', 'next_attempt_at', 'created_at'],
+  properties: {
+    id: { type: 'string', pattern: '^msg_' },
+    event_id: { type: 'string', pattern: '^evt_', description: 'The webhook-id header of every attempt' },
+    event_type: { type: 'string' },
+    status: { type: 'string', enum: ['pending', 'succeeded', 'failed'] },
+    attempts: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['at', 'duration_ms'],
+        properties: {
+          at: { type: 'string', format: 'date-time' },
+          response_status: { type: 'integer', description: 'The HTTP status the receiver answered' },
+          error: { type: 'string', description: 'Why no HTTP answer came: timeout, connection failed, refused target' },
+          duration_ms: { type: 'integer' },
+        },
+      },
+    },
+    next_attempt_at: {
+      type: ['string', 'null'],
+      format: 'date-time',
+      description:
+        'When the next attempt is due; null once final, or while an earlier event of the same voucher is pending',
+    },
+    failure_reason: { type: 'string', description: 'Failed without an attempt: the endpoint was disabled or deleted' },
+    created_at: { type: 'string', format: 'date-time' },
+  },
+};
+
 export const webhookSchemas = {
+  WebhookDelivery: delivery,
+  WebhookDeliveryPage: {
+    type: 'object',
+    required: ['data', 'total', 'limit', 'offset', 'has_more'],
+    properties: {
+      data: { type: 'array', items: { $ref: '#/components/schemas/WebhookDelivery' } },
+      total: { type: 'integer' },
+      limit: { type: 'integer' },
+      offset: { type: 'integer' },
+      has_more: { type: 'boolean' },
+    },
+  },
   WebhookEndpoint: endpoint,
   WebhookEndpointWithSecret: {
     ...endpoint,

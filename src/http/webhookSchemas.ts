@@ -6,6 +6,7 @@
  */
 import { WEBHOOK_EVENT_TYPES } from '../domain/webhooks/events.ts';
 import { MAX_URL_LENGTH } from '../domain/webhooks/endpoint.ts';
+import { timestamp } from './configSchemas.ts';
 
 const url = {
   type: 'string',
@@ -39,3 +40,23 @@ export const updateWebhookSchema = {
   minProperties: 1,
   properties: { url, events, description, metadata, status: { type: 'string', enum: ['enabled', 'disabled'] } },
 } as const;
+
+export const deliveriesQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    limit: { type: 'integer', minimum: 1, maximum: 100, default: 10 },
+    offset: { type: 'integer', minimum: 0, default: 0 },
+    status: { type: 'string', enum: ['pending', 'succeeded', 'failed'] },
+  },
+} as const;
+
+export const recoverSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['since'],
+  properties: { since: { ...timestamp, description: 'Failed deliveries created at or after this time are re-queued' } },
+} as const;
+
+/** The operations that take no body: a body, if sent, must be empty (`{}`). */
+export const noBodySchema = { type: 'object', additionalProperties: false, properties: {} } as const;

@@ -8,7 +8,7 @@ import { AssertionError, expect } from 'chai';
 import sinon from 'sinon';
 import * as schemas from '../../src/http/schemas.ts';
 import { exportSchema } from '../../src/http/routes/analytics.ts';
-import { createWebhookSchema, updateWebhookSchema } from '../../src/http/webhookSchemas.ts';
+import { createWebhookSchema, recoverSchema, updateWebhookSchema } from '../../src/http/webhookSchemas.ts';
 import { applyBody, validateBody } from '../fixtures/orders.ts';
 import { fixedVoucher } from '../fixtures/vouchers.ts';
 import { TestService } from '../support/harness.ts';
@@ -80,7 +80,7 @@ const EXPORT_OPERATION = {
   path: '/v1/analytics/export',
   body: { voucher_ids: ['v_OasNoSuchVoucher1'], metrics: ['uses'] },
 };
-/** The webhook operations with a JSON body (routes/webhooks.ts: parseCreate, parseUpdate). */
+/** The webhook operations with a JSON body (routes/webhooks.ts: parseCreate, parseUpdate, parseRecover). */
 const WEBHOOK_OPERATIONS = [
   {
     template: '/webhooks',
@@ -97,6 +97,14 @@ const WEBHOOK_OPERATIONS = [
     required: true,
     path: '/v1/webhooks/we_OasNoSuchEndpoint1',
     body: { status: 'disabled' },
+  },
+  {
+    template: '/webhooks/{webhook_id}/recover',
+    method: 'post',
+    schema: recoverSchema,
+    required: true,
+    path: '/v1/webhooks/we_OasNoSuchEndpoint1/recover',
+    body: { since: '2026-01-01T00:00:00Z' },
   },
 ] as const;
 const ALL_BODY_OPERATIONS = [...BODY_OPERATIONS, EXPORT_OPERATION, ...WEBHOOK_OPERATIONS];

@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
-import { openEmbedded, type Embedded } from '../../src/composition.ts';
+import { openEmbedded, type Embedded, type WebhookHooks } from '../../src/composition.ts';
 import { AdminAuth } from '../../src/application/adminAuth.ts';
 import type { Quotas } from '../../src/application/quotas.ts';
 import type { WebhookSettings } from '../../src/application/webhooks/settings.ts';
@@ -81,6 +81,8 @@ export class TestService {
       publicBaseUrl?: string;
       /** Webhook delivery settings (WEBHOOK_*; default: the service's defaults). */
       webhooks?: WebhookSettings;
+      /** Test seams of webhook delivery (DNS answers, jitter, timers). */
+      webhookHooks?: WebhookHooks;
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -95,6 +97,7 @@ export class TestService {
       projectors: options.projectors,
       quotas: options.quotas,
       webhooks: options.webhooks,
+      webhookHooks: options.webhookHooks,
     });
     const admin = options.adminPassword === undefined ? undefined : await AdminAuth.fromPassword(options.adminPassword);
     const app = createApp({
