@@ -226,7 +226,13 @@ const startWebhooks = async (
     scheduler: hooks.scheduler,
     logger,
   });
-  const publisher = new WebhookPublisher(ctx.events, deliveries, ctx.environment, () => dispatcher.wake(), logger);
+  const publisher = new WebhookPublisher(
+    ctx.events,
+    deliveries,
+    ctx.environment,
+    (made) => dispatcher.enqueue(made),
+    logger,
+  );
   await publisher.start();
   Object.assign(ctx.webhooks, { publisher, deliveries, dispatcher });
   dispatcher.start();

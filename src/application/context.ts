@@ -29,7 +29,7 @@ export interface WebhookContext {
   publisher?: ProjectorHandle;
   /** The deliveries (webhooks store) and the dispatcher to wake after changing them. */
   deliveries?: DeliveryStore;
-  dispatcher?: { wake(): void; stop(): Promise<void> };
+  dispatcher?: { wake(refill?: boolean): void; stop(): Promise<void> };
 }
 
 export type Environment = 'sandbox' | 'production';

@@ -198,6 +198,21 @@ describe('webhook delivery', function () {
     await service.delete(`/v1/webhooks/${endpoint.id}`);
   });
 
+  it('makes at most 8 attempts at once to one endpoint, different vouchers side by side', async () => {
+    const other = await WebhookReceiver.start();
+    try {
+      const endpoint = await register(other.url('/busy'), ['voucher.created']);
+      other.answer('/busy', { slowMs: 300, status: 200 });
+      await Promise.all(Array.from({ length: 20 }, () => service.createVoucher(fixedVoucher(code('BUSY')))));
+      await until(() => other.accepted('/busy').length === 20, 'twenty deliveries');
+      expect(other.maxOpen).to.equal(8);
+      expectAllVerified(other.accepted('/busy'), endpoint.secret);
+      await service.delete(`/v1/webhooks/${endpoint.id}`);
+    } finally {
+      await other.stop();
+    }
+  });
+
   it('retries a receiver slower than the timeout, with the same webhook-id', async () => {
     const endpoint = await register(receiver.url('/slow'), ['voucher.created']);
     receiver.answer('/slow', (_r, attempt) => (attempt === 1 ? { slowMs: 1_000, status: 200 } : 200));

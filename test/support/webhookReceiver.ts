@@ -25,6 +25,9 @@ export interface Received {
 export class WebhookReceiver {
   readonly received: Received[] = [];
   connections = 0;
+  /** Requests being answered now, and the most at once. */
+  open = 0;
+  maxOpen = 0;
   private readonly answers = new Map<string, (r: Received, attempt: number) => Answer>();
   private readonly sockets = new Set<Socket>();
 
@@ -76,6 +79,11 @@ export class WebhookReceiver {
       json = undefined;
     }
     const eventId = String(headers['webhook-id'] ?? '');
+    this.open += 1;
+    this.maxOpen = Math.max(this.maxOpen, this.open);
+    res.on('close', () => {
+      this.open -= 1;
+    });
     const record: Received = { path, headers, body, json, eventId, voucherId: json?.data?.id };
     const attempt = this.received.filter((r) => r.path === path && r.eventId === eventId).length + 1;
     this.received.push(record);

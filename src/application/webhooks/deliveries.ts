@@ -76,7 +76,7 @@ export const resendDelivery = async (
     await deliveries.write({ upserts: [{ collection: DELIVERIES, doc: next }] });
     return next;
   });
-  dispatcher.wake();
+  dispatcher.wake(true);
   return renderDelivery(doc);
 };
 
@@ -112,7 +112,7 @@ export const recoverDeliveries = async (
     if (failed.length > 0) await deliveries.write(write);
     return failed.length;
   });
-  dispatcher.wake();
+  dispatcher.wake(true);
   return { recovered };
 };
 
@@ -143,6 +143,6 @@ export const sendTestEvent = async (ctx: EnvContext, endpointId: string): Promis
     created_ms: now.getTime(),
   };
   await deliveries.exclusive(() => deliveries.write({ upserts: [{ collection: DELIVERIES, doc }] }));
-  dispatcher.wake();
+  dispatcher.wake(true);
   return renderDelivery(doc);
 };

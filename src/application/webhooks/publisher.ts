@@ -96,7 +96,7 @@ export class WebhookPublisher implements ProjectorHandle {
     private readonly source: EventSource,
     private readonly deliveries: DeliveryStore,
     private readonly environment: Environment,
-    private readonly onDeliveries: () => void,
+    private readonly onDeliveries: (deliveries: DeliveryDoc[]) => void,
     private readonly logger?: RunnerLogger,
   ) {}
 
@@ -130,7 +130,7 @@ export class WebhookPublisher implements ProjectorHandle {
   /** One batch: deliveries, endpoint copies and the checkpoint in one write. */
   async handle(batch: RecordedEvent<EnvironmentEvent>[]): Promise<void> {
     if (batch.length === 0) return;
-    let created = 0;
+    const created: DeliveryDoc[] = [];
     await this.deliveries.exclusive(async () => {
       const write: WriteBatch = {
         upserts: [],
@@ -148,7 +148,7 @@ export class WebhookPublisher implements ProjectorHandle {
           if (next) this.endpoints.set(next.id, next as EndpointDoc);
           changed.add(event.data.endpointId);
         } else if (isVoucherEvent(event)) {
-          created += await this.fanOut(event, write, pendingKeys);
+          created.push(...(await this.fanOut(event, write, pendingKeys)));
         }
       }
       for (const id of changed) {
@@ -166,14 +166,14 @@ export class WebhookPublisher implements ProjectorHandle {
       this.unwritten = 0;
     });
     this.advance(batch.at(-1)!.position);
-    if (created > 0) this.onDeliveries();
+    if (created.length > 0) this.onDeliveries(created);
   }
 
   private async fanOut(
     event: RecordedEvent<VoucherEvent>,
     write: WriteBatch,
     pendingKeys: Set<string>,
-  ): Promise<number> {
+  ): Promise<DeliveryDoc[]> {
     const type = WEBHOOK_TYPES[event.type];
     const targets = [...this.endpoints.values()].filter(
       (e) => !e.deleted && e.status === 'enabled' && subscribes(e.events, type),
@@ -181,10 +181,10 @@ export class WebhookPublisher implements ProjectorHandle {
     const voucherId = event.data.voucherId;
     if (targets.length === 0) {
       this.follow(voucherId, event); // keeps a cached state current; reads nothing
-      return 0;
+      return [];
     }
     const voucher = await this.stateAt(voucherId, event);
-    if (!voucher) return 0;
+    if (!voucher) return [];
     const at = happenedAt(event);
     const eventId = eventIdOf(event);
     const data: Record<string, unknown> = renderVoucher(viewFromState(voucher), new Date(at));
@@ -194,6 +194,7 @@ export class WebhookPublisher implements ProjectorHandle {
     }
     const payload = JSON.stringify({ id: eventId, type, created_at: at, environment: this.environment, data });
     const createdMs = Date.parse(at);
+    const made: DeliveryDoc[] = [];
     for (const endpoint of targets) {
       const key = `${endpoint.id}/${voucherId}`;
       const waits = pendingKeys.has(key) || (await this.deliveries.hasPending(endpoint.id, voucherId));
@@ -213,8 +214,9 @@ export class WebhookPublisher implements ProjectorHandle {
         created_ms: createdMs,
       };
       write.upserts!.push({ collection: DELIVERIES, doc });
+      made.push(doc);
     }
-    return targets.length;
+    return made;
   }
 
   private follow(voucherId: string, event: RecordedEvent<VoucherEvent>): void {

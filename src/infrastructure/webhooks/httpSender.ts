@@ -47,23 +47,46 @@ const vet = async (hostname: string, request: SendRequest, resolve: Resolve): Pr
   throw new Refused(`refused target: ${hostname} resolves only to refused addresses: ${refused.join(', ')}`);
 };
 
-export const createHttpSender =
-  (resolve: Resolve = systemResolve): Sender =>
-  async (request) => {
+/**
+ * Keep-alive agents, one per (scheme, vetted address, port, host name): a connection is reused only
+ * to the address it was opened to, which this attempt has just vetted again.
+ */
+const MAX_AGENTS = 256;
+
+export const createHttpSender = (resolve: Resolve = systemResolve): Sender => {
+  const agents = new Map<string, http.Agent>();
+  const agentFor = (url: URL, target: ResolvedAddress): http.Agent => {
+    const key = `${url.protocol}//${target.address}:${url.port}/${url.hostname}`;
+    let agent = agents.get(key);
+    if (!agent) {
+      const options = { keepAlive: true, maxSockets: 16, maxFreeSockets: 4, timeout: 30_000 };
+      agent = url.protocol === 'https:' ? new https.Agent(options) : new http.Agent(options);
+      if (agents.size >= MAX_AGENTS) {
+        const [oldest, old] = agents.entries().next().value!;
+        old.destroy();
+        agents.delete(oldest);
+      }
+      agents.set(key, agent);
+    }
+    return agent;
+  };
+  return async (request) => {
     const started = performance.now();
     const took = () => performance.now() - started;
     const url = new URL(request.url);
     let target: ResolvedAddress;
+    let onStop: (() => void) | undefined;
     try {
-      const stopping = new Promise<never>((_resolve, reject) =>
-        request.signal?.addEventListener('abort', () => reject(new Refused('aborted: the service is stopping')), {
-          once: true,
-        }),
-      );
+      const stopping = new Promise<never>((_resolve, reject) => {
+        onStop = () => reject(new Refused('aborted: the service is stopping'));
+        request.signal?.addEventListener('abort', onStop, { once: true });
+      });
       target = await Promise.race([vet(url.hostname, request, resolve), stopping]);
     } catch (error) {
       if (error instanceof Refused) return { error: error.message, durationMs: took() };
       throw error;
+    } finally {
+      if (onStop) request.signal?.removeEventListener('abort', onStop);
     }
     // the connection goes to the vetted address whatever the name resolves to now
     const pinned: LookupFunction = (_hostname, options, callback) => {
@@ -84,7 +107,7 @@ export const createHttpSender =
         method: 'POST',
         headers: { ...request.headers, 'content-length': String(Buffer.byteLength(request.body)) },
         lookup: pinned,
-        agent: false,
+        agent: agentFor(url, target),
       });
       const timer = setTimeout(() => {
         finish({ error: `timeout: no answer within ${request.timeoutMs} ms` });
@@ -115,3 +138,4 @@ export const createHttpSender =
       req.end(request.body);
     });
   };
+};
