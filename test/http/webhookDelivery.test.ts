@@ -129,6 +129,24 @@ describe('webhook delivery', function () {
     }
   });
 
+  it('keeps a body under 20 kB: a voucher with long product lists leaves them out and names them', async () => {
+    const endpoint = await register(receiver.url('/large'), ['voucher.created']);
+    const ids = (p: string) =>
+      Array.from({ length: 1000 }, (_, i) => `${p}-${String(i).padStart(4, '0')}-${'x'.repeat(90)}`);
+    const voucher = await service.createVoucher(
+      fixedVoucher(code('LARGE'), { conditions: { product_ids: ids('in'), excluded_product_ids: ids('out') } }),
+    );
+    await until(() => receiver.accepted('/large').length === 1, 'the event');
+    const [r] = receiver.accepted('/large');
+    expectAllVerified([r!], endpoint.secret);
+    expect(Buffer.byteLength(r!.body)).to.be.below(20_000);
+    expect(r!.json.data.id).to.equal(voucher.id);
+    expect(r!.json.data.truncated).to.deep.equal(['conditions.product_ids', 'conditions.excluded_product_ids']);
+    expect(r!.json.data.conditions).to.not.have.any.keys('product_ids', 'excluded_product_ids');
+    // a small voucher is whole, without `truncated`
+    expect(receiver.accepted('/life')[0]?.json.data ?? {}).to.not.have.property('truncated');
+  });
+
   it('sends voucher.expired when valid_until passes without anyone touching the voucher', async () => {
     const endpoint = await register(receiver.url('/expired'), ['voucher.expired']);
     const until1s = isoSeconds(new Date(Date.now() + 1_000));

@@ -67,6 +67,35 @@ interface RecordedFieldsLike {
 export const deliveryIdOf = (eventId: string, endpointId: string): string =>
   `msg_${createHash('sha256').update(`${eventId}/${endpointId}`).digest('hex').slice(0, 24)}`;
 
+/** A body stays under 20 kB (decisions.md): larger vouchers leave out their longest members. */
+export const MAX_BODY_BYTES = 20_000;
+/** What a body too large leaves out, in this order, until it fits (named in `data.truncated`). */
+const DROPPABLE = [
+  'conditions.product_ids',
+  'conditions.excluded_product_ids',
+  'validation_rules',
+  'config',
+  'application',
+] as const;
+
+/** The body, with the voucher's longest members left out (and named) while it is over MAX_BODY_BYTES. */
+const bounded = (body: { data: Record<string, unknown> } & Record<string, unknown>): string => {
+  let json = JSON.stringify(body);
+  const data = { ...body.data, conditions: { ...(body.data.conditions as object) } } as Record<string, unknown>;
+  const truncated: string[] = [];
+  for (const path of DROPPABLE) {
+    if (Buffer.byteLength(json) < MAX_BODY_BYTES) break;
+    const [head, tail] = path.split('.') as [string, string | undefined];
+    const owner = tail ? (data[head] as Record<string, unknown>) : data;
+    const key = tail ?? head;
+    if (owner[key] === undefined) continue;
+    delete owner[key];
+    truncated.push(path);
+    json = JSON.stringify({ ...body, data: { ...data, truncated } });
+  }
+  return json;
+};
+
 const STATE_CACHE_SIZE = 2_000;
 /** Batches without deliveries read before the checkpoint is written anyway (bounds the re-read after a crash). */
 const UNWRITTEN_BATCHES = 100;
@@ -192,7 +221,7 @@ export class WebhookPublisher implements ProjectorHandle {
       const application = voucher.applications.get(event.data.applicationId);
       if (application) data.application = renderApplication(voucher, application);
     }
-    const payload = JSON.stringify({ id: eventId, type, created_at: at, environment: this.environment, data });
+    const payload = bounded({ id: eventId, type, created_at: at, environment: this.environment, data });
     const createdMs = Date.parse(at);
     const made: DeliveryDoc[] = [];
     for (const endpoint of targets) {
