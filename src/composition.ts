@@ -34,6 +34,7 @@ import { DeliveryStore } from './application/webhooks/deliveryStore.ts';
 import { WebhookPublisher } from './application/webhooks/publisher.ts';
 import { WebhookDispatcher, type Scheduler } from './application/webhooks/dispatcher.ts';
 import { disableEndpoint } from './application/webhooks/endpoints.ts';
+import { purgeDeliveries } from './application/webhooks/deliveries.ts';
 import { createHttpSender, type Resolve } from './infrastructure/webhooks/httpSender.ts';
 import fs from 'node:fs';
 
@@ -311,10 +312,11 @@ export const openEmbedded = async (options: EmbeddedOptions & { apiKeys?: string
   };
 };
 
-/** One pass of housekeeping in an environment: expiries recorded, expired quotes and idempotency records removed. */
+/** One pass of housekeeping in an environment: expiries recorded, expired quotes and idempotency records removed, old webhook deliveries removed. */
 const housekeep = async (ctx: EnvContext): Promise<void> => {
   await expireDueVouchers(ctx);
   await ctx.kv.purgeExpired(ctx.clock.now().getTime());
+  await purgeDeliveries(ctx); // webhook deliveries that ended over 30 days ago
 };
 
 /**

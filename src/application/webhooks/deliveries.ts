@@ -10,6 +10,33 @@ import type { Page } from '../queries.ts';
 import { DELIVERIES, type DeliveryDoc } from './deliveryStore.ts';
 import { deliveryIdOf } from './publisher.ts';
 
+/** Deliveries that ended (succeeded or failed) are kept this long after their event, then removed. */
+export const DELIVERY_RETENTION_MS = 30 * 24 * 3_600_000;
+const PURGE_PAGE = 1_000;
+
+/**
+ * Removes the deliveries (with their attempts) that ended and whose event is older than
+ * DELIVERY_RETENTION_MS; pending ones are kept whatever their age. Run by the housekeeping job.
+ */
+export const purgeDeliveries = async (ctx: EnvContext): Promise<number> => {
+  const deliveries = ctx.webhooks.deliveries;
+  if (!deliveries) return 0;
+  const cutoff = ctx.clock.now().getTime() - DELIVERY_RETENTION_MS;
+  let removed = 0;
+  for (;;) {
+    const old = await deliveries.store.find<DeliveryDoc>(
+      DELIVERIES,
+      { status: { $in: ['succeeded', 'failed'] }, created_ms: { $lt: cutoff } },
+      { limit: PURGE_PAGE },
+    );
+    if (old.length === 0) return removed;
+    await deliveries.exclusive(() =>
+      deliveries.write({ deletes: old.map((d) => ({ collection: DELIVERIES, id: d.id })) }),
+    );
+    removed += old.length;
+  }
+};
+
 /** Most failed deliveries one recover call re-queues (call it again with a later `since` for more). */
 export const MAX_RECOVER = 10_000;
 

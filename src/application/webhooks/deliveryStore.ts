@@ -55,6 +55,7 @@ export class DeliveryStore {
     await this.store.ensureIndex(DELIVERIES, ['endpoint_id', 'order_key', 'status', 'seq']);
     await this.store.ensureIndex(DELIVERIES, ['endpoint_id', 'created_ms']);
     await this.store.ensureIndex(DELIVERIES, ['endpoint_id', 'status', 'created_ms']);
+    await this.store.ensureIndex(DELIVERIES, ['status', 'created_ms']);
   }
 
   /** Runs `fn` after every earlier exclusive call has finished. */
