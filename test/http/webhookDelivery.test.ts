@@ -383,6 +383,12 @@ describe('webhook delivery', function () {
         'disabled',
       );
       expect((await service.get(`/v1/webhooks/${endpoint.id}`)).body.disabled_reason).to.match(/failed for 5 days/);
+      // enabled again: the 5 days start again from there, so the next failures do not disable it at once
+      expect((await service.patch(`/v1/webhooks/${endpoint.id}`, { status: 'enabled' })).status).to.equal(200);
+      const seen = receiver.at('/failing').length;
+      await service.createVoucher(fixedVoucher(code('FAILING')));
+      await until(() => receiver.at('/failing').length >= seen + 2, 'failures after re-enabling');
+      expect((await service.get(`/v1/webhooks/${endpoint.id}`)).body.status).to.equal('enabled');
     } finally {
       service.clock.advance(-5 * 24 * 3_600_000);
     }

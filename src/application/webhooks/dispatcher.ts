@@ -241,7 +241,9 @@ export class WebhookDispatcher {
         this.failingSince.set(d.endpoint_id, failingSince);
       }
       if (result.status === 410) disableReason = 'the endpoint answered 410 Gone';
-      else if (now - failingSince >= FAILING_DISABLE_MS) disableReason = 'every delivery failed for 5 days';
+      // the 5 days count from the last change to the endpoint too: re-enabling it (or fixing its URL) starts them again
+      else if (now - Math.max(failingSince, Date.parse(endpoint.updatedAt)) >= FAILING_DISABLE_MS)
+        disableReason = 'every delivery failed for 5 days';
       const delay =
         result.status === 410 ? null : nextDelay(attempts.length, settings.retryDelaysMs, JITTER, this.random, result);
       if (delay === null) return { ...d, attempts, status: 'failed', next_attempt_at: null };
