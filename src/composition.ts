@@ -26,6 +26,37 @@ import type { ProjectorHandle } from './core/projectionRunner.ts';
 import { ProjectorThread } from './infrastructure/projector/projectorThread.ts';
 import { startGroup } from './core/projectionGroups.ts';
 import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
+// --- webhooks ---
+import { endpointDecider, type EndpointCommand, type EndpointState } from './domain/webhooks/endpoint.ts';
+import type { WebhookEndpointEvent } from './domain/webhooks/events.ts';
+import { defaultWebhookSettings, type WebhookSettings } from './application/webhooks/settings.ts';
+import { DeliveryStore } from './application/webhooks/deliveryStore.ts';
+import { WebhookPublisher } from './application/webhooks/publisher.ts';
+import { WebhookDispatcher, type Scheduler } from './application/webhooks/dispatcher.ts';
+import { disableEndpoint } from './application/webhooks/endpoints.ts';
+import { purgeDeliveries } from './application/webhooks/deliveries.ts';
+import { createHttpSender, type Resolve } from './infrastructure/webhooks/httpSender.ts';
+import fs from 'node:fs';
+
+/** Test seams of webhook delivery: DNS answers, the jitter's random source, timers. */
+export interface WebhookHooks {
+  resolve?: Resolve;
+  random?: () => number;
+  scheduler?: Scheduler;
+}
+
+/** The service's version, as `user-agent: voucher-service-webhooks/<version>` says it. */
+const VERSION = (() => {
+  try {
+    const file = new URL('../package.json', import.meta.url);
+    const alt = new URL('../../package.json', import.meta.url); // from dist/src
+    const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : fs.readFileSync(alt, 'utf8');
+    return String((JSON.parse(text) as { version?: string }).version ?? '0.0.0');
+  } catch {
+    return '0.0.0';
+  }
+})();
+// --- end of webhooks ---
 
 export const ENVIRONMENTS: Environment[] = ['sandbox', 'production'];
 
@@ -46,6 +77,10 @@ export interface EmbeddedOptions {
   projectors?: 'thread' | 'inline';
   /** Per-API-key quotas on stored quotes and exports (default DEFAULT_QUOTAS). */
   quotas?: Quotas;
+  /** Webhook delivery settings (WEBHOOK_*; default: defaultWebhookSettings). */
+  webhooks?: WebhookSettings;
+  /** Test seams of webhook delivery (DNS, jitter, timers). */
+  webhookHooks?: WebhookHooks;
 }
 
 /** Paths of one environment's embedded stores: each environment has its own files. */
@@ -60,6 +95,8 @@ export const environmentFiles = (dataDir: string, environment: Environment) => (
    */
   analytics: path.join(dataDir, environment, 'analytics.db'),
   kv: path.join(dataDir, environment, 'state.db'),
+  /** Webhook deliveries and the publisher's checkpoint: the service's own state, not a read model (replay leaves it). */
+  webhooks: path.join(dataDir, environment, 'webhooks.db'),
   exports: path.join(dataDir, environment, 'exports'),
 });
 
@@ -122,7 +159,8 @@ export const openEmbeddedEnvironment = async (
     quotas,
   });
   await exports.start();
-  return {
+  const webhookSettings = options.webhooks ?? defaultWebhookSettings();
+  const ctx: EnvContext = {
     environment,
     events,
     reads,
@@ -153,12 +191,61 @@ export const openEmbeddedEnvironment = async (
     telemetry,
     exports,
     quotas,
+    webhooks: {
+      endpoints: new CommandHandler<EndpointCommand, WebhookEndpointEvent, EndpointState, EnvironmentEvent>(
+        events,
+        endpointDecider,
+        {
+          conflictError: () =>
+            new DomainError('CONCURRENT_MODIFICATION', 'The webhook endpoint is being changed; retry the request', {}),
+        },
+      ),
+      policy: { environment, allowedCidrs: webhookSettings.allowedCidrs },
+    },
   };
+  await startWebhooks(ctx, files.webhooks, webhookSettings, options.webhookHooks ?? {}, logger);
+  return ctx;
+};
+
+/** The publisher (fan-out from the log, own checkpoint) and the dispatcher (attempts) of one environment. */
+const startWebhooks = async (
+  ctx: EnvContext,
+  file: string,
+  settings: WebhookSettings,
+  hooks: WebhookHooks,
+  logger: Logger,
+): Promise<void> => {
+  const deliveries = new DeliveryStore(SqliteReadStore.open(file));
+  const dispatcher = new WebhookDispatcher({
+    deliveries,
+    clock: ctx.clock,
+    sender: createHttpSender(hooks.resolve),
+    settings,
+    version: VERSION,
+    disable: (endpointId, reason) => disableEndpoint(ctx, endpointId, reason),
+    random: hooks.random,
+    scheduler: hooks.scheduler,
+    logger,
+  });
+  const publisher = new WebhookPublisher(
+    ctx.events,
+    deliveries,
+    ctx.environment,
+    (made) => dispatcher.enqueue(made),
+    logger,
+  );
+  await publisher.start();
+  Object.assign(ctx.webhooks, { publisher, deliveries, dispatcher });
+  dispatcher.start();
 };
 
 export const closeEnvironment = async (ctx: EnvContext): Promise<void> => {
   await ctx.orders.idle(); // confirmations still queued after their responses
   await ctx.vouchers.idle();
+  // webhooks: attempts in flight are aborted and not recorded (made again after a restart)
+  await ctx.webhooks.dispatcher?.stop();
+  await ctx.webhooks.publisher?.stop();
+  await ctx.webhooks.deliveries?.store.close();
   await ctx.exports.stop();
   await ctx.telemetry.close();
   await ctx.analytics.stop();
@@ -225,10 +312,11 @@ export const openEmbedded = async (options: EmbeddedOptions & { apiKeys?: string
   };
 };
 
-/** One pass of housekeeping in an environment: expiries recorded, expired quotes and idempotency records removed. */
+/** One pass of housekeeping in an environment: expiries recorded, expired quotes and idempotency records removed, old webhook deliveries removed. */
 const housekeep = async (ctx: EnvContext): Promise<void> => {
   await expireDueVouchers(ctx);
   await ctx.kv.purgeExpired(ctx.clock.now().getTime());
+  await purgeDeliveries(ctx); // webhook deliveries that ended over 30 days ago
 };
 
 /**

@@ -10,6 +10,8 @@ import {
 import { DEFAULT_QUOTAS, QUOTAS, type Quotas } from './application/quotas.ts';
 import type { TrustProxy } from './http/addresses.ts';
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from './http/server.ts';
+import { defaultWebhookSettings, parseDurations, type WebhookSettings } from './application/webhooks/settings.ts';
+import { parseCidrs } from './domain/webhooks/targets.ts';
 
 /** Everything the service reads from its environment, read in one place. */
 export interface Config {
@@ -40,6 +42,9 @@ export interface Config {
 
   /** HTTP_*_TIMEOUT_MS and HTTP_MAX_CONNECTIONS: connection timeouts and cap (see serverLimitsFrom). */
   server: ServerLimits;
+
+  /** Webhook delivery (WEBHOOK_ALLOWED_CIDRS, WEBHOOK_RETRY_DELAYS, WEBHOOK_TIMEOUT_MS; see webhooksFrom). */
+  webhooks: WebhookSettings;
 }
 
 const integer = (raw: string | undefined, fallback: number, name: string): number => {
@@ -145,6 +150,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   quotas: quotasFrom(env),
 
   server: serverLimitsFrom(env),
+  webhooks: webhooksFrom(env),
 });
 
 const projectorsFrom = (raw: string | undefined): Config['projectors'] => {
@@ -280,3 +286,40 @@ export const serverLimitsFrom = (env: NodeJS.ProcessEnv): ServerLimits => {
 
 /** Node's timers take at most 2^31 - 1 ms. */
 const MAX_TIMER_MS = 2_147_483_647;
+
+// ---- Webhooks -------------------------------------------------------------------------------
+
+/**
+ * WEBHOOK_ALLOWED_CIDRS: comma-separated CIDRs delivered to despite the refused ranges (for example
+ * `10.0.0.0/8` for receivers on the private network); WEBHOOK_RETRY_DELAYS: comma-separated
+ * durations (`500ms`, `5s`, `5m`, `2h`, `1d`) replacing the retry schedule, after the last of
+ * which a delivery fails; WEBHOOK_TIMEOUT_MS: how long an attempt may take (default 15000).
+ */
+export const webhooksFrom = (env: NodeJS.ProcessEnv): WebhookSettings => {
+  const settings = defaultWebhookSettings();
+  const cidrs = env.WEBHOOK_ALLOWED_CIDRS?.trim() ?? '';
+  if (cidrs !== '') {
+    try {
+      settings.allowedCidrs = parseCidrs(cidrs);
+    } catch (error) {
+      throw new Error(`WEBHOOK_ALLOWED_CIDRS: ${error instanceof Error ? error.message : String(error)}`, {
+        cause: error,
+      });
+    }
+  }
+  const delays = env.WEBHOOK_RETRY_DELAYS?.trim() ?? '';
+  if (delays !== '') {
+    try {
+      settings.retryDelaysMs = parseDurations(delays);
+    } catch (error) {
+      throw new Error(`WEBHOOK_RETRY_DELAYS: ${error instanceof Error ? error.message : String(error)}`, {
+        cause: error,
+      });
+    }
+  }
+  const timeout = integer(env.WEBHOOK_TIMEOUT_MS, settings.timeoutMs, 'WEBHOOK_TIMEOUT_MS');
+  if (timeout < 1 || timeout > 60_000)
+    throw new Error(`WEBHOOK_TIMEOUT_MS must be between 1 and 60000, got "${env.WEBHOOK_TIMEOUT_MS}"`);
+  settings.timeoutMs = timeout;
+  return settings;
+};

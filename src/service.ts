@@ -32,6 +32,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     readYourWritesMs: config.readYourWritesMs,
     projectors: config.projectors,
     quotas: config.quotas,
+    webhooks: config.webhooks,
     beforeExportJob: hooks.beforeExportJob,
   });
   const firstKeys = service.keys.size === 0 ? await createFirstKeys(service.keys) : undefined;

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ANALYTICS_SCENARIO_ID, benchAnalytics } from './analytics.ts';
+import { WEBHOOKS_SCENARIO_ID, benchWebhooks } from './webhooks.ts';
 import {
   CEILING_ONCE,
   CONNECTIONS,
@@ -125,9 +126,9 @@ export const startService = async (root = SERVICE_ROOT, extraEnv: Record<string,
 /** The scenarios --only picks, and the vouchers they need (created through the API, not timed). */
 const prepareScenarios = async (baseUrl: string) => {
   const scenarios = SCENARIOS.filter((s) => !ONLY || ONLY.includes(s.id));
-  if (scenarios.length === 0 && !ONLY?.includes(ANALYTICS_SCENARIO_ID))
+  if (scenarios.length === 0 && !ONLY?.includes(ANALYTICS_SCENARIO_ID) && !ONLY?.includes(WEBHOOKS_SCENARIO_ID))
     throw new Error(
-      `--only matches no scenario (ids: ${[...SCENARIOS.map((s) => s.id), ANALYTICS_SCENARIO_ID].join(', ')})`,
+      `--only matches no scenario (ids: ${[...SCENARIOS.map((s) => s.id), ANALYTICS_SCENARIO_ID, WEBHOOKS_SCENARIO_ID].join(', ')})`,
     );
   const pools = new Set(scenarios.map((s) => s.pool));
   const count =
@@ -323,7 +324,10 @@ export const main = async (): Promise<void> => {
   if (!ONLY || ONLY.includes(ANALYTICS_SCENARIO_ID)) runs.rows.push(await runAnalytics(ceiling, measureCeiling));
   const hotCheck = await checkHotVoucher(service.baseUrl, hotId, runs);
 
-  await Promise.all([stopChild(service.proc), stopChild(ceilingProc), stopChild(tunedProc)]);
+  await stopChild(service.proc);
+  // its own service and receiver; results in .bench/webhooks.json
+  if (!ONLY || ONLY.includes(WEBHOOKS_SCENARIO_ID)) await benchWebhooks(log);
+  await Promise.all([stopChild(ceilingProc), stopChild(tunedProc)]);
   printTable(runs.rows);
   printNotes(runs.rows, runs.ceilings, runs.tunedCeilings, hotCheck, log);
   const profiles = PROFILE ? reportProfiles(runs.windows, log) : undefined;

@@ -16,6 +16,21 @@ import type { IdGenerator } from './ids.ts';
 import type { ExportJobs } from './exports/jobs.ts';
 import type { AttemptRecorder } from './telemetry.ts';
 import type { Quotas } from './quotas.ts';
+import type { EndpointCommand, EndpointState, TargetPolicy } from '../domain/webhooks/endpoint.ts';
+import type { WebhookEndpointEvent } from '../domain/webhooks/events.ts';
+import type { DeliveryStore } from './webhooks/deliveryStore.ts';
+
+/** An environment's webhooks: endpoint streams `webhook-<id>`, the URL rules, the publisher and deliveries. */
+export interface WebhookContext {
+  endpoints: CommandHandler<EndpointCommand, WebhookEndpointEvent, EndpointState, EnvironmentEvent>;
+  /** The environment and the operator's allowed CIDRs (WEBHOOK_ALLOWED_CIDRS). */
+  policy: TargetPolicy;
+  /** The publisher's progress through the log (absent where none runs). */
+  publisher?: ProjectorHandle;
+  /** The deliveries (webhooks store) and the dispatcher to wake after changing them. */
+  deliveries?: DeliveryStore;
+  dispatcher?: { wake(refill?: boolean): void; stop(): Promise<void> };
+}
 
 export type Environment = 'sandbox' | 'production';
 
@@ -45,6 +60,8 @@ export interface EnvContext {
   exports: ExportJobs;
   /** Per-API-key quotas on what a key leaves stored: quotes here, exports in `exports`. */
   quotas: Quotas;
+  /** Webhook endpoints and their deliveries. */
+  webhooks: WebhookContext;
 }
 
 /** Who caused a command: stored as event metadata. */

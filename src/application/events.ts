@@ -1,10 +1,13 @@
 import type { ExportEvent, OrderAttemptsRecorded } from '../domain/analytics/events.ts';
 import type { OrderEvent } from '../domain/order/events.ts';
+import type { WebhookEndpointEvent } from '../domain/webhooks/events.ts';
 import type { VoucherCodeClaimed, VoucherEvent } from '../domain/voucher/events.ts';
 
 /**
  * Every event an environment's event store holds: vouchers and their code claims, orders,
- * validation telemetry and exports. The store is typed on this union; each command handler and
+ * validation telemetry, exports
+ * and webhook endpoints. The store is typed on this union; each command handler and
  * projection reads the part of it that is its own.
  */
-export type EnvironmentEvent = VoucherEvent | VoucherCodeClaimed | OrderEvent | OrderAttemptsRecorded | ExportEvent;
+export type EnvironmentEvent =
+  VoucherEvent | VoucherCodeClaimed | OrderEvent | OrderAttemptsRecorded | ExportEvent | WebhookEndpointEvent;

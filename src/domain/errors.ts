@@ -21,7 +21,9 @@ export type ErrorCode =
   | 'EXPORT_NOT_FOUND'
   | 'EXPORT_NOT_READY'
   | 'EXPORT_EXPIRED'
-  | 'QUOTA_EXCEEDED';
+  | 'QUOTA_EXCEEDED'
+  | 'WEBHOOK_NOT_FOUND'
+  | 'WEBHOOK_DELIVERY_NOT_FOUND';
 
 export type ErrorDetails = Record<string, unknown> | Array<Record<string, unknown>>;
 

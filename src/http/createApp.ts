@@ -18,6 +18,7 @@ import {
 import { installRequestLogger, requestLog } from './requestLog.ts';
 import { analyticsRoutes } from './routes/analytics.ts';
 import { voucherRoutes } from './routes/vouchers.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
 
 export interface AppDeps {
   environments: Record<Environment, EnvContext>;
@@ -75,6 +76,7 @@ export const createApp = (deps: AppDeps): Express => {
   const { publicBaseUrl } = deps;
   const baseUrl: BaseUrl = publicBaseUrl ? () => publicBaseUrl() : connectionBaseUrl;
   v1.use(analyticsRoutes(guard, baseUrl));
+  v1.use(webhookRoutes(guard));
   app.use('/v1', v1);
   if (deps.admin)
     app.use(

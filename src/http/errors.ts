@@ -42,6 +42,8 @@ const STATUS: Record<HttpErrorCode, number> = {
   EXPORT_EXPIRED: 410,
   EXPORT_FAILED: 500,
   QUOTA_EXCEEDED: 429,
+  WEBHOOK_NOT_FOUND: 404,
+  WEBHOOK_DELIVERY_NOT_FOUND: 404,
 };
 
 export const statusFor = (code: HttpErrorCode): number => STATUS[code] ?? 500;

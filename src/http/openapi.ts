@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import * as schemas from './schemas.ts';
 import { analyticsPaths, analyticsSchemas } from './openapiAnalytics.ts';
+import { webhookPaths, webhookSchemas } from './openapiWebhooks.ts';
 
 const REFERENCE = new URL('../../docs/api-reference.md', import.meta.url);
 
@@ -303,13 +304,14 @@ export const buildOpenApi = (): object => ({
       },
     },
     ...analyticsPaths({ error, json, body, ref, idParam, common, bodyErrors, tooManyOrQuota }),
+    ...webhookPaths({ error, json, body, ref, idParam, common, bodyErrors }),
   }),
   components: {
     securitySchemes: {
       bearer: { type: 'http', scheme: 'bearer', description: 'sk_test_… (sandbox) or sk_live_… (production)' },
     },
     headers: headerComponents,
-    schemas: { ...componentSchemas, ...analyticsSchemas },
+    schemas: { ...componentSchemas, ...analyticsSchemas, ...webhookSchemas },
   },
 });
 

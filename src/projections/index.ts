@@ -5,9 +5,10 @@ import { exportsProjection } from './exports.ts';
 import { usageHistory } from './usageHistory.ts';
 import { voucherDetails } from './voucherDetails.ts';
 import { voucherUsage } from './voucherUsage.ts';
+import { webhookEndpoints } from './webhookEndpoints.ts';
 
 /** The read models the service keeps current in-process, rebuilt together by `npm run replay`. */
-export const coreProjections: AnyProjection[] = [voucherDetails, voucherUsage, usageHistory];
+export const coreProjections: AnyProjection[] = [voucherDetails, voucherUsage, usageHistory, webhookEndpoints];
 /** The core group's checkpoint in read.db. */
 export const CORE_CHECKPOINT = 'core.v2';
 

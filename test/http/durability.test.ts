@@ -254,7 +254,7 @@ describe('durability (real process, SIGKILL, replay)', function () {
     const stopped = await exitWithin(restarted!.proc, 15_000);
     expect(stopped.code, restarted!.proc.output()).to.equal(0);
 
-    expect(CORE_COLLECTIONS).to.have.members(['vouchers', 'voucher_usage', 'applications']);
+    expect(CORE_COLLECTIONS).to.have.members(['vouchers', 'voucher_usage', 'applications', 'webhook_endpoints']);
     expect(ANALYTICS_COLLECTIONS).to.have.members([
       'analytics_daily',
       'analytics_voucher_customers',

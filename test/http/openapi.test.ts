@@ -8,6 +8,7 @@ import { AssertionError, expect } from 'chai';
 import sinon from 'sinon';
 import * as schemas from '../../src/http/schemas.ts';
 import { exportSchema } from '../../src/http/routes/analytics.ts';
+import { createWebhookSchema, recoverSchema, updateWebhookSchema } from '../../src/http/webhookSchemas.ts';
 import { applyBody, validateBody } from '../fixtures/orders.ts';
 import { fixedVoucher } from '../fixtures/vouchers.ts';
 import { TestService } from '../support/harness.ts';
@@ -79,7 +80,34 @@ const EXPORT_OPERATION = {
   path: '/v1/analytics/export',
   body: { voucher_ids: ['v_OasNoSuchVoucher1'], metrics: ['uses'] },
 };
-const ALL_BODY_OPERATIONS = [...BODY_OPERATIONS, EXPORT_OPERATION];
+/** The webhook operations with a JSON body (routes/webhooks.ts: parseCreate, parseUpdate, parseRecover). */
+const WEBHOOK_OPERATIONS = [
+  {
+    template: '/webhooks',
+    method: 'post',
+    schema: createWebhookSchema,
+    required: true,
+    path: '/v1/webhooks',
+    body: { url: 'https://oas.example.com/', events: ['*'] },
+  },
+  {
+    template: '/webhooks/{webhook_id}',
+    method: 'patch',
+    schema: updateWebhookSchema,
+    required: true,
+    path: '/v1/webhooks/we_OasNoSuchEndpoint1',
+    body: { status: 'disabled' },
+  },
+  {
+    template: '/webhooks/{webhook_id}/recover',
+    method: 'post',
+    schema: recoverSchema,
+    required: true,
+    path: '/v1/webhooks/we_OasNoSuchEndpoint1/recover',
+    body: { since: '2026-01-01T00:00:00Z' },
+  },
+] as const;
+const ALL_BODY_OPERATIONS = [...BODY_OPERATIONS, EXPORT_OPERATION, ...WEBHOOK_OPERATIONS];
 
 describe('OpenAPI document: request schemas and error responses agree with the service', () => {
   let service: TestService;
@@ -210,7 +238,13 @@ describe('OpenAPI document: request schemas and error responses agree with the s
         for (const [method, op] of Object.entries(item))
           if (op?.requestBody) withBody.push(`${method.toUpperCase()} ${template}`);
       }
-      expect(withBody.sort()).to.deep.equal([...VOUCHER_BODY_OPERATIONS, 'POST /analytics/export'].sort());
+      expect(withBody.sort()).to.deep.equal(
+        [
+          ...VOUCHER_BODY_OPERATIONS,
+          'POST /analytics/export',
+          ...WEBHOOK_OPERATIONS.map(({ method, template }) => `${method.toUpperCase()} ${template}`),
+        ].sort(),
+      );
 
       const tooLarge = JSON.stringify({ padding: 'x'.repeat(1_100_000) });
       for (const { template, method, path, body } of ALL_BODY_OPERATIONS) {

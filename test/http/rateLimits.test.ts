@@ -12,6 +12,7 @@ import {
 } from '../../src/http/rateLimits.ts';
 import { analyticsRoutes } from '../../src/http/routes/analytics.ts';
 import { voucherRoutes } from '../../src/http/routes/vouchers.ts';
+import { webhookRoutes } from '../../src/http/routes/webhooks.ts';
 import { applyBody, validateBody } from '../fixtures/orders.ts';
 import { percentageVoucher } from '../fixtures/vouchers.ts';
 import { PRODUCTION_KEY, SANDBOX_KEY, TestService, type TestResponse } from '../support/harness.ts';
@@ -357,7 +358,7 @@ describe('rate limit groups of the routes, and the OpenAPI document', () => {
       route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: { group?: RateLimitGroup } }> };
     };
     const served = Object.fromEntries(
-      ([...voucherRoutes(guard).stack, ...analyticsRoutes(guard).stack] as Layer[])
+      ([...voucherRoutes(guard).stack, ...analyticsRoutes(guard).stack, ...webhookRoutes(guard).stack] as Layer[])
         .filter((l) => l.route)
         .flatMap(({ route }) =>
           Object.keys(route!.methods).map((m) => [
@@ -384,6 +385,16 @@ describe('rate limit groups of the routes, and the OpenAPI document', () => {
       'POST /analytics/export': 'export',
       'GET /analytics/export/:id': 'other',
       'GET /analytics/export/:id/download': 'other',
+      'POST /webhooks': 'other',
+      'GET /webhooks': 'other',
+      'GET /webhooks/:id': 'other',
+      'PATCH /webhooks/:id': 'other',
+      'DELETE /webhooks/:id': 'other',
+      'POST /webhooks/:id/rotate-secret': 'other',
+      'GET /webhooks/:id/deliveries': 'other',
+      'POST /webhooks/:id/deliveries/:id/resend': 'other',
+      'POST /webhooks/:id/recover': 'other',
+      'POST /webhooks/:id/test': 'other',
     });
     for (const group of Object.values(served)) expect(RATE_LIMIT_GROUPS).to.include(group);
   });
@@ -395,7 +406,7 @@ describe('rate limit groups of the routes, and the OpenAPI document', () => {
       'X-RateLimit-Reset',
       'Retry-After',
     );
-    expect(operations).to.have.length(9 + 6); // voucher routes + analytics routes
+    expect(operations).to.have.length(9 + 6 + 10); // voucher routes + analytics routes + webhook routes
     for (const { route, op } of operations) {
       expect(op.responses, route).to.have.property('429');
       expect(op.responses['429']!.headers, route).to.have.property('Retry-After');

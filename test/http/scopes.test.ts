@@ -10,21 +10,22 @@ import { ALL_SCOPES, type Scope } from '../../src/application/apiKeys.ts';
 import type { Environment } from '../../src/application/context.ts';
 import { voucherRoutes } from '../../src/http/routes/vouchers.ts';
 import { analyticsRoutes } from '../../src/http/routes/analytics.ts';
+import { webhookRoutes } from '../../src/http/routes/webhooks.ts';
 import { applyBody, rollbackBody, validateBody } from '../fixtures/orders.ts';
 import { fixedVoucher, percentageVoucher } from '../fixtures/vouchers.ts';
 import { waitForExport } from '../support/analyticsFixture.ts';
 import { PRODUCTION_KEY, SANDBOX_KEY, TestService, type TestResponse } from '../support/harness.ts';
 import { expectError } from '../support/httpClient.ts';
 
-type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 interface Prepared {
   path: string;
   body?: unknown;
   /** Checked after a denied call: the call must have changed nothing. */
-  unchanged?: () => Promise<void>;
+  unchanged?: () => Promise<unknown>;
   /** Checked after an allowed call: the call did what the route does. */
-  done?: (res: TestResponse) => Promise<void> | void;
+  done?: (res: TestResponse) => unknown;
 }
 
 interface RouteCase {
@@ -61,6 +62,16 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       return res.body;
     },
+    /** A webhook endpoint (to a host that never resolves: attempts fail, nothing leaves the machine). */
+    webhook: async (): Promise<{ id: string }> => {
+      const res = await service.post('/v1/webhooks', {
+        url: `https://${unique('scopes')}.invalid/hook`,
+        events: ['*'],
+      });
+      expect(res.status, JSON.stringify(res.body)).to.equal(201);
+      return { id: res.body.id as string };
+    },
+    webhookDoc: async (id: string): Promise<TestResponse> => service.get(`/v1/webhooks/${id}`),
     apply: async (code: string): Promise<string> => {
       const res = await service.post('/v1/vouchers/apply', applyBody(code, unique('order-'), { value: 10_000 }));
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
@@ -280,6 +291,144 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
         };
       },
     },
+    {
+      method: 'POST',
+      template: '/webhooks',
+      scope: 'webhooks:manage',
+      allowed: 201,
+      prepare: async () => {
+        const url = `https://${unique('new')}.invalid/hook`;
+        const listed = async () =>
+          ((await service.get('/v1/webhooks?limit=100')).body.data as Array<{ url: string }>).map((e) => e.url);
+        return {
+          path: '/v1/webhooks',
+          body: { url, events: ['voucher.applied'] },
+          unchanged: async () => expect(await listed()).to.not.include(url),
+          done: async (res) => {
+            expect(res.body.secret).to.match(/^whsec_/);
+            expect(await listed()).to.include(url);
+          },
+        };
+      },
+    },
+    {
+      method: 'GET',
+      template: '/webhooks',
+      scope: 'webhooks:manage',
+      allowed: 200,
+      prepare: async () => {
+        const w = await admin.webhook();
+        return { path: '/v1/webhooks?limit=100', done: (res) => expect(JSON.stringify(res.body)).to.include(w.id) };
+      },
+    },
+    {
+      method: 'GET',
+      template: '/webhooks/{webhook_id}',
+      scope: 'webhooks:manage',
+      allowed: 200,
+      prepare: async () => {
+        const w = await admin.webhook();
+        return { path: `/v1/webhooks/${w.id}`, done: (res) => expect(res.body.id).to.equal(w.id) };
+      },
+    },
+    {
+      method: 'PATCH',
+      template: '/webhooks/{webhook_id}',
+      scope: 'webhooks:manage',
+      allowed: 200,
+      prepare: async () => {
+        const w = await admin.webhook();
+        return {
+          path: `/v1/webhooks/${w.id}`,
+          body: { description: 'patched' },
+          unchanged: async () => expect((await admin.webhookDoc(w.id)).body.description).to.equal(null),
+          done: async () => expect((await admin.webhookDoc(w.id)).body.description).to.equal('patched'),
+        };
+      },
+    },
+    {
+      method: 'DELETE',
+      template: '/webhooks/{webhook_id}',
+      scope: 'webhooks:manage',
+      allowed: 200,
+      prepare: async () => {
+        const w = await admin.webhook();
+        return {
+          path: `/v1/webhooks/${w.id}`,
+          unchanged: async () => expect((await admin.webhookDoc(w.id)).status).to.equal(200),
+          done: async () => expect((await admin.webhookDoc(w.id)).status).to.equal(404),
+        };
+      },
+    },
+    {
+      method: 'POST',
+      template: '/webhooks/{webhook_id}/rotate-secret',
+      scope: 'webhooks:manage',
+      allowed: 200,
+      prepare: async () => {
+        const w = await admin.webhook();
+        return {
+          path: `/v1/webhooks/${w.id}/rotate-secret`,
+          done: (res) => expect(res.body.secret).to.match(/^whsec_/),
+        };
+      },
+    },
+    {
+      method: 'GET',
+      template: '/webhooks/{webhook_id}/deliveries',
+      scope: 'webhooks:manage',
+      allowed: 200,
+      prepare: async () => {
+        const w = await admin.webhook();
+        return { path: `/v1/webhooks/${w.id}/deliveries`, done: (res) => expect(res.body.data).to.be.an('array') };
+      },
+    },
+    {
+      method: 'POST',
+      template: '/webhooks/{webhook_id}/deliveries/{delivery_id}/resend',
+      scope: 'webhooks:manage',
+      allowed: 202,
+      prepare: async () => {
+        const w = await admin.webhook();
+        const test = await service.post(`/v1/webhooks/${w.id}/test`);
+        return {
+          path: `/v1/webhooks/${w.id}/deliveries/${test.body.id}/resend`,
+          done: (res) => expect(res.body.id).to.equal(test.body.id),
+        };
+      },
+    },
+    {
+      method: 'POST',
+      template: '/webhooks/{webhook_id}/recover',
+      scope: 'webhooks:manage',
+      allowed: 202,
+      prepare: async () => {
+        const w = await admin.webhook();
+        return {
+          path: `/v1/webhooks/${w.id}/recover`,
+          body: { since: '2026-01-01T00:00:00Z' },
+          done: (res) => expect(res.body.recovered).to.be.a('number'),
+        };
+      },
+    },
+    {
+      method: 'POST',
+      template: '/webhooks/{webhook_id}/test',
+      scope: 'webhooks:manage',
+      allowed: 202,
+      prepare: async () => {
+        const w = await admin.webhook();
+        const deliveries = async () => (await service.get(`/v1/webhooks/${w.id}/deliveries`)).body.total as number;
+        return {
+          path: `/v1/webhooks/${w.id}/test`,
+          unchanged: async () => expect(await deliveries()).to.equal(0),
+          done: async (res) => {
+            expect(res.body.event_type).to.equal('webhook.test');
+            expect(await deliveries()).to.equal(1);
+          },
+        };
+      },
+    },
   ];
 
   const keyWith = async (scopes: Scope[], name: string, environment: Environment = 'sandbox'): Promise<string> =>
@@ -320,7 +469,9 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       type RouteLayer = {
         route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: { scope?: Scope } }> };
       };
-      const served = ([...voucherRoutes(guard).stack, ...analyticsRoutes(guard).stack] as RouteLayer[])
+      const served = (
+        [...voucherRoutes(guard).stack, ...analyticsRoutes(guard).stack, ...webhookRoutes(guard).stack] as RouteLayer[]
+      )
         .filter((layer) => layer.route)
         .flatMap(({ route }) =>
           Object.keys(route!.methods).map((m) => [
@@ -342,6 +493,7 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
         'vouchers:delete',
         'vouchers:redeem',
         'analytics:read',
+        'webhooks:manage',
       ]);
     });
   });
@@ -366,7 +518,7 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
         await request.done?.(res);
       });
 
-      if (route.method === 'POST' || route.method === 'PUT') {
+      if (route.method === 'POST' || route.method === 'PUT' || route.method === 'PATCH') {
         it('checks the scope before the body: an invalid body is 403 without the scope, 400 with it', async () => {
           const request = await route.prepare();
           const invalid = { not_a_field: true };

@@ -4,9 +4,10 @@ import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
-import { openEmbedded, type Embedded } from '../../src/composition.ts';
+import { openEmbedded, type Embedded, type WebhookHooks } from '../../src/composition.ts';
 import { AdminAuth } from '../../src/application/adminAuth.ts';
 import type { Quotas } from '../../src/application/quotas.ts';
+import type { WebhookSettings } from '../../src/application/webhooks/settings.ts';
 import { createApp } from '../../src/http/createApp.ts';
 import { createHttpServer } from '../../src/http/server.ts';
 import type { TrustProxy } from '../../src/http/addresses.ts';
@@ -78,6 +79,10 @@ export class TestService {
       trustProxy?: TrustProxy;
       /** The root URL of absolute links (PUBLIC_BASE_URL; default: the address the connection reached). */
       publicBaseUrl?: string;
+      /** Webhook delivery settings (WEBHOOK_*; default: the service's defaults). */
+      webhooks?: WebhookSettings;
+      /** Test seams of webhook delivery (DNS answers, jitter, timers). */
+      webhookHooks?: WebhookHooks;
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -91,6 +96,8 @@ export class TestService {
       beforeExportJob: options.beforeExportJob,
       projectors: options.projectors,
       quotas: options.quotas,
+      webhooks: options.webhooks,
+      webhookHooks: options.webhookHooks,
     });
     const admin = options.adminPassword === undefined ? undefined : await AdminAuth.fromPassword(options.adminPassword);
     const app = createApp({
@@ -156,6 +163,9 @@ export class TestService {
   }
   delete<T = any>(urlPath: string, options?: RequestOptions) {
     return this.request<T>('DELETE', urlPath, undefined, options);
+  }
+  patch<T = any>(urlPath: string, body?: unknown, options?: RequestOptions) {
+    return this.request<T>('PATCH', urlPath, body, options);
   }
 
   /** Creates a voucher through the API and returns its body (fails loudly when not 201). */

@@ -1,0 +1,148 @@
+/**
+ * The webhook scenario (`--only=webhooks`): apply on the spread pool with no webhook endpoint and
+ * with three endpoints subscribed to `voucher.applied` on a local receiver (a child process), in
+ * alternating runs on one service, reported as a ratio (target: within 10 %, 0.9). Between runs
+ * the bench waits until every delivery made so far has succeeded (the drain time is reported: it
+ * tells how far deliveries fell behind). Then the time from an apply's answer to the delivery at
+ * a receiver in this process: 200 sequential applies, one endpoint, median and p99.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { CONNECTIONS, DURATION_S, HOST, KEEP_DATA, RATE_LIMITS, ROOT, ROUNDS, SERVICE_ROOT, WARMUP_S } from './cli.ts';
+import { measure, median } from './load.ts';
+import { freePort, startChild, stopChild, tempDirs, waitForHealth } from './processes.ts';
+import { API_KEY, SCENARIOS } from './scenarios.ts';
+import { api, createVouchers } from './vouchers.ts';
+
+export const WEBHOOKS_SCENARIO_ID = 'webhooks';
+const ENDPOINTS = 3;
+const LATENCY_APPLIES = 200;
+const DRAIN_LIMIT_MS = 300_000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until no delivery of the endpoints is pending; returns how long that took (ms), or null when it did not within DRAIN_LIMIT_MS. */
+const drain = async (baseUrl: string, endpoints: string[]): Promise<number | null> => {
+  const started = Date.now();
+  for (;;) {
+    let pending = 0;
+    for (const id of endpoints)
+      pending += Number((await api(baseUrl, 'GET', `/v1/webhooks/${id}/deliveries?status=pending&limit=1`)).body.total);
+    if (pending === 0) return Date.now() - started;
+    if (Date.now() - started > DRAIN_LIMIT_MS) return null;
+    await sleep(250);
+  }
+};
+
+const setStatus = async (baseUrl: string, endpoints: string[], status: 'enabled' | 'disabled') => {
+  for (const id of endpoints) await api(baseUrl, 'PATCH', `/v1/webhooks/${id}`, { status });
+};
+
+export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<string, unknown>> => {
+  const apply = SCENARIOS.find((s) => s.id === 'apply-spread')!;
+  const receiverPort = await freePort();
+  const receiver = startChild('receiver', ROOT, 'scripts/bench/receiver.ts', { PORT: String(receiverPort), HOST });
+  await waitForHealth(receiver, `http://${HOST}:${receiverPort}`);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-webhooks-'));
+  if (KEEP_DATA) log(`webhooks DATA_DIR ${dataDir} (kept)`);
+  else tempDirs.push(dataDir);
+  const port = await freePort();
+  const service = startChild('service', SERVICE_ROOT, 'src/main.ts', {
+    PORT: String(port),
+    HOST,
+    DATA_DIR: dataDir,
+    VOUCHER_API_KEYS: API_KEY,
+    LOG_LEVEL: 'warn',
+    RATE_LIMITS,
+    WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
+  });
+  const baseUrl = `http://${HOST}:${port}`;
+  await waitForHealth(service, baseUrl);
+  log('webhooks: creating the spread vouchers (not timed) ...');
+  await createVouchers(baseUrl, new Set(['spread']));
+  const endpoints: string[] = [];
+  for (let e = 0; e < ENDPOINTS; e++) {
+    const res = await api(baseUrl, 'POST', '/v1/webhooks', {
+      url: `http://${HOST}:${receiverPort}/hook-${e}`,
+      events: ['voucher.applied'],
+    });
+    if (res.status !== 201)
+      throw new Error(`registering an endpoint failed: ${res.status} ${JSON.stringify(res.body)}`);
+    endpoints.push(res.body.id as string);
+  }
+  await setStatus(baseUrl, endpoints, 'disabled');
+
+  const roundS = Math.max(1, Math.round(DURATION_S / ROUNDS));
+  log(`measuring apply without and with ${ENDPOINTS} endpoints (${ROUNDS} rounds of ${roundS} s each) ...`);
+  await measure(apply, baseUrl, service.child.pid, null, WARMUP_S, 1); // warm the service up
+  const rounds: Array<{ none: number; three: number; ratio: number; drainMs: number | null; deliveries: number }> = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const none = (await measure(apply, baseUrl, service.child.pid, null, 0, roundS)).measured;
+    await setStatus(baseUrl, endpoints, 'enabled');
+    const three = (await measure(apply, baseUrl, service.child.pid, null, 0, roundS)).measured;
+    const drainMs = await drain(baseUrl, endpoints);
+    await setStatus(baseUrl, endpoints, 'disabled');
+    rounds.push({
+      none: none.reqPerSec,
+      three: three.reqPerSec,
+      ratio: three.reqPerSec / none.reqPerSec,
+      drainMs,
+      deliveries: three.ok2xx * ENDPOINTS,
+    });
+    log(
+      `  round ${r + 1}: ${Math.round(none.reqPerSec)} req/s without, ${Math.round(three.reqPerSec)} with (ratio ${(three.reqPerSec / none.reqPerSec).toFixed(2)}); ${three.ok2xx * ENDPOINTS} deliveries drained ${drainMs === null ? 'not within 5 min' : `${(drainMs / 1000).toFixed(1)} s after the run`}`,
+    );
+  }
+
+  // latency: sequential applies, from the answer to the delivery at a receiver in this process
+  const arrivals = new Map<string, number>();
+  const local = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const id = (JSON.parse(Buffer.concat(chunks).toString()) as { data: { application: { id: string } } }).data
+        .application.id;
+      arrivals.set(id, performance.now());
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => local.listen(0, HOST, resolve));
+  const localPort = (local.address() as AddressInfo).port;
+  await api(baseUrl, 'POST', '/v1/webhooks', {
+    url: `http://${HOST}:${localPort}/latency`,
+    events: ['voucher.applied'],
+  });
+  const latencies: number[] = [];
+  for (let i = 0; i < LATENCY_APPLIES; i++) {
+    const body = JSON.parse(apply.body(2_000_000_000 + i)) as Record<string, unknown>;
+    const res = await api(baseUrl, 'POST', '/v1/vouchers/apply', body);
+    const answered = performance.now();
+    if (res.status !== 201) throw new Error(`latency apply failed: ${res.status} ${JSON.stringify(res.body)}`);
+    const id = res.body.id as string;
+    const deadline = answered + 30_000;
+    while (!arrivals.has(id) && performance.now() < deadline) await sleep(1);
+    latencies.push((arrivals.get(id) ?? deadline) - answered);
+  }
+  local.close();
+  latencies.sort((a, b) => a - b);
+  const p99 = latencies[Math.ceil(latencies.length * 0.99) - 1]!;
+  const ratio = median(rounds.map((r) => r.ratio));
+  log(
+    `webhooks: apply with ${ENDPOINTS} endpoints at ${ratio.toFixed(2)} of apply without (target 0.90: ${ratio >= 0.9 ? 'PASS' : 'MISS'}); answer to delivery: median ${median(latencies).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (${LATENCY_APPLIES} sequential applies; 1 ms polling)`,
+  );
+  await Promise.all([stopChild(service), stopChild(receiver)]);
+  const result = {
+    connections: CONNECTIONS,
+    rounds,
+    ratio,
+    target: 0.9,
+    verdict: ratio >= 0.9 ? 'PASS' : 'MISS',
+    latency_ms: { median: median(latencies), p99 },
+  };
+  fs.mkdirSync(path.join(ROOT, '.bench'), { recursive: true });
+  fs.writeFileSync(path.join(ROOT, '.bench', 'webhooks.json'), `${JSON.stringify(result, null, 2)}\n`);
+  return result;
+};

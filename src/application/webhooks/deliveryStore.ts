@@ -1,0 +1,135 @@
+import type { Document, Filter, ReadStore, WriteBatch } from '../../core/readStore.ts';
+import type { Attempt, DeliveryStatus } from '../../domain/webhooks/delivery.ts';
+import type { Endpoint } from '../../domain/webhooks/endpoint.ts';
+
+/** Collections of an environment's webhooks store (DATA_DIR/<environment>/webhooks.db on the embedded default). */
+export const DELIVERIES = 'wh_deliveries';
+/** The publisher's copy of each endpoint at its checkpoint (secrets included: this store is the service's own). */
+export const ENDPOINTS = 'wh_endpoints';
+/** Per endpoint: since when every attempt has failed (the 5-day auto-disable). */
+export const HEALTH = 'wh_health';
+export const PUBLISHER_CHECKPOINT = 'webhook_publisher.v1';
+
+export interface DeliveryDoc extends Document {
+  /** `msg_…`, derived from the event and the endpoint. */
+  id: string;
+  endpoint_id: string;
+  /** `evt_…`: the `webhook-id` of every attempt. */
+  event_id: string;
+  event_type: string;
+  /** Deliveries with the same endpoint and key go out one at a time, in `seq` order (the voucher id). */
+  order_key: string;
+  /** The event's global position (0 for test events). */
+  seq: number;
+  /** The exact body every attempt sends. */
+  payload: string;
+  status: DeliveryStatus;
+  /** Ms since epoch when due; null while it waits behind an earlier delivery of its key, or once final. */
+  next_attempt_at: number | null;
+  attempts: Attempt[];
+  created_at: string;
+  created_ms: number;
+  /** Why it failed without an attempt (endpoint deleted or disabled). */
+  failure_reason?: string;
+}
+
+export type EndpointDoc = Endpoint & Document;
+
+export interface HealthDoc extends Document {
+  failing_since: number | null;
+}
+
+/**
+ * The deliveries, kept in a ReadStore (any implementation of the port: the embedded SQLite one by
+ * default). Every change that decides whether a delivery of a key waits or goes (the publisher's
+ * batch, the end of an attempt, resend, recover) runs through `exclusive`, one at a time, so a
+ * delivery never waits behind one that has just finished.
+ */
+export class DeliveryStore {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  constructor(readonly store: ReadStore) {}
+
+  async start(): Promise<void> {
+    await this.store.ensureIndex(DELIVERIES, ['status', 'next_attempt_at']);
+    await this.store.ensureIndex(DELIVERIES, ['endpoint_id', 'order_key', 'status', 'seq']);
+    await this.store.ensureIndex(DELIVERIES, ['endpoint_id', 'created_ms']);
+    await this.store.ensureIndex(DELIVERIES, ['endpoint_id', 'status', 'created_ms']);
+    await this.store.ensureIndex(DELIVERIES, ['status', 'created_ms']);
+  }
+
+  /** Runs `fn` after every earlier exclusive call has finished. */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(fn, fn);
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  get(id: string): Promise<DeliveryDoc | null> {
+    return this.store.get<DeliveryDoc>(DELIVERIES, id);
+  }
+
+  endpoint(id: string): Promise<EndpointDoc | null> {
+    return this.store.get<EndpointDoc>(ENDPOINTS, id);
+  }
+
+  /** Is a delivery of this endpoint and key pending (due, retrying or waiting)? */
+  async hasPending(endpointId: string, orderKey: string): Promise<boolean> {
+    const found = await this.store.find<DeliveryDoc>(
+      DELIVERIES,
+      { endpoint_id: endpointId, order_key: orderKey, status: 'pending' },
+      { limit: 1 },
+    );
+    return found.length > 0;
+  }
+
+  /** The earliest waiting delivery of the key, made due at `now` (after the one before it ended). */
+  async releaseNext(endpointId: string, orderKey: string, now: number, write: WriteBatch): Promise<void> {
+    const [next] = await this.store.find<DeliveryDoc>(
+      DELIVERIES,
+      { endpoint_id: endpointId, order_key: orderKey, status: 'pending', next_attempt_at: null },
+      { sort: [['seq', 1]], limit: 1 },
+    );
+    if (next) write.upserts!.push({ collection: DELIVERIES, doc: { ...next, next_attempt_at: now } });
+  }
+
+  due(now: number, limit: number): Promise<DeliveryDoc[]> {
+    return this.store.find<DeliveryDoc>(
+      DELIVERIES,
+      { status: 'pending', next_attempt_at: { $lte: now } },
+      { sort: [['next_attempt_at', 1]], limit },
+    );
+  }
+
+  /** When the next pending delivery falls due (ms), or null. */
+  async nextDueAt(after: number): Promise<number | null> {
+    const [next] = await this.store.find<DeliveryDoc>(
+      DELIVERIES,
+      { status: 'pending', next_attempt_at: { $gt: after } },
+      { sort: [['next_attempt_at', 1]], limit: 1 },
+    );
+    return next?.next_attempt_at ?? null;
+  }
+
+  find(filter: Filter, options: { skip: number; limit: number }): Promise<DeliveryDoc[]> {
+    return this.store.find<DeliveryDoc>(DELIVERIES, filter, {
+      sort: [
+        ['created_ms', -1],
+        ['seq', -1],
+      ],
+      ...options,
+    });
+  }
+
+  count(filter: Filter): Promise<number> {
+    return this.store.count(DELIVERIES, filter);
+  }
+
+  health(endpointId: string): Promise<HealthDoc | null> {
+    return this.store.get<HealthDoc>(HEALTH, endpointId);
+  }
+
+  write(batch: WriteBatch): Promise<void> {
+    return this.store.writeBatch(batch);
+  }
+}

@@ -1,0 +1,283 @@
+import { setMaxListeners } from 'node:events';
+import type { RunnerLogger } from '../../core/projectionRunner.ts';
+import type { WriteBatch } from '../../core/readStore.ts';
+import { isoSeconds, type Clock } from '../../domain/clock.ts';
+import { isSuccess, nextDelay, type Attempt, type Sender, type SendResult } from '../../domain/webhooks/delivery.ts';
+import { signingSecrets } from '../../domain/webhooks/endpoint.ts';
+import { DELIVERIES, HEALTH, type DeliveryDoc, type DeliveryStore } from './deliveryStore.ts';
+import { FAILING_DISABLE_MS, JITTER, MAX_IN_FLIGHT_PER_ENDPOINT, type WebhookSettings } from './settings.ts';
+import { signatureHeader } from './signing.ts';
+
+/** Timers, injectable so tests can run the schedule in short, real delays or drive it by hand. */
+export interface Scheduler {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const systemScheduler: Scheduler = {
+  setTimeout: (fn, ms) => {
+    const timer = setTimeout(fn, Math.min(ms, 2_147_483_647));
+    timer.unref();
+    return timer;
+  },
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+export interface DispatcherDeps {
+  deliveries: DeliveryStore;
+  clock: Clock;
+  sender: Sender;
+  settings: WebhookSettings;
+  /** `user-agent: voucher-service-webhooks/<version>` */
+  version: string;
+  /** Disables an endpoint (410, 5 days of failures) through its command handler. */
+  disable(endpointId: string, reason: string): Promise<void>;
+  random?: () => number;
+  scheduler?: Scheduler;
+  logger?: RunnerLogger;
+}
+
+/** Due deliveries read from the store per refill. */
+const REFILL_SIZE = 500;
+
+/**
+ * Makes the attempts (decision 027): signs each attempt (Standard Webhooks, every secret that
+ * signs at this moment), sends it through the `Sender` (which resolves and checks the target at
+ * every attempt), and records the outcome: success, a retry on the schedule, or failure for good,
+ * after which the next delivery of the same endpoint and voucher is released. At most
+ * MAX_IN_FLIGHT_PER_ENDPOINT attempts run per endpoint; a voucher has at most one.
+ *
+ * The store is the truth; a queue per endpoint in memory is the fast path. The publisher hands
+ * new due deliveries over (`enqueue`), a delivery that ends hands over the next one of its voucher,
+ * and the store is read for due deliveries only at start, when a retry falls due (one timer at the
+ * earliest), after a resend, recover or test (`wake(true)`), and while a refill came back full.
+ */
+export class WebhookDispatcher {
+  private readonly queues = new Map<string, DeliveryDoc[]>();
+  /** Ids queued or in flight: a delivery is never queued twice. */
+  private readonly known = new Set<string>();
+  private readonly perEndpoint = new Map<string, number>();
+  private readonly controller = new AbortController();
+  private readonly running = new Set<Promise<void>>();
+  /** Since when each endpoint has failed every attempt (null: its last attempt succeeded); loaded lazily. */
+  private readonly failingSince = new Map<string, number | null>();
+  private timer: unknown;
+  private timerAt = Infinity;
+  private refillWanted = true;
+  private pumping = false;
+  private again = false;
+  private stopped = false;
+  private readonly random: () => number;
+  private readonly scheduler: Scheduler;
+
+  constructor(private readonly deps: DispatcherDeps) {
+    this.random = deps.random ?? Math.random;
+    this.scheduler = deps.scheduler ?? systemScheduler;
+    // one listener per attempt in flight (the sender's), up to the per-endpoint bound of every endpoint
+    setMaxListeners(0, this.controller.signal);
+  }
+
+  start(): void {
+    this.wake(true);
+  }
+
+  /** Looks for due deliveries; `refill`: in the store too (after a resend, a recovery, a test event). */
+  wake(refill = false): void {
+    if (refill) this.refillWanted = true;
+    if (this.stopped) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    void this.pump()
+      .catch((error: unknown) => this.deps.logger?.error({ err: error }, 'webhook dispatcher pass failed'))
+      .finally(() => {
+        this.pumping = false;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  /** Due deliveries the publisher just wrote (or the one an ended delivery released). */
+  enqueue(docs: readonly DeliveryDoc[]): void {
+    const now = this.deps.clock.now().getTime();
+    for (const doc of docs) {
+      if (doc.status !== 'pending' || doc.next_attempt_at === null) continue;
+      if (doc.next_attempt_at > now) this.schedule(doc.next_attempt_at - now);
+      else this.push(doc);
+    }
+    this.wake();
+  }
+
+  /** Stops picking deliveries and aborts the attempts in flight: they are not recorded, so they are made again after a restart. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.scheduler.clearTimeout(this.timer);
+    this.controller.abort();
+    await Promise.allSettled([...this.running]);
+  }
+
+  private push(doc: DeliveryDoc): void {
+    if (this.known.has(doc.id)) return;
+    this.known.add(doc.id);
+    const queue = this.queues.get(doc.endpoint_id);
+    if (queue) queue.push(doc);
+    else this.queues.set(doc.endpoint_id, [doc]);
+  }
+
+  private async pump(): Promise<void> {
+    if (this.refillWanted) await this.refill();
+    for (const [endpointId, queue] of this.queues) {
+      let busy = this.perEndpoint.get(endpointId) ?? 0;
+      while (queue.length > 0 && busy < MAX_IN_FLIGHT_PER_ENDPOINT && !this.stopped) {
+        const delivery = queue.shift()!;
+        busy += 1;
+        this.perEndpoint.set(endpointId, busy);
+        const run = this.attempt(delivery)
+          .catch((error: unknown) =>
+            this.deps.logger?.error({ err: error, delivery: delivery.id }, 'webhook attempt failed'),
+          )
+          .finally(() => {
+            this.known.delete(delivery.id);
+            this.perEndpoint.set(endpointId, (this.perEndpoint.get(endpointId) ?? 1) - 1);
+            this.running.delete(run);
+            this.wake();
+          });
+        this.running.add(run);
+      }
+      if (queue.length === 0) this.queues.delete(endpointId);
+    }
+  }
+
+  /** Reads due deliveries from the store, and sets the timer for the next one to fall due. */
+  private async refill(): Promise<void> {
+    this.refillWanted = false;
+    const now = this.deps.clock.now().getTime();
+    const due = await this.deps.deliveries.due(now, REFILL_SIZE + this.known.size);
+    let added = 0;
+    for (const doc of due)
+      if (!this.known.has(doc.id)) {
+        this.push(doc);
+        added += 1;
+      }
+    if (due.length === REFILL_SIZE + this.known.size && added > 0) this.refillWanted = true; // more to read next pass
+    const next = await this.deps.deliveries.nextDueAt(now);
+    if (next !== null) this.schedule(next - now);
+  }
+
+  private schedule(delayMs: number): void {
+    const at = this.deps.clock.now().getTime() + delayMs;
+    if (at >= this.timerAt && this.timer !== undefined) return;
+    this.scheduler.clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = this.scheduler.setTimeout(
+      () => {
+        this.timer = undefined;
+        this.timerAt = Infinity;
+        this.wake(true);
+      },
+      Math.max(0, delayMs),
+    );
+  }
+
+  private async attempt(delivery: DeliveryDoc): Promise<void> {
+    const { deliveries, clock, settings } = this.deps;
+    const endpoint = await deliveries.endpoint(delivery.endpoint_id);
+    if (!endpoint || endpoint.deleted || endpoint.status !== 'enabled') {
+      const reason = !endpoint || endpoint.deleted ? 'endpoint deleted' : 'endpoint disabled';
+      await this.finish(delivery.id, (d) => ({
+        ...d,
+        status: 'failed',
+        next_attempt_at: null,
+        failure_reason: reason,
+      }));
+      return;
+    }
+    const started = clock.now();
+    const timestamp = Math.floor(started.getTime() / 1000);
+    const result: SendResult = await this.deps.sender({
+      url: endpoint.url,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': `voucher-service-webhooks/${this.deps.version}`,
+        'webhook-id': delivery.event_id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signatureHeader(
+          signingSecrets(endpoint, started),
+          delivery.event_id,
+          timestamp,
+          delivery.payload,
+        ),
+      },
+      body: delivery.payload,
+      timeoutMs: settings.timeoutMs,
+      allowedCidrs: settings.allowedCidrs,
+      signal: this.controller.signal,
+    });
+    if (this.stopped) return; // not recorded: made again after a restart, with the same webhook-id
+    const attempt: Attempt = {
+      at: isoSeconds(started),
+      ...(result.status !== undefined ? { response_status: result.status } : { error: result.error ?? 'no answer' }),
+      duration_ms: Math.round(result.durationMs),
+    };
+    const now = clock.now().getTime();
+    let disableReason: string | undefined;
+    const before = await this.failingSinceOf(delivery.endpoint_id);
+    await this.finish(delivery.id, (d, write) => {
+      const attempts = [...d.attempts, attempt];
+      if (isSuccess(result)) {
+        if (before !== null) {
+          write.upserts!.push({ collection: HEALTH, doc: { id: d.endpoint_id, failing_since: null } });
+          this.failingSince.set(d.endpoint_id, null);
+        }
+        return { ...d, attempts, status: 'succeeded', next_attempt_at: null };
+      }
+      const failingSince = this.failingSince.get(d.endpoint_id) ?? now;
+      if (before === null) {
+        write.upserts!.push({ collection: HEALTH, doc: { id: d.endpoint_id, failing_since: failingSince } });
+        this.failingSince.set(d.endpoint_id, failingSince);
+      }
+      if (result.status === 410) disableReason = 'the endpoint answered 410 Gone';
+      // the 5 days count from the last change to the endpoint too: re-enabling it (or fixing its URL) starts them again
+      else if (now - Math.max(failingSince, Date.parse(endpoint.updatedAt)) >= FAILING_DISABLE_MS)
+        disableReason = 'every delivery failed for 5 days';
+      const delay =
+        result.status === 410 ? null : nextDelay(attempts.length, settings.retryDelaysMs, JITTER, this.random, result);
+      if (delay === null) return { ...d, attempts, status: 'failed', next_attempt_at: null };
+      this.schedule(delay);
+      return { ...d, attempts, next_attempt_at: now + delay };
+    });
+    if (disableReason) await this.deps.disable(delivery.endpoint_id, disableReason);
+  }
+
+  /**
+   * Applies an outcome to the stored delivery (exclusively); when it became final, the next
+   * delivery of its endpoint and voucher is released.
+   */
+  private async finish(id: string, outcome: (d: DeliveryDoc, write: WriteBatch) => DeliveryDoc): Promise<void> {
+    const { deliveries, clock } = this.deps;
+    const released = await deliveries.exclusive(async () => {
+      const current = await deliveries.get(id);
+      if (!current || current.status !== 'pending') return [];
+      const write: WriteBatch = { upserts: [], deletes: [] };
+      const next = outcome(current, write);
+      write.upserts!.push({ collection: DELIVERIES, doc: next });
+      if (next.status !== 'pending')
+        await deliveries.releaseNext(current.endpoint_id, current.order_key, clock.now().getTime(), write);
+      await deliveries.write(write);
+      return write
+        .upserts!.filter((u) => u.collection === DELIVERIES && u.doc.id !== id)
+        .map((u) => u.doc as DeliveryDoc);
+    });
+    if (released.length > 0) this.enqueue(released);
+  }
+
+  private async failingSinceOf(endpointId: string): Promise<number | null> {
+    if (!this.failingSince.has(endpointId))
+      this.failingSince.set(endpointId, (await this.deps.deliveries.health(endpointId))?.failing_since ?? null);
+    return this.failingSince.get(endpointId) ?? null;
+  }
+}

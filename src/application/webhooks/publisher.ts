@@ -1,0 +1,309 @@
+import { createHash } from 'node:crypto';
+import { CheckpointWaiters } from '../../core/checkpointWaiters.ts';
+import type { EventStore, RecordedEvent, Subscription } from '../../core/eventStore.ts';
+import type { ProjectorHandle, RunnerLogger } from '../../core/projectionRunner.ts';
+import type { WriteBatch } from '../../core/readStore.ts';
+import type { VoucherEvent } from '../../domain/voucher/events.ts';
+import { voucherStream } from '../../domain/voucher/events.ts';
+import { evolve as evolveVoucher, type Voucher, type VoucherState } from '../../domain/voucher/state.ts';
+import { evolve as evolveEndpoint } from '../../domain/webhooks/endpoint.ts';
+import { subscribes, type WebhookEndpointEvent, type WebhookEventType } from '../../domain/webhooks/events.ts';
+import type { Environment } from '../context.ts';
+import type { EnvironmentEvent } from '../events.ts';
+import { renderApplication, renderVoucher, viewFromState } from '../views.ts';
+import {
+  DELIVERIES,
+  ENDPOINTS,
+  PUBLISHER_CHECKPOINT,
+  type DeliveryDoc,
+  type DeliveryStore,
+  type EndpointDoc,
+} from './deliveryStore.ts';
+
+/**
+ * Where the publisher reads the environment's events: a catch-up subscription from a checkpoint,
+ * and one stream's events up to a revision. The embedded event store provides both; a bus such
+ * as Kafka would provide the subscription (a consumer from an offset), the event store the rest.
+ */
+export type EventSource = Pick<EventStore<EnvironmentEvent>, 'subscribeToAll' | 'readStream'>;
+
+/** The webhook event each voucher event becomes, and the domain time it happened at. */
+const WEBHOOK_TYPES: Record<VoucherEvent['type'], WebhookEventType> = {
+  VoucherCreated: 'voucher.created',
+  VoucherUpdated: 'voucher.updated',
+  VoucherDeactivated: 'voucher.deleted',
+  VoucherApplied: 'voucher.applied',
+  VoucherApplicationRolledBack: 'voucher.application_rolled_back',
+  VoucherExpired: 'voucher.expired',
+};
+
+const happenedAt = (event: VoucherEvent): string => {
+  switch (event.type) {
+    case 'VoucherCreated':
+      return event.data.createdAt;
+    case 'VoucherUpdated':
+      return event.data.updatedAt;
+    case 'VoucherDeactivated':
+      return event.data.deactivatedAt;
+    case 'VoucherApplied':
+      return event.data.appliedAt;
+    case 'VoucherApplicationRolledBack':
+      return event.data.rolledBackAt;
+    case 'VoucherExpired':
+      return event.data.expiredAt;
+  }
+};
+
+const isVoucherEvent = (e: RecordedEvent<EnvironmentEvent>): e is RecordedEvent<VoucherEvent> =>
+  e.type in WEBHOOK_TYPES && e.streamId.startsWith('voucher-');
+const isEndpointEvent = (e: RecordedEvent<EnvironmentEvent>): e is RecordedEvent<WebhookEndpointEvent> =>
+  e.type.startsWith('Webhook') && e.streamId.startsWith('webhook-');
+
+/** `evt_…` from the stored event's id: every attempt, resend and recovery carries the same one. */
+export const eventIdOf = (event: RecordedFieldsLike): string => `evt_${event.id.replace(/[^A-Za-z0-9]/g, '')}`;
+interface RecordedFieldsLike {
+  id: string;
+}
+export const deliveryIdOf = (eventId: string, endpointId: string): string =>
+  `msg_${createHash('sha256').update(`${eventId}/${endpointId}`).digest('hex').slice(0, 24)}`;
+
+/** A body stays under 20 kB (decisions.md): larger vouchers leave out their longest members. */
+export const MAX_BODY_BYTES = 20_000;
+/** What a body too large leaves out, in this order, until it fits (named in `data.truncated`). */
+const DROPPABLE = [
+  'conditions.product_ids',
+  'conditions.excluded_product_ids',
+  'validation_rules',
+  'config',
+  'application',
+] as const;
+
+/** The body, with the voucher's longest members left out (and named) while it is over MAX_BODY_BYTES. */
+const bounded = (body: { data: Record<string, unknown> } & Record<string, unknown>): string => {
+  let json = JSON.stringify(body);
+  const data = { ...body.data, conditions: { ...(body.data.conditions as object) } } as Record<string, unknown>;
+  const truncated: string[] = [];
+  for (const path of DROPPABLE) {
+    if (Buffer.byteLength(json) < MAX_BODY_BYTES) break;
+    const [head, tail] = path.split('.') as [string, string | undefined];
+    const owner = tail ? (data[head] as Record<string, unknown>) : data;
+    const key = tail ?? head;
+    if (owner[key] === undefined) continue;
+    delete owner[key];
+    truncated.push(path);
+    json = JSON.stringify({ ...body, data: { ...data, truncated } });
+  }
+  return json;
+};
+
+const STATE_CACHE_SIZE = 2_000;
+/** Batches without deliveries read before the checkpoint is written anyway (bounds the re-read after a crash). */
+const UNWRITTEN_BATCHES = 100;
+
+/**
+ * Fans the environment's events out as webhook deliveries (decision 026). A consumer of the log
+ * with its own checkpoint, like a projection group: for each batch it folds the endpoint events
+ * (so it knows which endpoints were subscribed at each point of the log), turns each voucher event
+ * into the webhook event (rendered from the voucher's state at that event, not from the current
+ * read model) and one delivery per subscribed endpoint, and writes the deliveries, its copy of the
+ * endpoints and its checkpoint in one transaction: a crash neither loses an event nor makes a
+ * second delivery of one.
+ */
+export class WebhookPublisher implements ProjectorHandle {
+  private position = 0;
+  private subscription?: Subscription;
+  private readonly waiters = new CheckpointWaiters();
+  private readonly endpoints = new Map<string, EndpointDoc>();
+  /** Voucher states by id at their last event seen, so a voucher is read from its stream only when not cached. */
+  private readonly states = new Map<string, { revision: number; state: VoucherState }>();
+  private restartTimer?: NodeJS.Timeout;
+  private stopped = false;
+  /** Batches that made no delivery and changed no endpoint since the checkpoint was last written. */
+  private unwritten = 0;
+
+  constructor(
+    private readonly source: EventSource,
+    private readonly deliveries: DeliveryStore,
+    private readonly environment: Environment,
+    private readonly onDeliveries: (deliveries: DeliveryDoc[]) => void,
+    private readonly logger?: RunnerLogger,
+  ) {}
+
+  get checkpoint(): number {
+    return this.position;
+  }
+
+  async start(): Promise<void> {
+    await this.deliveries.start();
+    this.position = await this.deliveries.store.getCheckpoint(PUBLISHER_CHECKPOINT);
+    for (const doc of await this.deliveries.store.find<EndpointDoc>(ENDPOINTS)) this.endpoints.set(doc.id, doc);
+    this.subscribe();
+  }
+
+  waitFor(position: number, timeoutMs = 5_000): Promise<boolean> {
+    if (position <= this.position) return Promise.resolve(true);
+    return this.waiters.wait(position, timeoutMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.restartTimer);
+    await this.subscription?.close();
+    if (this.unwritten > 0)
+      await this.deliveries.exclusive(() =>
+        this.deliveries.write({ checkpoint: { name: PUBLISHER_CHECKPOINT, position: this.position } }),
+      );
+    this.waiters.releaseAll();
+  }
+
+  /** One batch: deliveries, endpoint copies and the checkpoint in one write. */
+  async handle(batch: RecordedEvent<EnvironmentEvent>[]): Promise<void> {
+    if (batch.length === 0) return;
+    const created: DeliveryDoc[] = [];
+    await this.deliveries.exclusive(async () => {
+      const write: WriteBatch = {
+        upserts: [],
+        deletes: [],
+        checkpoint: { name: PUBLISHER_CHECKPOINT, position: batch.at(-1)!.position },
+      };
+      const changed = new Set<string>();
+      /** Keys (endpoint/voucher) with a pending delivery, known in this batch. */
+      const pendingKeys = new Set<string>();
+      for (const event of batch) {
+        if (event.position <= this.position) continue;
+        if (isEndpointEvent(event)) {
+          const before = this.endpoints.get(event.data.endpointId) ?? null;
+          const next = evolveEndpoint(before, event);
+          if (next) this.endpoints.set(next.id, next as EndpointDoc);
+          changed.add(event.data.endpointId);
+        } else if (isVoucherEvent(event)) {
+          created.push(...(await this.fanOut(event, write, pendingKeys)));
+        }
+      }
+      for (const id of changed) {
+        const doc = this.endpoints.get(id);
+        if (doc) write.upserts!.push({ collection: ENDPOINTS, doc: { ...doc } });
+      }
+      // A batch that makes nothing need not move the stored checkpoint at once: after a crash it
+      // is read again and makes nothing again (the endpoints at each point of the log are the same).
+      // This keeps a write per batch off the service when no endpoint listens.
+      if (write.upserts!.length === 0 && this.unwritten < UNWRITTEN_BATCHES) {
+        this.unwritten += 1;
+        return;
+      }
+      await this.deliveries.write(write);
+      this.unwritten = 0;
+    });
+    this.advance(batch.at(-1)!.position);
+    if (created.length > 0) this.onDeliveries(created);
+  }
+
+  private async fanOut(
+    event: RecordedEvent<VoucherEvent>,
+    write: WriteBatch,
+    pendingKeys: Set<string>,
+  ): Promise<DeliveryDoc[]> {
+    const type = WEBHOOK_TYPES[event.type];
+    const targets = [...this.endpoints.values()].filter(
+      (e) => !e.deleted && e.status === 'enabled' && subscribes(e.events, type),
+    );
+    const voucherId = event.data.voucherId;
+    if (targets.length === 0) {
+      this.follow(voucherId, event); // keeps a cached state current; reads nothing
+      return [];
+    }
+    const voucher = await this.stateAt(voucherId, event);
+    if (!voucher) return [];
+    const at = happenedAt(event);
+    const eventId = eventIdOf(event);
+    const data: Record<string, unknown> = renderVoucher(viewFromState(voucher), new Date(at));
+    if (event.type === 'VoucherApplied' || event.type === 'VoucherApplicationRolledBack') {
+      const application = voucher.applications.get(event.data.applicationId);
+      if (application) data.application = renderApplication(voucher, application);
+    }
+    const payload = bounded({ id: eventId, type, created_at: at, environment: this.environment, data });
+    const createdMs = Date.parse(at);
+    const made: DeliveryDoc[] = [];
+    for (const endpoint of targets) {
+      const key = `${endpoint.id}/${voucherId}`;
+      const waits = pendingKeys.has(key) || (await this.deliveries.hasPending(endpoint.id, voucherId));
+      pendingKeys.add(key);
+      const doc: DeliveryDoc = {
+        id: deliveryIdOf(eventId, endpoint.id),
+        endpoint_id: endpoint.id,
+        event_id: eventId,
+        event_type: type,
+        order_key: voucherId,
+        seq: event.position,
+        payload,
+        status: 'pending',
+        next_attempt_at: waits ? null : createdMs,
+        attempts: [],
+        created_at: at,
+        created_ms: createdMs,
+      };
+      write.upserts!.push({ collection: DELIVERIES, doc });
+      made.push(doc);
+    }
+    return made;
+  }
+
+  private follow(voucherId: string, event: RecordedEvent<VoucherEvent>): void {
+    const cached = this.states.get(voucherId);
+    if (!cached) return;
+    if (cached.revision === event.revision - 1)
+      this.remember(voucherId, event.revision, evolveVoucher(cached.state, event));
+    else if (cached.revision < event.revision) this.states.delete(voucherId);
+  }
+
+  /** The voucher's state right after `event`: from the cache when it is one event behind, else its stream. */
+  private async stateAt(voucherId: string, event: RecordedEvent<VoucherEvent>): Promise<Voucher | null> {
+    const cached = this.states.get(voucherId);
+    let state: VoucherState;
+    if (cached?.revision === event.revision) state = cached.state;
+    else if (cached?.revision === event.revision - 1) state = evolveVoucher(cached.state, event);
+    else {
+      state = null;
+      const events = await this.source.readStream<VoucherEvent>(voucherStream(voucherId), {
+        maxCount: event.revision + 1,
+      });
+      for (const e of events) state = evolveVoucher(state, e);
+    }
+    this.remember(voucherId, event.revision, state);
+    return state;
+  }
+
+  private remember(voucherId: string, revision: number, state: VoucherState): void {
+    this.states.delete(voucherId);
+    this.states.set(voucherId, { revision, state });
+    if (this.states.size > STATE_CACHE_SIZE) this.states.delete(this.states.keys().next().value!);
+  }
+
+  private advance(position: number): void {
+    this.position = position;
+    this.waiters.reached(position);
+  }
+
+  private subscribe(): void {
+    if (this.stopped) return;
+    this.subscription = this.source.subscribeToAll(
+      { after: this.position, maxBatchSize: 500, onError: (error) => this.recover(error) },
+      (batch) => this.handle(batch),
+    );
+  }
+
+  private recover(error: unknown): void {
+    this.logger?.error({ err: error }, 'webhook publisher failed; retrying from its checkpoint');
+    if (this.stopped) return;
+    this.states.clear();
+    this.restartTimer = setTimeout(() => {
+      void (async () => {
+        this.position = await this.deliveries.store.getCheckpoint(PUBLISHER_CHECKPOINT);
+        this.endpoints.clear();
+        for (const doc of await this.deliveries.store.find<EndpointDoc>(ENDPOINTS)) this.endpoints.set(doc.id, doc);
+        this.subscribe();
+      })().catch((e: unknown) => this.recover(e));
+    }, 1_000);
+    this.restartTimer.unref();
+  }
+}
