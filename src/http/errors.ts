@@ -72,6 +72,12 @@ export const invalidJsonBody = (): HttpError =>
     { field: 'body', message: 'is not valid JSON' },
   ]);
 
+/** A path whose parameter is not percent-encoded UTF-8: 400, the field `path` (before the key is checked). */
+export const malformedPath = (): HttpError =>
+  new HttpError('INVALID_REQUEST', 'The request path is not valid percent-encoded UTF-8', [
+    { field: 'path', message: 'is not valid percent-encoded UTF-8' },
+  ]);
+
 /** A request body over the limit: 413 with `max_bytes`. */
 export const bodyTooLarge = (maxBytes: number): HttpError =>
   new HttpError('PAYLOAD_TOO_LARGE', 'The request body is larger than 1 MB', { max_bytes: maxBytes });
@@ -97,6 +103,8 @@ export const errorHandler: ErrorRequestHandler = (error: unknown, req, res, _nex
   if (parser.type === 'encoding.unsupported' || parser.type === 'charset.unsupported') {
     return send(res, new HttpError('UNSUPPORTED_MEDIA_TYPE', 'The request body encoding is not supported', {}));
   }
+  // The router decodes path parameters with decodeURIComponent: `%zz`, `%FF` or a lone surrogate's bytes throw.
+  if (error instanceof URIError) return send(res, malformedPath());
   const requestId = String(req.requestId ?? '');
   res.locals.internalError = error;
   req.log?.error({ err: error, request_id: requestId }, 'unhandled error');
