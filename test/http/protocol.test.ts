@@ -248,6 +248,24 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
         expect(res.body.code).to.equal('GZIPPED');
       });
 
+      it('answers a compressed body that does not inflate with 400 INVALID_REQUEST naming the body, not 500', async () => {
+        const plain = voucher('NOT_GZIPPED');
+        const truncated = zlib.gzipSync(plain).subarray(0, 12);
+        for (const [encoding, body] of [
+          ['gzip', plain],
+          ['deflate', plain],
+          ['br', plain],
+          ['gzip', truncated],
+        ] as const) {
+          const res = await send('/v1/vouchers', { 'Content-Type': 'application/json', 'Content-Encoding': encoding }, [
+            body,
+          ]);
+          expectError(res, 400, 'INVALID_REQUEST', [
+            { field: 'body', message: `could not be read with its Content-Encoding (${encoding})` },
+          ]);
+        }
+      });
+
       it('answers a charset other than UTF-8 with 415 UNSUPPORTED_MEDIA_TYPE', async () => {
         const res = await send('/v1/vouchers', { 'Content-Type': 'application/json; charset=latin1' }, [
           voucher('LATIN'),
