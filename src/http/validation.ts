@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { shownField } from '../domain/shown.ts';
 import { invalidRequest } from '../domain/errors.ts';
 
 // ajv-formats is CommonJS: under NodeNext interop its default export arrives nested in `default`.
@@ -23,7 +24,7 @@ const fieldOf = (error: ErrorObject): string => {
       : error.keyword === 'additionalProperties'
         ? String(error.params.additionalProperty)
         : '';
-  return [base, child].filter(Boolean).join('.') || 'body';
+  return shownField([base, child].filter(Boolean).join('.') || 'body');
 };
 
 const messageOf = (error: ErrorObject): string => {

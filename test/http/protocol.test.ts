@@ -296,6 +296,19 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
       });
     });
 
+    it('names an unknown member or query parameter of any length cut to 100 characters: a 900 KB name gives a short answer', async () => {
+      const name = 'k'.repeat(900_000);
+      const shown = `${'k'.repeat(100)}… (900000 characters)`;
+      const res = await service.post('/v1/vouchers/validate', { ...validateBody('X'), [name]: 1 });
+      expectError(res, 400, 'INVALID_REQUEST', [{ field: shown, message: 'is not allowed' }]);
+      expect(JSON.stringify(res.body).length).to.be.lessThan(1_000);
+      const query = await service.get(`/v1/vouchers?${'q'.repeat(15_000)}=1`);
+      expectError(query, 400, 'INVALID_REQUEST', [
+        { field: `${'q'.repeat(100)}… (15000 characters)`, message: 'is not allowed' },
+      ]);
+      expect(JSON.stringify(query.body).length).to.be.lessThan(1_000);
+    });
+
     it('answers an array body with 400 INVALID_REQUEST', async () => {
       const res = await service.post('/v1/vouchers', [fixedVoucher('ARR')]);
       expect(res.status).to.equal(400);
