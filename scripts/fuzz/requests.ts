@@ -203,6 +203,11 @@ const hintsFor = (operation: Operation): Hints => {
     hints.end = fc.constantFrom('2026-01-20', '2026-01-31T00:00:00Z');
   }
   if (operation.id === 'createVoucher') hints.code = fc.stringMatching(/^F[A-Z0-9]{4,10}$/);
+  // A URL the service may call back (a webhook's): an IP literal on the loopback, so no name is
+  // looked up and nothing leaves the machine; port 9 (discard) refuses the connection.
+  hints.url = fc.constantFrom('http://127.0.0.1:9/fuzz', 'https://127.0.0.1:9/fuzz', 'http://[::1]:9/fuzz');
+  // a webhook's event types: every one ("*"), which is what the schema cannot say
+  hints.events = fc.constant(['*']);
   return hints;
 };
 
@@ -326,10 +331,20 @@ const schemaAt = (schema: Schema, path: Path): Schema | undefined => {
   return node;
 };
 
+/** The ids setup.ts makes, by path parameter; other parameters get ids of their pattern (unknown ones). */
+const REF_KINDS: Record<string, string> = { voucher_id: 'voucher', application_id: 'application', export_id: 'export' };
+
+/** An id of the parameter's own shape: one the service made, else one of its pattern. */
+const validId = (gen: Gen, param: { name: string; pattern?: string }): string => {
+  const kind = REF_KINDS[param.name];
+  if (kind) return ref(kind, gen(fc.nat(20)));
+  const pattern = param.pattern ?? '^[A-Za-z0-9_]{1,24}$';
+  return gen(cached(`pattern:${pattern}`, () => fc.stringMatching(new RegExp(pattern)))).slice(0, 300);
+};
+
 const pathValue = (gen: Gen, ctx: GenerateContext, param: { name: string; pattern?: string }, tags: string[]) => {
-  const kind = param.name === 'voucher_id' ? 'voucher' : param.name === 'application_id' ? 'application' : 'export';
   const choice = gen(fc.constantFrom('ref', 'ref', 'ref', 'ref', 'ref', 'ref', 'pattern', 'hostile', 'hostile', 'odd'));
-  if (choice === 'ref') return ref(kind, gen(fc.nat(20)));
+  if (choice === 'ref') return validId(gen, param);
   if (choice === 'pattern' && param.pattern)
     return gen(cached(`pattern:${param.pattern}`, () => fc.stringMatching(new RegExp(param.pattern!)))).slice(0, 300);
   if (choice === 'odd' && ctx.allowed('path/encoding')) {
@@ -780,7 +795,7 @@ export const generate = (index: number, ctx: GenerateContext): FuzzRequest => {
   if (kind === 'operation' && gen(fc.nat(3)) === 0) {
     tags.push('valid');
     const validPath = operation.template.replace(/\{(\w+)\}/g, (_, name: string) =>
-      ref(name === 'voucher_id' ? 'voucher' : name === 'application_id' ? 'application' : 'export', gen(fc.nat(20))),
+      validId(gen, operation.pathParams.find((p) => p.name === name) ?? { name }),
     );
     headers.Authorization = `Bearer ${ctx.keys.sandbox}`;
     let validBody: Buffer | undefined;

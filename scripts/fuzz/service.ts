@@ -108,6 +108,9 @@ export const startService = async (options: ServiceOptions): Promise<Service> =>
         ADMIN_PASSWORD: `fuzz-${base62(16)}`,
         LOG_LEVEL: 'error',
         RATE_LIMITS: LIFTED_RATE_LIMITS,
+        // webhooks (where the service has them) to the loopback only: the URLs requests give are
+        // loopback literals (requests.ts), allowed here so endpoints can be made; nothing leaves
+        WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32,::1/128',
         ...(options.timeouts === 'default' ? {} : timeoutEnv(options.timeouts)),
       },
     });
