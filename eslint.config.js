@@ -6,7 +6,7 @@ import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'data/', '.bench/', '.tmp/', 'coverage/', 'test-artifacts/'] },
+  { ignores: ['node_modules/', 'dist/', 'data/', '.bench/', '.fuzz/', '.tmp/', 'coverage/', 'test-artifacts/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -74,12 +74,26 @@ interface BodyParserError {
   type?: string;
   status?: number;
   limit?: number;
+  /** http-errors: true for a client error (4xx). */
+  expose?: boolean;
 }
 
 /** A request body that is not JSON (or not an object or array at the top): 400, the field `body`. */
 export const invalidJsonBody = (): HttpError =>
   new HttpError('INVALID_REQUEST', 'The request body is not valid JSON', [
     { field: 'body', message: 'is not valid JSON' },
+  ]);
+
+/** A body body-parser could not read (its Content-Encoding does not inflate it): 400, the field `body`. */
+export const unreadableBody = (encoding = 'identity'): HttpError =>
+  new HttpError('INVALID_REQUEST', 'The request body could not be read with its Content-Encoding', [
+    { field: 'body', message: `could not be read with its Content-Encoding (${encoding.slice(0, 40)})` },
+  ]);
+
+/** A path whose parameter is not percent-encoded UTF-8: 400, the field `path` (before the key is checked). */
+export const malformedPath = (): HttpError =>
+  new HttpError('INVALID_REQUEST', 'The request path is not valid percent-encoded UTF-8', [
+    { field: 'path', message: 'is not valid percent-encoded UTF-8' },
   ]);
 
 /** A request body over the limit: 413 with `max_bytes`. */
@@ -109,6 +123,10 @@ export const errorHandler: ErrorRequestHandler = (error: unknown, req, res, _nex
   if (parser.type === 'encoding.unsupported' || parser.type === 'charset.unsupported') {
     return send(res, new HttpError('UNSUPPORTED_MEDIA_TYPE', 'The request body encoding is not supported', {}));
   }
+  // Any other client error of body-parser's (http-errors, status 400): a compressed body that does not inflate.
+  if (parser.status === 400 && parser.expose === true) return send(res, unreadableBody(req.get('Content-Encoding')));
+  // The router decodes path parameters with decodeURIComponent: `%zz`, `%FF` or a lone surrogate's bytes throw.
+  if (error instanceof URIError) return send(res, malformedPath());
   const requestId = String(req.requestId ?? '');
   res.locals.internalError = error;
   req.log?.error({ err: error, request_id: requestId }, 'unhandled error');

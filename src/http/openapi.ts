@@ -114,8 +114,42 @@ const withRateLimitHeaders = <P extends Record<string, Record<string, unknown>>>
     ]),
   ) as P;
 
+const MALFORMED_PATH =
+  'a path parameter that is not percent-encoded UTF-8 (%zz, %FF): details [{field: "path"}], with or without a key';
+
+type Responses = Record<string, { description: string; headers?: object }>;
+
+/**
+ * Every operation with a path parameter can answer 400 INVALID_REQUEST for a parameter that does
+ * not decode (errors.ts malformedPath), before its key is checked: its 400 says so, or it gets one.
+ */
+const withMalformedPath = (doc: { paths: Record<string, Record<string, unknown>> }): object => ({
+  ...doc,
+  paths: Object.fromEntries(
+    Object.entries(doc.paths).map(([template, item]) => {
+      if (!template.includes('{')) return [template, item];
+      const operations = Object.entries(item).map(([method, operation]) => {
+        const responses = (operation as { responses?: Responses } | undefined)?.responses;
+        if (!responses) return [method, operation];
+        const existing = responses['400'];
+        const badRequest = existing
+          ? { ...existing, description: existing.description.replace(/ Codes?: /, ` Also ${MALFORMED_PATH}.$&`) }
+          : {
+              // listed as on the operation's other answers; optional: this one, given before the key, has none
+              headers: responses['500']?.headers,
+              ...error(`${MALFORMED_PATH[0]!.toUpperCase()}${MALFORMED_PATH.slice(1)}.`, ['INVALID_REQUEST']),
+            };
+        return [method, { ...(operation as object), responses: { ...responses, 400: badRequest } }];
+      });
+      return [template, Object.fromEntries(operations)];
+    }),
+  ),
+});
+
 /** The OpenAPI 3.1 document, built from the same JSON Schemas that validate requests. */
-export const buildOpenApi = (): object => ({
+export const buildOpenApi = (): object => withMalformedPath(openApiDocument());
+
+const openApiDocument = () => ({
   openapi: '3.1.0',
   info: {
     title: 'Voucher Discount Service',

@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { shownField } from '../domain/shown.ts';
 import { invalidRequest } from '../domain/errors.ts';
 import { isTimestamp } from '../domain/clock.ts';
 
@@ -53,7 +54,7 @@ const fieldOf = (error: ErrorObject): string => {
       : error.keyword === 'additionalProperties'
         ? String(error.params.additionalProperty)
         : '';
-  return [base, child].filter(Boolean).join('.') || 'body';
+  return shownField([base, child].filter(Boolean).join('.') || 'body');
 };
 
 /** What a pattern means, said in words instead of the regular expression. */

@@ -154,6 +154,32 @@ describe('HTTP advanced voucher types', () => {
       expect(res.body.error.details.field).to.equal('validation_rules[0].type');
     });
 
+    it('an unknown value is shown cut to 40 characters and a member name to 100, not echoed whole: a 900 KB one gives a short answer', async () => {
+      const res = await service.post(
+        '/v1/vouchers',
+        fixedVoucher('LONGRULE', { validation_rules: [{ type: `weather${'\u0000'.repeat(150_000)}` }] }),
+      );
+      expectError(res, 400, 'INVALID_CONFIGURATION');
+      expect(res.body.error.details.issue).to.equal(
+        `is not a known rule type: ${JSON.stringify(`weather${'\u0000'.repeat(33)}`)}… (150007 characters)`,
+      );
+      expect(JSON.stringify(res.body).length).to.be.lessThan(2_000);
+      const bogo = await service.createVoucher(bogoVoucher('LONGCFG'));
+      const put = await service.put(`/v1/vouchers/${bogo.id}`, {
+        config: { buy_quantity: 1, get_quantity: 1, get_discount_type: { a: 'x'.repeat(900_000) } },
+      });
+      expectError(put, 400, 'INVALID_CONFIGURATION');
+      expect(put.body.error.details.issue).to.equal('is not a known discount type: an object');
+      expect(JSON.stringify(put.body).length).to.be.lessThan(2_000);
+      // an unknown member of an updated config (checked by the domain, not the schema): its name cut
+      const member = await service.put(`/v1/vouchers/${bogo.id}`, {
+        config: { buy_quantity: 1, get_quantity: 1, ['m'.repeat(900_000)]: 1 },
+      });
+      expectError(member, 400, 'INVALID_CONFIGURATION');
+      expect(member.body.error.details.field).to.equal(`${'m'.repeat(100)}… (900000 characters)`);
+      expect(JSON.stringify(member.body).length).to.be.lessThan(2_000);
+    });
+
     it('validation_rules of the wrong shape: 400 INVALID_REQUEST naming the member', async () => {
       const res = await service.post(
         '/v1/vouchers',

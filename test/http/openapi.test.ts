@@ -12,7 +12,7 @@ import { createWebhookSchema, recoverSchema, updateWebhookSchema } from '../../s
 import { applyBody, validateBody } from '../fixtures/orders.ts';
 import { fixedVoucher } from '../fixtures/vouchers.ts';
 import { TestService } from '../support/harness.ts';
-import { expectMatchesOpenApi } from '../support/httpClient.ts';
+import { expectError, expectMatchesOpenApi } from '../support/httpClient.ts';
 import { loseEveryRace } from '../support/races.ts';
 
 type Json = Record<string, any>;
@@ -330,6 +330,40 @@ describe('OpenAPI document: request schemas and error responses agree with the s
         expectListed(template, method, 400, 'INVALID_REQUEST');
         expectAnswer(await request(), 400, 'INVALID_REQUEST', `${method.toUpperCase()} ${template}`);
       }
+    });
+
+    it('lists 400 INVALID_REQUEST on every operation with a path parameter, and answers a path that is not percent-encoded UTF-8 with it (not 500), with or without a key', async () => {
+      const withParameter: string[] = [];
+      for (const [template, item] of Object.entries(doc.paths as Record<string, Json>)) {
+        if (!template.includes('{')) continue;
+        for (const [method, op] of Object.entries(item)) {
+          if (!op?.responses) continue;
+          withParameter.push(`${method.toUpperCase()} ${template}`);
+          expectListed(template, method, 400, 'INVALID_REQUEST');
+          // an incomplete escape, a byte that is no UTF-8, a lone surrogate's bytes
+          for (const segment of ['%zz', '%', '%FF', '%ED%A0%80']) {
+            const path = `/v1${template.replace(/\{\w+\}/, segment)}`;
+            for (const key of [undefined, null]) {
+              const res = await service.request(method.toUpperCase(), path, undefined, { key });
+              expectError(res, 400, 'INVALID_REQUEST', [
+                { field: 'path', message: 'is not valid percent-encoded UTF-8' },
+              ]);
+            }
+          }
+        }
+      }
+      expect(withParameter).to.include.members([
+        'GET /vouchers/{voucher_id}',
+        'PUT /vouchers/{voucher_id}',
+        'DELETE /vouchers/{voucher_id}',
+        'GET /vouchers/{voucher_id}/applications',
+        'POST /vouchers/applications/{application_id}/rollback',
+        'GET /analytics/vouchers/{voucher_id}/performance',
+        'GET /analytics/vouchers/{voucher_id}/trends',
+        'GET /analytics/vouchers/{voucher_id}/customers',
+        'GET /analytics/export/{export_id}',
+        'GET /analytics/export/{export_id}/download',
+      ]);
     });
 
     it("lists 500 INTERNAL_ERROR on every operation, and keeps the export's own 500 EXPORT_FAILED", () => {

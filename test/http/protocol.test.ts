@@ -248,6 +248,24 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
         expect(res.body.code).to.equal('GZIPPED');
       });
 
+      it('answers a compressed body that does not inflate with 400 INVALID_REQUEST naming the body, not 500', async () => {
+        const plain = voucher('NOT_GZIPPED');
+        const truncated = zlib.gzipSync(plain).subarray(0, 12);
+        for (const [encoding, body] of [
+          ['gzip', plain],
+          ['deflate', plain],
+          ['br', plain],
+          ['gzip', truncated],
+        ] as const) {
+          const res = await send('/v1/vouchers', { 'Content-Type': 'application/json', 'Content-Encoding': encoding }, [
+            body,
+          ]);
+          expectError(res, 400, 'INVALID_REQUEST', [
+            { field: 'body', message: `could not be read with its Content-Encoding (${encoding})` },
+          ]);
+        }
+      });
+
       it('answers a charset other than UTF-8 with 415 UNSUPPORTED_MEDIA_TYPE', async () => {
         const res = await send('/v1/vouchers', { 'Content-Type': 'application/json; charset=latin1' }, [
           voucher('LATIN'),
@@ -276,6 +294,19 @@ describe('HTTP protocol: auth, environments, errors, media types, OpenAPI, reque
           'BIGCHUNKS',
         );
       });
+    });
+
+    it('names an unknown member or query parameter of any length cut to 100 characters: a 900 KB name gives a short answer', async () => {
+      const name = 'k'.repeat(900_000);
+      const shown = `${'k'.repeat(100)}… (900000 characters)`;
+      const res = await service.post('/v1/vouchers/validate', { ...validateBody('X'), [name]: 1 });
+      expectError(res, 400, 'INVALID_REQUEST', [{ field: shown, message: 'is not allowed' }]);
+      expect(JSON.stringify(res.body).length).to.be.lessThan(1_000);
+      const query = await service.get(`/v1/vouchers?${'q'.repeat(15_000)}=1`);
+      expectError(query, 400, 'INVALID_REQUEST', [
+        { field: `${'q'.repeat(100)}… (15000 characters)`, message: 'is not allowed' },
+      ]);
+      expect(JSON.stringify(query.body).length).to.be.lessThan(1_000);
     });
 
     it('answers an array body with 400 INVALID_REQUEST', async () => {

@@ -7,9 +7,17 @@
 import { DomainError } from '../errors.ts';
 import { isTimestamp } from '../clock.ts';
 import { hasAtMostTwoDecimals } from './money.ts';
+import { shownField, shownValue } from '../shown.ts';
 
-export const invalidConfiguration = (field: string, issue: string, suggestion: string): DomainError =>
-  new DomainError('INVALID_CONFIGURATION', `Invalid configuration: ${field} ${issue}`, { field, issue, suggestion });
+/** The field is the request's own path (member names included), so it is shown cut (shown.ts). */
+export const invalidConfiguration = (path: string, issue: string, suggestion: string): DomainError => {
+  const field = shownField(path);
+  return new DomainError('INVALID_CONFIGURATION', `Invalid configuration: ${field} ${issue}`, {
+    field,
+    issue,
+    suggestion,
+  });
+};
 
 export type Obj = Record<string, unknown>;
 
@@ -74,7 +82,7 @@ export const oneOf = <T extends string>(value: unknown, field: string, allowed: 
   if (typeof value !== 'string' || !allowed.includes(value as T)) {
     throw invalidConfiguration(
       field,
-      `is not a known ${what}: ${JSON.stringify(value)}`,
+      `is not a known ${what}: ${shownValue(value)}`,
       `use one of ${allowed.join(', ')}`,
     );
   }
