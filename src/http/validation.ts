@@ -213,6 +213,26 @@ const compileWith = <T>(
 /** A body validator: returns the typed body or throws INVALID_REQUEST naming each field. */
 export const compileBody = <T>(schema: object, observe?: PassObserver): Validator<T> =>
   compileWith<T>({ fast, detailed }, schema, 'body', observe);
-/** A query validator: coerces strings to the schema's types and fills defaults. */
-export const compileQuery = <T>(schema: object, observe?: PassObserver): Validator<T> =>
-  compileWith<T>({ fast: fastQuery, detailed: detailedQuery }, schema, 'query', observe);
+/**
+ * A query validator: coerces strings to the schema's types and fills defaults. A numeric parameter
+ * whose text is a number too large for a double (`Infinity`, `1e400`) is refused first, naming it:
+ * ajv's coercion turns it into ±Infinity, which its integer and range checks let through.
+ */
+export const compileQuery = <T>(schema: object, observe?: PassObserver): Validator<T> => {
+  const validate = compileWith<T>({ fast: fastQuery, detailed: detailedQuery }, schema, 'query', observe);
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  const numeric = Object.keys(properties).filter((name) => {
+    const type = properties[name]!.type;
+    return type === 'integer' || type === 'number';
+  });
+  return (value: unknown): T => {
+    const query = value as Record<string, unknown>;
+    for (const name of numeric) {
+      const raw = Object.hasOwn(query, name) ? query[name] : undefined;
+      if (typeof raw === 'string' && Math.abs(Number(raw)) === Infinity) {
+        throw invalidRequest([{ field: name, message: 'must be a finite number' }]);
+      }
+    }
+    return validate(value);
+  };
+};

@@ -176,6 +176,22 @@ describe('HTTP hostile input: bounded answers, no 500s', function () {
       });
     }
 
+    for (const [name, raw] of [
+      ['offset', 'Infinity'],
+      ['offset', '1e400'],
+      ['offset', '-Infinity'],
+      ['limit', 'Infinity'],
+      ['limit', '-1e400'],
+    ]) {
+      it(`${name}=${raw} (no double holds it): 400 naming ${name} on every list`, async () => {
+        for (const path of ['/v1/vouchers', '/v1/vouchers/v_unknown/applications', '/v1/webhooks']) {
+          const res = await service.get(`${path}?${name}=${raw}`);
+          expect(res.status, `${path}: ${JSON.stringify(res.body)}`).to.equal(400);
+          expect(res.body.error.details).to.deep.equal([{ field: name, message: 'must be a finite number' }]);
+        }
+      });
+    }
+
     it('the largest offset is accepted: an empty page', async () => {
       const res = await service.get('/v1/vouchers?offset=1000000000');
       expect(res.status).to.equal(200);
