@@ -21,7 +21,7 @@ export const webhookPaths = (h: Helpers) => {
     'WEBHOOK_NOT_FOUND',
   ]);
   const invalid = h.error(
-    'Invalid request: details name each field (a malformed or non-https URL in production, a refused address, an unknown event type, an empty events list).',
+    'Invalid request: details name each field (a malformed or non-https URL in production, a refused address, an unknown event type, an empty events list; on create, `body` when the environment has 16 endpoints already).',
     ['INVALID_REQUEST'],
   );
   const noBody = h.error('A body with members was sent (this operation takes none; {} or nothing).', [

@@ -180,3 +180,34 @@ describe('webhook endpoints API', () => {
     );
   });
 });
+
+describe('webhook endpoints: at most 16 per environment', () => {
+  let service: TestService;
+  before(async () => {
+    service = await TestService.start();
+  });
+  after(async () => {
+    await service.stop();
+  });
+
+  it('the 17th creation answers 400 naming the limit, also when sent at once; a deletion frees a place; the other environment has its own 16', async () => {
+    const made = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => create(service, { url: `https://cap${i}.example.com/`, events: ['*'] })),
+    );
+    const created = made.filter((r) => r.status === 201);
+    expect(created, 'created of 20 sent at once').to.have.length(16);
+    for (const refused of made.filter((r) => r.status !== 201)) {
+      expectError(refused, 400, 'INVALID_REQUEST', [
+        { field: 'body', message: 'at most 16 webhook endpoints per environment' },
+      ]);
+    }
+    expect((await service.get('/v1/webhooks?limit=100')).body.total).to.equal(16);
+
+    expect((await service.delete(`/v1/webhooks/${created[0]!.body.id}`)).status).to.equal(200);
+    expect((await create(service, { url: 'https://again.example.com/', events: ['*'] })).status).to.equal(201);
+    expectError(await create(service, { url: 'https://over.example.com/', events: ['*'] }), 400, 'INVALID_REQUEST');
+
+    const production = await create(service, { url: 'https://prod.example.com/', events: ['*'] }, PRODUCTION_KEY);
+    expect(production.status, JSON.stringify(production.body)).to.equal(201);
+  });
+});

@@ -62,11 +62,40 @@ const run = async (ctx: EnvContext, endpointId: string, command: EndpointCommand
   return result;
 };
 
-export const createEndpoint = async (
+/**
+ * The most endpoints an environment may have: every voucher event fans out to each of them, so
+ * the count bounds what one event costs to deliver (Stripe's default is also 16 per mode).
+ */
+export const MAX_ENDPOINTS = 16;
+
+/** Creations per environment, one at a time, so that two at once cannot both pass the count. */
+const creating = new WeakMap<EnvContext, Promise<unknown>>();
+
+export const createEndpoint = (
   ctx: EnvContext,
   input: EndpointInput & { url: string; events: string[] },
   meta: CallMetadata,
 ): Promise<Record<string, unknown>> => {
+  const previous = creating.get(ctx) ?? Promise.resolve();
+  const next = previous.catch(() => undefined).then(() => createWithinLimit(ctx, input, meta));
+  creating.set(ctx, next);
+  return next;
+};
+
+const createWithinLimit = async (
+  ctx: EnvContext,
+  input: EndpointInput & { url: string; events: string[] },
+  meta: CallMetadata,
+): Promise<Record<string, unknown>> => {
+  // The list is up to date with every creation and deletion answered (read-your-writes in run).
+  const count = await ctx.reads.count('webhook_endpoints');
+  if (count >= MAX_ENDPOINTS) {
+    throw new DomainError(
+      'INVALID_REQUEST',
+      `This environment already has ${count} webhook endpoints, the most it may have; delete one first`,
+      [{ field: 'body', message: `at most ${MAX_ENDPOINTS} webhook endpoints per environment` }],
+    );
+  }
   const endpointId = newEndpointId();
   const secret = newSecret();
   const endpoint = await run(
