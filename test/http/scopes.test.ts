@@ -52,6 +52,7 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
   /** The voucher every read route looks at (10% off, created with the operator key). */
   let seed: { id: string; code: string };
 
+  const webhooks: string[] = [];
   const admin = {
     createVoucher: async (): Promise<{ id: string; code: string }> => {
       const v = await service.createVoucher(percentageVoucher(unique('SCOPE'), { value: 10 }));
@@ -62,13 +63,18 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       return res.body;
     },
-    /** A webhook endpoint (to a host that never resolves: attempts fail, nothing leaves the machine). */
+    /**
+     * A webhook endpoint (to a host that never resolves: attempts fail, nothing leaves the machine).
+     * The ones made for earlier routes are deleted first: an environment holds at most 16.
+     */
     webhook: async (): Promise<{ id: string }> => {
+      for (const id of webhooks.splice(0)) await service.delete(`/v1/webhooks/${id}`);
       const res = await service.post('/v1/webhooks', {
         url: `https://${unique('scopes')}.invalid/hook`,
         events: ['*'],
       });
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
+      webhooks.push(res.body.id as string);
       return { id: res.body.id as string };
     },
     webhookDoc: async (id: string): Promise<TestResponse> => service.get(`/v1/webhooks/${id}`),
