@@ -23,6 +23,7 @@ import { loadConfig } from '../src/config.ts';
 import { SqliteEventStore } from '../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { rebuildReadModels } from '../src/core/projectionGroups.ts';
 import { DataDirInUse, lockDataDir } from '../src/infrastructure/dataDirLock.ts';
+import { systemClock } from '../src/domain/clock.ts';
 
 interface Summary {
   environment: Environment;
@@ -145,7 +146,7 @@ const main = async (): Promise<void> => {
   const environments = selectedEnvironments(process.argv.slice(2));
   const { dataDir } = loadConfig();
   // Nothing to protect (or rebuild) in a DATA_DIR that does not exist: no lock file is made there.
-  const lock = fs.existsSync(dataDir) ? lockDataDir(dataDir, 'replay') : undefined;
+  const lock = fs.existsSync(dataDir) ? lockDataDir(dataDir, 'replay', systemClock) : undefined;
   try {
     await replayAll(dataDir, environments);
   } finally {

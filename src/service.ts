@@ -23,7 +23,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   // One process per DATA_DIR: a second service, or a replay, is refused while this one runs.
-  const lock = lockDataDir(config.dataDir, 'voucher service');
+  const lock = lockDataDir(config.dataDir, 'voucher service', systemClock);
   const service = await openEmbedded({
     dataDir: config.dataDir,
     clock: systemClock,

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import type { Clock } from '../domain/clock.ts';
 
 /** The file whose lock says a process owns DATA_DIR. */
 export const dataDirLockFile = (dataDir: string): string => path.join(dataDir, 'service.lock');
@@ -31,7 +32,7 @@ export interface DataDirLock {
  * while the other does, nor two services on one DATA_DIR. The keys CLI does not take it (it is
  * meant to work while the service runs).
  */
-export const lockDataDir = (dataDir: string, holder: string): DataDirLock => {
+export const lockDataDir = (dataDir: string, holder: string, clock: Clock): DataDirLock => {
   fs.mkdirSync(dataDir, { recursive: true });
   const db = new Database(dataDirLockFile(dataDir), { timeout: 0 });
   try {
@@ -43,7 +44,7 @@ export const lockDataDir = (dataDir: string, holder: string): DataDirLock => {
     db.prepare('INSERT OR REPLACE INTO holder (id, pid, what, since) VALUES (1, ?, ?, ?)').run(
       process.pid,
       holder,
-      new Date().toISOString(),
+      clock.now().toISOString(),
     );
   } catch (error) {
     db.close();
