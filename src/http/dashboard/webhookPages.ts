@@ -502,7 +502,9 @@ const manageCard = (csrf: string, environment: Environment, endpoint: EndpointVi
                 <span class="muted small">Pending deliveries fail; no new ones until enabled again</span>`
             : html`<input type="hidden" name="status" value="enabled" />
                 <button type="submit" class="button button-primary">Enable</button>
-                <span class="muted small">New events are delivered again</span>`
+                <span class="muted small"
+                  >New events are delivered again; recover below the ones that failed meanwhile</span
+                >`
         }
       </form>
       <p class="button-row">
