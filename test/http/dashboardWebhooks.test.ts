@@ -250,4 +250,34 @@ describe('dashboard Webhooks section over HTTP', function () {
     expect(await endpoints()).to.deep.equal([]);
     expect((await client.get(deleted.location!)).html).to.contain('The endpoint is deleted');
   });
+
+  it('recovers the failed deliveries since the given time: the count on the page, then the receiver gets them', async () => {
+    let down = true;
+    receiver.answer('/down', () => (down ? 500 : 200));
+    const { id } = await register(receiver.url('/down'));
+    const path = `/dashboard/webhooks/sandbox/${id}`;
+    await client.post(`${path}/test`, { _csrf: csrf });
+    await client.post(`${path}/test`, { _csrf: csrf });
+    await until(
+      async () => (await client.get(`${path}?status=failed`)).html.match(/data-delivery-id=/g)?.length === 2,
+      'two failed deliveries (3 attempts each)',
+    );
+    expect(receiver.at('/down')).to.have.length(6);
+    const failed = await client.get(`${path}?status=failed`);
+    expect(failed.html).to.contain('3 attempts').and.contain('Failed');
+    down = false;
+    const since = new Date(Date.now() - 60_000).toISOString().slice(0, 16);
+    const recovered = await client.post(`${path}/recover`, { _csrf: csrf, since });
+    expect(recovered.status).to.equal(303);
+    expect(recovered.location).to.equal(`${path}?done=recovered&count=2#deliveries`);
+    expect((await client.get(recovered.location!)).html).to.contain('2 failed deliveries are queued again.');
+    await until(() => receiver.accepted('/down').length === 2, 'both recovered deliveries');
+    // a time after them recovers none
+    await until(
+      async () => !(await client.get(`${path}?status=pending`)).html.includes('data-delivery-id='),
+      'none pending',
+    );
+    const later = new Date(Date.now() + 60_000).toISOString().slice(0, 16);
+    expect((await client.post(`${path}/recover`, { _csrf: csrf, since: later })).location).to.contain('count=0');
+  });
 });
