@@ -126,6 +126,11 @@ describe('dashboard Webhooks section over HTTP', function () {
     }
     const both = await create('production', { url: '' });
     expect(alertText(both)).to.contain('URL is required').and.contain('Events must include at least one event type');
+    const all = await create('production', { url: 'http://example.com/hook', description: 'd'.repeat(501) });
+    expect(alertText(all))
+      .to.contain('URL must use https in production')
+      .and.contain('Description must be at most 500')
+      .and.contain('Events must include at least one event type');
     expect(await endpoints(SANDBOX_KEY)).to.deep.equal([]);
     expect(await endpoints(PRODUCTION_KEY)).to.deep.equal([]);
   });

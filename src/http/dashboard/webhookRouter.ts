@@ -17,6 +17,7 @@ import {
 } from '../../application/webhooks/deliveries.ts';
 import type { DeliveryStatus } from '../../domain/webhooks/delivery.ts';
 import { DomainError } from '../../domain/errors.ts';
+import { checkUrl, type TargetPolicy } from '../../domain/webhooks/endpoint.ts';
 import { field, fieldList, send } from './forms.ts';
 import { messagePage } from './layout.ts';
 import type { Session } from './sessions.ts';
@@ -89,6 +90,18 @@ const problemsOf = (error: unknown): FieldProblem[] | undefined => {
     .filter((d) => typeof d.field === 'string' && typeof d.message === 'string')
     .map((d) => ({ field: d.field as string, message: d.field === 'body' ? error.message : (d.message as string) }));
   return listed.length > 0 ? listed : [{ field: 'body', message: error.message }];
+};
+
+/** The endpoint decider's URL rules, checked first so that every problem of the form shows at once. */
+const urlProblems = (url: string, policy: TargetPolicy): FieldProblem[] => {
+  try {
+    checkUrl(url, policy);
+    return [];
+  } catch (error) {
+    const problems = problemsOf(error);
+    if (!problems) throw error;
+    return problems;
+  }
 };
 
 const isNotFound = (error: unknown): boolean =>
@@ -242,14 +255,15 @@ export const webhookRouter = (environments: Record<Environment, EnvContext>): Ro
       events: [...new Set(fieldList(req, 'events'))].slice(0, MAX_EVENTS + 1),
     };
     const problems: FieldProblem[] = [];
+    const ctx = environments[environment];
     if (!form.url) problems.push({ field: 'url', message: 'is required, e.g. https://example.com/webhooks' });
+    else problems.push(...urlProblems(form.url, ctx.webhooks.policy));
     if (form.description.length > MAX_DESCRIPTION)
       problems.push({ field: 'description', message: `must be at most ${MAX_DESCRIPTION} characters` });
     if (form.events.length === 0) problems.push({ field: 'events', message: 'must include at least one event type' });
     else if (form.events.length > MAX_EVENTS || form.events.some((e) => e.length > MAX_EVENT_LENGTH))
       problems.push({ field: 'events', message: 'must be chosen from the list' });
     if (problems.length > 0) return showList(res, environment, { problems, form }, 400);
-    const ctx = environments[environment];
     let created: Record<string, unknown>;
     try {
       created = await createEndpoint(
