@@ -81,7 +81,13 @@ export const createApp = (deps: AppDeps): Express => {
   if (deps.admin)
     app.use(
       '/dashboard',
-      dashboardRouter({ keys: deps.keys, admin: deps.admin, clock: deps.clock ?? systemClock, logger: deps.logger }),
+      dashboardRouter({
+        keys: deps.keys,
+        environments: deps.environments,
+        admin: deps.admin,
+        clock: deps.clock ?? systemClock,
+        logger: deps.logger,
+      }),
     );
   app.use(notFound);
   app.use(errorHandler);

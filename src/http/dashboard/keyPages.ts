@@ -15,12 +15,12 @@ const SCOPE_HELP: Record<Scope, string> = {
 export const ENVIRONMENT_LABEL: Record<Environment, string> = { production: 'Production', sandbox: 'Sandbox' };
 
 /** `2026-01-15T12:00:00Z` as `2026-01-15 12:00 UTC` (the time on its own line in tables). */
-const when = (iso: string | undefined, never = 'Never'): SafeHtml =>
+export const when = (iso: string | undefined, never = 'Never'): SafeHtml =>
   iso
     ? html`<time datetime="${iso}">${iso.slice(0, 10)} <span class="time">${iso.slice(11, 16)} UTC</span></time>`
     : html`<span class="muted">${never}</span>`;
 
-const envBadge = (environment: Environment): SafeHtml =>
+export const envBadge = (environment: Environment): SafeHtml =>
   html`<span class="badge badge-${environment}">${ENVIRONMENT_LABEL[environment]}</span>`;
 
 /** What a list shows instead of a key: its prefix and last four characters. */

@@ -33,6 +33,7 @@ export const layout = ({ title, body, csrf, scripts = [] }: LayoutOptions): Safe
                 ? ''
                 : html`<nav class="nav" aria-label="Dashboard">
                     <a href="/dashboard/keys" class="nav-link">API keys</a>
+                    <a href="/dashboard/webhooks" class="nav-link">Webhooks</a>
                     <form method="post" action="/dashboard/logout" class="inline-form">
                       ${csrfField(csrf)}
                       <button type="submit" class="button button-quiet">Sign out</button>

@@ -11,9 +11,9 @@ import helmet from 'helmet';
 import type { Logger } from 'pino';
 import { isScope, type ApiKeyRegistry } from '../../application/apiKeys.ts';
 import type { AdminAuth } from '../../application/adminAuth.ts';
+import type { EnvContext, Environment } from '../../application/context.ts';
 import type { Clock } from '../../domain/clock.ts';
 import { dashboardAssets } from './assets.ts';
-import type { SafeHtml } from './html.ts';
 import {
   confirmRevokePage,
   createdPage,
@@ -22,6 +22,7 @@ import {
   keysPage,
   type CreateForm,
 } from './keyPages.ts';
+import { field, fieldList, send } from './forms.ts';
 import { loginPage, messagePage } from './layout.ts';
 import {
   cookieOptions,
@@ -33,9 +34,12 @@ import {
   SessionStore,
   type Session,
 } from './sessions.ts';
+import { webhookRouter } from './webhookRouter.ts';
 
 export interface DashboardDeps {
   keys: ApiKeyRegistry;
+  /** The environments whose webhook endpoints the Webhooks section manages. */
+  environments: Record<Environment, EnvContext>;
   admin: AdminAuth;
   clock: Clock;
   /** Failed sign-ins allowed per IP and window (default 5 per 15 minutes). */
@@ -44,11 +48,6 @@ export interface DashboardDeps {
   /** Where the sign-in throttle reports a misconfiguration (express-rate-limit's checks); absent: the console. */
   logger?: Logger;
 }
-
-/** Every dashboard page is private and changes: never stored by the browser or a proxy. */
-const send = (res: Response, page: SafeHtml, status = 200): void => {
-  res.status(status).set('Cache-Control', 'no-store').type('html').send(page.value);
-};
 
 const forbidden = (res: Response, csrf?: string): void =>
   send(
@@ -63,23 +62,9 @@ const forbidden = (res: Response, csrf?: string): void =>
     403,
   );
 
-/** Only these fields are read from a form; a repeated field arrives as an array. */
-const field = (req: Request, name: string): string => {
-  const value = (req.body as Record<string, unknown> | undefined)?.[name];
-  return typeof value === 'string' ? value : '';
-};
-const fieldList = (req: Request, name: string): string[] => {
-  const value = (req.body as Record<string, unknown> | undefined)?.[name];
-  return Array.isArray(value)
-    ? value.filter((v): v is string => typeof v === 'string')
-    : typeof value === 'string'
-      ? [value]
-      : [];
-};
-
 /**
  * The operator dashboard: sign-in with the admin password, then the API Keys section (create,
- * list, revoke). Server-rendered HTML, helmet headers with a CSP of 'self' only, sessions in a
+ * list, revoke) and the Webhooks section (webhookRouter.ts). Server-rendered HTML, helmet headers with a CSP of 'self' only, sessions in a
  * cookie (`vs_session`), a synchronizer CSRF token on every form, throttled sign-in.
  */
 export const dashboardRouter = (deps: DashboardDeps): Router => {
@@ -273,6 +258,8 @@ export const dashboardRouter = (deps: DashboardDeps): Router => {
     await deps.keys.revoke(record.id, 'dashboard');
     res.redirect(303, `/dashboard/keys?revoked=${encodeURIComponent(record.id)}`);
   });
+
+  router.use('/webhooks', signedIn, webhookRouter(deps.environments));
 
   router.use((req, res) =>
     send(
