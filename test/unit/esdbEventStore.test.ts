@@ -444,16 +444,41 @@ describe('EsdbEventStore (EventStoreDB adapter, client faked)', function () {
         .onFirstCall()
         .returns(reading([resolved('production.x', 3, 900), resolved('$stats', 1, 880)]))
         .onSecondCall()
-        .returns(reading([resolved('$stats', 1, 880), resolved('sandbox.y', 7, 850)]))
-        .onThirdCall()
-        .returns(reading([resolved('production.x', 0, 10)]));
-      const store = open(client, { pageSize: 2 });
-      expect(await store.headPosition()).to.equal(850);
+        .returns(reading([resolved('$stats', 1, 880), resolved('sandbox.y', 7, 850)]));
+      expect(await open(client, { pageSize: 2 }).headPosition()).to.equal(850);
       expect(client.readAll.getCalls().map((call) => call.args[0])).to.deep.equal([
         { fromPosition: END, direction: BACKWARDS, maxCount: 2 },
         { fromPosition: { commit: 880n, prepare: 880n }, direction: BACKWARDS, maxCount: 2 },
       ]);
-      expect(await store.headPosition()).to.equal(0);
+
+      const empty = fakeClient();
+      empty.readAll
+        .onFirstCall()
+        .returns(reading([resolved('production.x', 1, 20), resolved('production.x', 0, 10)]))
+        .onSecondCall()
+        .returns(reading([resolved('production.x', 0, 10)]));
+      expect(await open(empty, { pageSize: 2 }).headPosition()).to.equal(0);
+      sinon.assert.calledTwice(empty.readAll);
+    });
+
+    it('headPosition reads back only to where its previous call looked', async function () {
+      const client = fakeClient();
+      client.readAll
+        .onCall(0)
+        .returns(reading([resolved('production.x', 3, 900), resolved('sandbox.y', 7, 850)]))
+        .onCall(1)
+        .returns(reading([resolved('production.x', 5, 990), resolved('production.x', 4, 950)]))
+        .onCall(2)
+        .returns(reading([resolved('production.x', 3, 900), resolved('production.x', 2, 880)]))
+        .onCall(3)
+        .returns(reading([resolved('sandbox.z', 0, 1_000), resolved('production.x', 5, 990)]));
+      const store = open(client, { pageSize: 2 });
+      expect(await store.headPosition()).to.equal(850);
+      // Other namespaces wrote 950 and 990: the scan stops at 900, below which the head is known.
+      expect(await store.headPosition()).to.equal(850);
+      expect(client.readAll.callCount).to.equal(3);
+      expect(client.readAll.getCall(2).args[0].fromPosition).to.deep.equal({ commit: 950n, prepare: 950n });
+      expect(await store.headPosition()).to.equal(1_000);
     });
 
     it('an unreachable server while scanning is StoreUnavailableError', async function () {

@@ -96,6 +96,8 @@ export class EsdbEventStore<E extends DomainEvent = AnyEvent> implements EventSt
   private readonly ownsClient: boolean;
   private readonly subscriptions = new Set<EsdbSubscription<E>>();
   private closed = false;
+  /** What headPosition() found: this namespace's last event at or before `upTo` is at `head`. */
+  private scanned: { upTo: number; head: number } | undefined;
 
   constructor(
     private readonly client: EsdbClient,
@@ -209,17 +211,31 @@ export class EsdbEventStore<E extends DomainEvent = AnyEvent> implements EventSt
     }
   }
 
-  /** Position of this namespace's last event (found by reading $all backwards), 0 when it has none. */
+  /**
+   * Position of this namespace's last event, 0 when it has none: $all read backwards from its end
+   * down to this namespace's last event, or down to where an earlier call of this instance looked
+   * (the log only grows at its end, so what lies below that is known).
+   */
   async headPosition(): Promise<number> {
     this.assertOpen();
+    const known = this.scanned;
     let from: ReadPosition = END;
-    for (;;) {
+    let top: number | undefined;
+    let head: number | undefined;
+    while (head === undefined) {
       const page = await this.readAllPage(from, BACKWARDS);
-      const own = page.find((resolved) => this.owns(resolved.event!.streamId));
-      if (own) return toPosition(own.event!.position);
-      if (page.length < this.pageSize) return 0;
-      from = page.at(-1)!.event!.position;
+      for (const resolved of page) {
+        const position = toPosition(resolved.event!.position);
+        top ??= position;
+        if (this.owns(resolved.event!.streamId)) head = position;
+        else if (known && position <= known.upTo) head = known.head;
+        if (head !== undefined) break;
+      }
+      if (head === undefined && page.length < this.pageSize) head = 0;
+      else from = page.at(-1)?.event!.position ?? END;
     }
+    if (top !== undefined && (!known || top > known.upTo)) this.scanned = { upTo: top, head };
+    return head;
   }
 
   subscribeToAll(options: SubscribeOptions, handler: BatchHandler<E>): Subscription {
@@ -333,14 +349,15 @@ export class EsdbEventStore<E extends DomainEvent = AnyEvent> implements EventSt
 }
 
 /**
- * Opens a client on `url` (EVENTSTORE_URL, `esdb://host:2113?tls=false` or a cluster string) and
- * checks the server answers (a read of one event of $all) before returning the store; fails with
- * a message naming EVENTSTORE_URL when it does not.
+ * A client on `url` (EVENTSTORE_URL: `esdb://host:2113?tls=false`, or a cluster's connection
+ * string), once the server has answered a read of one event of $all; fails with a message naming
+ * EVENTSTORE_URL (credentials left out) when the string is not one or the server does not answer.
+ * One client serves the stores of every namespace.
  */
-export async function openEsdbEventStore<E extends DomainEvent = AnyEvent>(
+export async function connectEsdb(
   url: string,
-  options: Omit<EsdbEventStoreOptions<E>, 'ownsClient'> & { checkDeadlineMs?: number },
-): Promise<EsdbEventStore<E>> {
+  options: { checkDeadlineMs?: number } = {},
+): Promise<EventStoreDBClient> {
   let client: EventStoreDBClient;
   try {
     client = EventStoreDBClient.connectionString(url);
@@ -349,7 +366,6 @@ export async function openEsdbEventStore<E extends DomainEvent = AnyEvent>(
       cause: error,
     });
   }
-  const store = new EsdbEventStore<E>(client, { ...options, ownsClient: true });
   try {
     for await (const _ of client.readAll({ maxCount: 1, deadline: options.checkDeadlineMs ?? 5_000 })) break;
   } catch (error) {
@@ -358,7 +374,21 @@ export async function openEsdbEventStore<E extends DomainEvent = AnyEvent>(
       cause: error,
     });
   }
-  return store;
+  return client;
+}
+
+/** A store on its own client (connectEsdb), which close() disposes of. */
+export async function openEsdbEventStore<E extends DomainEvent = AnyEvent>(
+  url: string,
+  options: Omit<EsdbEventStoreOptions<E>, 'ownsClient'> & { checkDeadlineMs?: number },
+): Promise<EsdbEventStore<E>> {
+  const client = await connectEsdb(url, options);
+  try {
+    return new EsdbEventStore<E>(client, { ...options, ownsClient: true });
+  } catch (error) {
+    await client.dispose().catch(() => {});
+    throw error;
+  }
 }
 
 interface SubscriptionSettings<E extends DomainEvent> {
