@@ -13,6 +13,7 @@ import {
   BACKWARDS,
   END,
   ErrorType,
+  EventStoreDBClient,
   FORWARDS,
   NO_STREAM,
   START,
@@ -116,6 +117,17 @@ const CLIENT_ERRORS: Array<{ name: string; make: () => Error; transient: boolean
     transient: true,
   },
   { name: 'CancelledError', make: () => fromGrpc(status.CANCELLED), transient: true },
+  {
+    // Appends on a channel that never connected reject with gRPC's own error, unconverted.
+    name: 'Error',
+    make: () =>
+      Object.assign(new Error('14 UNAVAILABLE: No connection established'), {
+        code: status.UNAVAILABLE,
+        details: 'x',
+        metadata: new Metadata(),
+      }),
+    transient: true,
+  },
   {
     name: 'AccessDeniedError',
     make: () => fromGrpc(status.PERMISSION_DENIED, ErrorType.ACCESS_DENIED),
@@ -258,7 +270,8 @@ describe('EsdbEventStore (EventStoreDB adapter, client faked)', function () {
           .catch((e: unknown) => e);
         if (transient) {
           expect(error).to.be.instanceOf(StoreUnavailableError).and.include({ store: 'eventstore' });
-          expect((error as Error).cause).to.equal(raised);
+          const cause = (error as Error).cause as { _raw?: unknown };
+          expect(cause === raised || cause._raw === raised, 'the client error is the cause').to.equal(true);
         } else {
           expect(error).to.equal(raised);
         }
@@ -650,6 +663,31 @@ describe('EsdbEventStore (EventStoreDB adapter, client faked)', function () {
       expect((error as Error).message).to.match(/EVENTSTORE_URL/);
       expect((error as Error).message).to.include('esdb://***@127.0.0.1:9');
       expect((error as Error).message).to.not.include('secret');
+    });
+
+    it('with the real client and no server at the address, every call is StoreUnavailableError', async function () {
+      // Nothing listens on 127.0.0.1:9: the client's own errors, as it raises them for a lost server.
+      const client = EventStoreDBClient.connectionString('esdb://127.0.0.1:9?tls=false&defaultDeadline=3000');
+      const store = new EsdbEventStore(client, { namespace: 'sandbox', ownsClient: true });
+      try {
+        const calls = {
+          append: store.appendToStream('s', [{ type: 'E', data: {} }]),
+          readStream: store.readStream('s'),
+          readAll: store.readAll(),
+          headPosition: store.headPosition(),
+        };
+        for (const [name, call] of Object.entries(calls)) {
+          expect(await call.catch((e: unknown) => e), name).to.be.instanceOf(StoreUnavailableError);
+        }
+        const errors: unknown[] = [];
+        const subscription = store.subscribeToAll({ onError: (e) => errors.push(e) }, () => {});
+        for (let i = 0; i < 1_000 && errors.length === 0; i += 1) await new Promise((r) => setTimeout(r, 5));
+        expect(errors).to.have.length(1);
+        expect(errors[0]).to.be.instanceOf(StoreUnavailableError);
+        await subscription.close();
+      } finally {
+        await store.close();
+      }
     });
 
     it('openEsdbEventStore refuses a connection string that is not one', async function () {

@@ -23,6 +23,7 @@ import {
   END,
   ErrorType,
   EventStoreDBClient,
+  convertToCommandError,
   FORWARDS,
   NO_STREAM,
   START,
@@ -337,7 +338,7 @@ export class EsdbEventStore<E extends DomainEvent = AnyEvent> implements EventSt
 
   private mapAppendError(error: unknown, streamId: string, expected: ExpectedRevision): unknown {
     if (isCommandError(error, ErrorType.WRONG_EXPECTED_VERSION)) {
-      const actual = (error as { actualVersion?: unknown }).actualVersion;
+      const actual = (asCommandError(error) as { actualVersion?: unknown }).actualVersion;
       return new WrongExpectedRevisionError(streamId, expected, typeof actual === 'bigint' ? Number(actual) : -1);
     }
     return mapError(error);
@@ -510,15 +511,25 @@ function checkMaxCount(maxCount: number | undefined): number | undefined {
   return maxCount;
 }
 
+/**
+ * The client's error class for an error: some calls (appends on a channel that never connected)
+ * reject with the raw gRPC error, which the client's own conversion turns into its class.
+ */
+function asCommandError(error: unknown): unknown {
+  return error instanceof Error ? convertToCommandError(error) : error;
+}
+
 function isCommandError(error: unknown, type: ErrorType): boolean {
-  return error instanceof Error && (error as { type?: unknown }).type === type;
+  const converted = asCommandError(error);
+  return converted instanceof Error && (converted as { type?: unknown }).type === type;
 }
 
 /** Transient client errors become StoreUnavailableError; the others are passed on as they are. */
 export function mapError(error: unknown): unknown {
   if (error instanceof StoreUnavailableError) return error;
-  const type = error instanceof Error ? (error as { type?: unknown }).type : undefined;
-  return typeof type === 'string' && TRANSIENT.has(type) ? new StoreUnavailableError(EVENTSTORE, error) : error;
+  const converted = asCommandError(error);
+  const type = converted instanceof Error ? (converted as { type?: unknown }).type : undefined;
+  return typeof type === 'string' && TRANSIENT.has(type) ? new StoreUnavailableError(EVENTSTORE, converted) : error;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
