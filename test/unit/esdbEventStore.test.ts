@@ -278,6 +278,25 @@ describe('EsdbEventStore (EventStoreDB adapter, client faked)', function () {
       });
     }
 
+    it('a call that failed on a lost server leaves the store usable: the next one goes to the server', async function () {
+      const client = fakeClient();
+      client.appendToStream
+        .onFirstCall()
+        .rejects(fromGrpc(status.UNAVAILABLE))
+        .onSecondCall()
+        .resolves({ success: true, nextExpectedRevision: 0n, position: { commit: 77n, prepare: 77n } });
+      const store = open(client);
+      const event = { type: 'E', data: {} };
+      const first = await store
+        .appendToStream('s', [event], { expectedRevision: 'no_stream' })
+        .catch((e: unknown) => e);
+      expect(first).to.be.instanceOf(StoreUnavailableError);
+      expect(await store.appendToStream('s', [event], { expectedRevision: 'no_stream' })).to.deep.equal({
+        nextExpectedRevision: 0,
+        position: 77,
+      });
+    });
+
     it('takes the position from the appended event when the server reports none', async function () {
       const client = fakeClient();
       client.appendToStream.resolves({ success: true, nextExpectedRevision: 1n });
