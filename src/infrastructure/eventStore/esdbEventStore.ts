@@ -152,6 +152,7 @@ export class EsdbEventStore<E extends DomainEvent = AnyEvent> implements EventSt
 
   /** Rejects without writing: the server cannot append to several streams atomically. */
   async appendToStreams(appends: StreamAppend<E>[]): Promise<AppendResult[]> {
+    this.assertOpen();
     if (appends.length === 0) throw new TypeError('appendToStreams needs at least one stream');
     if (new Set(appends.map((a) => a.streamId)).size !== appends.length)
       throw new TypeError('appendToStreams: each stream at most once');
