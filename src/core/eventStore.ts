@@ -145,6 +145,12 @@ export interface EventStore<E extends DomainEvent = AnyEvent> {
    * several instances) leave it out, and callers read.
    */
   externalChangeToken?(): number;
+  /**
+   * Whether `appendToStreams` is available. Absent or true: it is (the embedded SQLite store).
+   * False: the store has no atomic append to several streams (EventStoreDB 24.10), its
+   * `appendToStreams` rejects without writing, and callers change one stream per append.
+   */
+  readonly atomicMultiStream?: boolean;
   close(): Promise<void>;
 }
 

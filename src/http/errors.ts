@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import { DomainError, InvalidRequestError, type ErrorCode } from '../domain/errors.ts';
 import { QuotaExceededError } from '../application/quotas.ts';
+import { StoreUnavailableError } from '../core/storeUnavailable.ts';
 
 /** HTTP-only error codes, beyond the domain's. */
 export type HttpErrorCode =
@@ -12,7 +13,8 @@ export type HttpErrorCode =
   | 'RATE_LIMIT_EXCEEDED'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'INTERNAL_ERROR';
+  | 'INTERNAL_ERROR'
+  | 'SERVICE_UNAVAILABLE';
 
 const STATUS: Record<HttpErrorCode, number> = {
   INVALID_REQUEST: 400,
@@ -36,6 +38,7 @@ const STATUS: Record<HttpErrorCode, number> = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMIT_EXCEEDED: 429,
   INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
   INVALID_TIME_PERIOD: 400,
   EXPORT_NOT_FOUND: 404,
   EXPORT_NOT_READY: 409,
@@ -45,6 +48,9 @@ const STATUS: Record<HttpErrorCode, number> = {
   WEBHOOK_NOT_FOUND: 404,
   WEBHOOK_DELIVERY_NOT_FOUND: 404,
 };
+
+/** Retry-After (seconds) on a 503: long enough for a store server's restart or leader election. */
+export const STORE_RETRY_AFTER_SECONDS = 5;
 
 export const statusFor = (code: HttpErrorCode): number => STATUS[code] ?? 500;
 
@@ -112,11 +118,20 @@ const send = (res: Response, error: HttpError | DomainError): void => {
 
 /**
  * The one place errors become responses: domain and HTTP errors keep their code and details,
- * body-parser failures become 400/413, anything else is a 500 INTERNAL_ERROR carrying only the
- * request id (the stack goes to the log, never to the client).
+ * body-parser failures become 400/413, an unreachable store server 503 SERVICE_UNAVAILABLE with
+ * Retry-After, anything else is a 500 INTERNAL_ERROR carrying only the request id (the stack goes
+ * to the log, never to the client).
  */
 export const errorHandler: ErrorRequestHandler = (error: unknown, req, res, _next) => {
   if (error instanceof DomainError || error instanceof HttpError) return send(res, error);
+  if (error instanceof StoreUnavailableError) {
+    req.log?.warn({ err: error, store: error.store }, 'store unavailable');
+    res.setHeader('Retry-After', String(STORE_RETRY_AFTER_SECONDS));
+    return send(
+      res,
+      new HttpError('SERVICE_UNAVAILABLE', 'The service cannot reach its storage; retry after Retry-After seconds'),
+    );
+  }
   const parser = error as BodyParserError;
   if (parser.type === 'entity.too.large') return send(res, bodyTooLarge(parser.limit ?? 1_048_576));
   if (parser.type === 'entity.parse.failed') return send(res, invalidJsonBody());

@@ -74,6 +74,15 @@ const common = {
   403: error('The key lacks the scope.', ['INSUFFICIENT_PERMISSIONS']),
   429: tooManyRequests,
   500: error('An unexpected failure; details {request_id} (never a stack trace).', ['INTERNAL_ERROR']),
+  503: {
+    ...error(
+      'A store server of the service (event store, read store) cannot be reached just now; details {}. Retry after Retry-After seconds; the service recovers by itself when the server is back.',
+      ['SERVICE_UNAVAILABLE'],
+    ),
+    headers: {
+      'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
+    },
+  },
 };
 
 /** What every operation with a JSON body can also answer (auth.ts requireJson, body.ts parseJsonBody, errors.ts errorHandler). */

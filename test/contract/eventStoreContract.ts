@@ -20,9 +20,19 @@ import {
 
 export type EventStoreFactory = () => Promise<{ store: EventStore; cleanup: () => Promise<void> }>;
 
+/** What the store under test offers beyond the common port (see EventStore.atomicMultiStream). */
+export interface EventStoreCapabilities {
+  /** Default true. False: appendToStreams must say so, reject and write nothing. */
+  atomicMultiStream?: boolean;
+}
+
 const WAIT_LIMIT_MS = 10_000;
 
-export function eventStoreContract(name: string, factory: EventStoreFactory): void {
+export function eventStoreContract(
+  name: string,
+  factory: EventStoreFactory,
+  capabilities: EventStoreCapabilities = {},
+): void {
   describe(`EventStore contract: ${name}`, function () {
     let store: EventStore;
     let cleanup: () => Promise<void>;
@@ -198,7 +208,27 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
       });
     });
 
+    describe('appendToStreams where the store has no atomic multi-stream append', function () {
+      if (capabilities.atomicMultiStream !== false) return;
+      it('says so, and rejects without writing to any stream', async function () {
+        expect(store.atomicMultiStream).to.equal(false);
+        const a = await seedStream('multi-none-a', 1);
+        const b = uniqueStream('multi-none-b');
+        const head = await store.headPosition();
+        const error = await rejectionOf(
+          store.appendToStreams([
+            { streamId: a, events: events(1, 'A'), expectedRevision: 0 },
+            { streamId: b, events: events(1, 'B'), expectedRevision: 'no_stream' },
+          ]),
+        );
+        expect(error).to.be.instanceOf(Error);
+        expect(await readOwn(head, [a, b])).to.deep.equal([]);
+        expect(await store.readStream(b)).to.deep.equal([]);
+      });
+    });
+
     describe('appendToStreams (atomic, several streams)', function () {
+      if (capabilities.atomicMultiStream === false) return; // tested above
       it('writes every stream, with one result per stream in the order given, contiguous in $all', async function () {
         const a = await seedStream('multi-a', 2);
         const b = uniqueStream('multi-b');

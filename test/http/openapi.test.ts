@@ -375,6 +375,16 @@ describe('OpenAPI document: request schemas and error responses agree with the s
       }
       expectListed('/analytics/export', 'post', 500, 'EXPORT_FAILED');
     });
+
+    it('lists 503 SERVICE_UNAVAILABLE with Retry-After on every operation (a store server out of reach)', () => {
+      for (const [template, item] of Object.entries(doc.paths as Record<string, Json>)) {
+        for (const [method, op] of Object.entries(item)) {
+          if (!op?.responses) continue;
+          expectListed(template, method, 503, 'SERVICE_UNAVAILABLE');
+          expect(op.responses['503'].headers, `${method} ${template}`).to.have.property('Retry-After');
+        }
+      }
+    });
   });
 
   describe('success responses', () => {
