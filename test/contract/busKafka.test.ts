@@ -7,6 +7,7 @@ import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
 import kafkajs from 'kafkajs';
 import type { DeliveredMessage } from '../../src/core/bus.ts';
 import { KafkaBus } from '../../src/infrastructure/bus/kafkaBus.ts';
@@ -103,4 +104,22 @@ if (BROKERS.length === 0) {
     },
     { partitions: PARTITIONS, waitLimitMs: 20_000 },
   );
+
+  describe(`KafkaBus on ${BROKERS.join(',')}: start-up errors the broker gives`, function () {
+    it('names KAFKA_REPLICATION when the broker cannot hold that many replicas', async function () {
+      const bus = new KafkaBus({
+        brokers: BROKERS,
+        partitions: 1,
+        replication: 3,
+        topicPrefix: `replication-${randomUUID()}`,
+        connectRetries: 2,
+      });
+      const error = await bus.start(['sandbox']).then(
+        () => new Error('start resolved'),
+        (rejection: Error) => rejection,
+      );
+      await bus.close();
+      expect(error.message).to.contain('KAFKA_REPLICATION').and.contain('replication factor 3');
+    });
+  });
 }
