@@ -105,7 +105,26 @@ if (BROKERS.length === 0) {
     { partitions: PARTITIONS, waitLimitMs: 20_000 },
   );
 
-  describe(`KafkaBus on ${BROKERS.join(',')}: start-up errors the broker gives`, function () {
+  describe(`KafkaBus on ${BROKERS.join(',')}: topic creation`, function () {
+    it("without a replication setting, replicates topics as much as the cluster's brokers allow, up to 3", async function () {
+      const topicPrefix = `replication-${randomUUID()}`;
+      const bus = new KafkaBus({ brokers: BROKERS, partitions: 2, topicPrefix, connectRetries: 2 });
+      await bus.start(['sandbox']);
+      await bus.close();
+      const admin = new kafkajs.Kafka({ brokers: BROKERS, logLevel: kafkajs.logLevel.NOTHING }).admin();
+      await admin.connect();
+      try {
+        const { brokers } = await admin.describeCluster();
+        const { topics } = await admin.fetchTopicMetadata({ topics: [bus.topicOf('sandbox')] });
+        expect(topics[0]!.partitions).to.have.length(2);
+        for (const partition of topics[0]!.partitions) {
+          expect(partition.replicas).to.have.length(Math.min(3, brokers.length));
+        }
+      } finally {
+        await admin.disconnect();
+      }
+    });
+
     it('names KAFKA_REPLICATION when the broker cannot hold that many replicas', async function () {
       const bus = new KafkaBus({
         brokers: BROKERS,

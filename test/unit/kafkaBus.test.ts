@@ -35,6 +35,7 @@ function fakeKafka() {
     disconnect: sinon.stub().resolves(),
     listTopics: sinon.stub().resolves(['voucher-events.sandbox']),
     createTopics: sinon.stub().resolves(true),
+    describeCluster: sinon.stub().resolves({ brokers: [{}, {}], controller: 1, clusterId: 'c' }),
   };
   const producer = {
     connect: sinon.stub().resolves(),
@@ -108,6 +109,18 @@ describe('KafkaBus (kafkajs boundary)', function () {
       sinon.assert.calledOnce(fake.producer.connect);
       sinon.assert.calledOnce(fake.admin.disconnect);
     });
+
+    for (const [brokers, replicas] of [
+      [2, 2],
+      [5, 3],
+    ]) {
+      it(`without a replication setting, creates topics with ${replicas} replicas on a cluster of ${brokers} brokers`, async function () {
+        const fake = fakeKafka();
+        fake.admin.describeCluster.resolves({ brokers: Array(brokers).fill({}), controller: 1, clusterId: 'c' });
+        await new KafkaBus(options(fake, { replication: undefined })).start(['production']);
+        expect(fake.admin.createTopics.firstCall.args[0].topics[0].replicationFactor).to.equal(replicas);
+      });
+    }
 
     it('creates no topic when every environment has one', async function () {
       const fake = fakeKafka();

@@ -2,7 +2,8 @@
  * The bus on Apache Kafka through kafkajs.
  *
  * - Topics `<prefix>.<environment>` are created on start with the configured partitions and
- *   replication (existing topics are left as they are).
+ *   replication (default 3, or the broker count of a smaller cluster); existing topics are left
+ *   as they are.
  * - The producer is idempotent with one request in flight, and waits for all in-sync replicas:
  *   a retried send neither duplicates nor reorders a key's messages.
  * - A subscription is a consumer group member reading from the earliest offset when its group
@@ -35,8 +36,8 @@ export interface KafkaBusOptions {
   brokers: readonly string[];
   /** Partitions of a topic this bus creates (KAFKA_PARTITIONS). */
   partitions: number;
-  /** Replication factor of a topic this bus creates (KAFKA_REPLICATION). */
-  replication: number;
+  /** Replication factor of a topic this bus creates (KAFKA_REPLICATION); default 3, or the cluster's broker count if smaller. */
+  replication?: number;
   topicPrefix?: string;
   clientId?: string;
   /** Connection attempts before start gives up (kafkajs retries, default 5). */
@@ -74,6 +75,8 @@ export function isUnavailable(error: unknown): boolean {
 }
 
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+const DEFAULT_REPLICATION = 3;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -226,7 +229,13 @@ export class KafkaBus implements Bus {
   }
 
   async #createTopics(admin: Admin, topics: string[]): Promise<void> {
-    const { partitions, replication } = this.#options;
+    const { partitions } = this.#options;
+    const replication =
+      this.#options.replication ??
+      Math.min(
+        DEFAULT_REPLICATION,
+        (await this.#reach('describe the cluster of', () => admin.describeCluster())).brokers.length,
+      );
     try {
       await admin.createTopics({
         waitForLeaders: true,
