@@ -45,6 +45,9 @@ export interface Config {
 
   /** Webhook delivery (WEBHOOK_ALLOWED_CIDRS, WEBHOOK_RETRY_DELAYS, WEBHOOK_TIMEOUT_MS; see webhooksFrom). */
   webhooks: WebhookSettings;
+
+  /** The Kafka bus (KAFKA_BROKERS, KAFKA_PARTITIONS, KAFKA_REPLICATION; see kafkaFrom); unset: the in-memory bus. */
+  kafka?: KafkaSettings;
 }
 
 const integer = (raw: string | undefined, fallback: number, name: string): number => {
@@ -148,6 +151,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   adminPassword: env.ADMIN_PASSWORD || undefined,
   projectors: projectorsFrom(env.PROJECTORS),
   quotas: quotasFrom(env),
+  kafka: kafkaFrom(env),
 
   server: serverLimitsFrom(env),
   webhooks: webhooksFrom(env),
@@ -322,4 +326,45 @@ export const webhooksFrom = (env: NodeJS.ProcessEnv): WebhookSettings => {
     throw new Error(`WEBHOOK_TIMEOUT_MS must be between 1 and 60000, got "${env.WEBHOOK_TIMEOUT_MS}"`);
   settings.timeoutMs = timeout;
   return settings;
+};
+
+// ---- Kafka ------------------------------------------------------------------------------------
+
+export interface KafkaSettings {
+  brokers: string[];
+  /** Partitions of the topics the service creates: dispatchers of a group beyond this count idle. */
+  partitions: number;
+  /** Replication factor of the topics the service creates; unset: 3, or fewer on a smaller cluster. */
+  replication?: number;
+}
+
+export const DEFAULT_KAFKA_PARTITIONS = 12;
+
+const BROKER = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
+
+/**
+ * KAFKA_BROKERS: comma-separated `host:port` bootstrap brokers (unset: no Kafka);
+ * KAFKA_PARTITIONS (1 to 10000, default 12) and KAFKA_REPLICATION (1 to 32767, default 3 or
+ * the cluster's broker count if smaller) for the topics created on start.
+ */
+export const kafkaFrom = (env: NodeJS.ProcessEnv): KafkaSettings | undefined => {
+  const bounded = (name: string, max: number): number | undefined => {
+    const raw = env[name]?.trim() ?? '';
+    if (raw === '') return undefined;
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw) || value < 1 || value > max)
+      throw new Error(`${name} must be an integer from 1 to ${max}, got "${env[name]}"`);
+    return value;
+  };
+  const partitions = bounded('KAFKA_PARTITIONS', 10_000) ?? DEFAULT_KAFKA_PARTITIONS;
+  const replication = bounded('KAFKA_REPLICATION', 32_767);
+  const raw = env.KAFKA_BROKERS?.trim() ?? '';
+  if (raw === '') return undefined;
+  const brokers = raw.split(',').map((broker) => broker.trim());
+  for (const broker of brokers) {
+    const port = BROKER.exec(broker)?.[1];
+    if (port === undefined || Number(port) < 1 || Number(port) > 65_535)
+      throw new Error(`KAFKA_BROKERS must be comma-separated host:port pairs, got "${env.KAFKA_BROKERS}"`);
+  }
+  return replication === undefined ? { brokers, partitions } : { brokers, partitions, replication };
 };

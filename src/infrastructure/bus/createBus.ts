@@ -1,0 +1,15 @@
+import type { Bus } from '../../core/bus.ts';
+import { InMemoryBus } from './inMemoryBus.ts';
+import { KafkaBus, type KafkaLog } from './kafkaBus.ts';
+
+export interface BusSettings {
+  brokers: readonly string[];
+  partitions: number;
+  replication?: number;
+}
+
+/** The Kafka bus on `kafka`'s brokers, or, without them, a bus in this process's memory. */
+export function createBus(kafka: BusSettings | undefined, log?: KafkaLog): Bus {
+  if (!kafka) return new InMemoryBus();
+  return new KafkaBus({ ...kafka, log });
+}
