@@ -1,0 +1,132 @@
+/**
+ * The MongoDB client the Mongo stores share: connected and checked at start from MONGODB_URL,
+ * one database per environment, and the mapping of the driver's connection errors to
+ * StoreUnavailableError.
+ */
+import {
+  MongoClient,
+  MongoClientClosedError,
+  MongoError,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoOperationTimeoutError,
+  MongoServerClosedError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+  type Db,
+  type MongoClientOptions,
+} from 'mongodb';
+import { StoreUnavailableError } from '../../core/storeUnavailable.ts';
+
+/** The name StoreUnavailableError carries for the MongoDB stores. */
+export const MONGO_STORE = 'mongodb';
+
+/** The database name used when MONGODB_URL names none. */
+export const DEFAULT_DATABASE = 'vouchers';
+
+/** How long an operation waits for a reachable server unless MONGODB_URL says otherwise. */
+export const DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 5_000;
+
+/**
+ * Server error codes that mean the server, or the replica set's primary, is not there right
+ * now: HostUnreachable, HostNotFound, NetworkTimeout, ShutdownInProgress, PrimarySteppedDown,
+ * NotWritablePrimary, InterruptedAtShutdown, InterruptedDueToReplStateChange,
+ * NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary.
+ */
+const UNAVAILABLE_CODES = new Set([6, 7, 89, 91, 189, 10107, 11600, 11602, 13435, 13436]);
+
+/** Whether a driver error means "the server cannot be reached now" rather than a bad operation. */
+export const isUnavailable = (err: unknown): boolean =>
+  err instanceof MongoServerSelectionError ||
+  err instanceof MongoNetworkError ||
+  err instanceof MongoNotConnectedError ||
+  err instanceof MongoTopologyClosedError ||
+  err instanceof MongoServerClosedError ||
+  err instanceof MongoClientClosedError ||
+  err instanceof MongoOperationTimeoutError ||
+  (err instanceof MongoError &&
+    (err.hasErrorLabel('RetryableWriteError') || (typeof err.code === 'number' && UNAVAILABLE_CODES.has(err.code))));
+
+/** The error to throw for a driver error: StoreUnavailableError when the server is unreachable, else the error itself. */
+export const storeError = (err: unknown): unknown =>
+  isUnavailable(err) ? new StoreUnavailableError(MONGO_STORE, err) : err;
+
+/** Runs a driver operation, mapping its connection errors to StoreUnavailableError. */
+export const guarded = async <T>(operation: () => Promise<T>): Promise<T> => {
+  try {
+    return await operation();
+  } catch (err) {
+    throw storeError(err);
+  }
+};
+
+const DATABASE_RE = /^[A-Za-z0-9_-]{1,48}$/;
+
+/**
+ * The base database name: the path of MONGODB_URL (`mongodb://host/<name>?...`), or
+ * DEFAULT_DATABASE. Each environment gets `<name>_sandbox` and `<name>_production`.
+ */
+export const databaseBaseName = (url: string): string => {
+  const match = /^mongodb(?:\+srv)?:\/\/[^/]*\/([^?]*)/.exec(url);
+  const name = match?.[1] ? decodeURIComponent(match[1]) : DEFAULT_DATABASE;
+  if (!DATABASE_RE.test(name)) {
+    throw new Error(
+      `MONGODB_URL: the database name must match ${DATABASE_RE} (it gets _sandbox or _production appended)`,
+    );
+  }
+  return name;
+};
+
+export interface MongoConnection {
+  readonly client: MongoClient;
+  /** The environment's own database: sandbox and production never share one. */
+  database(environment: 'sandbox' | 'production'): Db;
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  /** Builds the client (tests pass a stub); defaults to `new MongoClient(url, options)`. */
+  createClient?: (url: string, options: MongoClientOptions) => MongoClient;
+}
+
+/**
+ * Connects to MONGODB_URL and checks the server before the service starts: reachable, and a
+ * replica set member or a mongos (the stores write in transactions, which a standalone mongod
+ * does not have). Any failure is an Error naming MONGODB_URL; the URL itself, which may hold a
+ * password, is never in the message.
+ */
+export const connectMongo = async (url: string, options: ConnectOptions = {}): Promise<MongoConnection> => {
+  if (!/^mongodb(\+srv)?:\/\//.test(url)) {
+    throw new Error('MONGODB_URL must be a mongodb:// or mongodb+srv:// connection string');
+  }
+  const base = databaseBaseName(url);
+  const clientOptions: MongoClientOptions = /[?&]serverSelectionTimeoutMS=/i.test(url)
+    ? {}
+    : { serverSelectionTimeoutMS: DEFAULT_SERVER_SELECTION_TIMEOUT_MS };
+  let client: MongoClient;
+  try {
+    client = (options.createClient ?? ((u, o) => new MongoClient(u, o)))(url, clientOptions);
+  } catch (err) {
+    throw new Error(`MONGODB_URL is not a valid MongoDB connection string: ${(err as Error).message}`, { cause: err });
+  }
+  let hello: { setName?: string; msg?: string };
+  try {
+    await client.connect();
+    hello = (await client.db('admin').command({ hello: 1 })) as typeof hello;
+  } catch (err) {
+    await client.close().catch(() => undefined);
+    throw new Error(`MONGODB_URL: cannot reach the MongoDB server (${(err as Error).message})`, { cause: err });
+  }
+  if (!hello.setName && hello.msg !== 'isdbgrid') {
+    await client.close().catch(() => undefined);
+    throw new Error(
+      'MONGODB_URL: the server is a standalone mongod; the MongoDB stores write in transactions, which need a ' +
+        'replica set (one node is enough: start mongod with --replSet rs0, then run rs.initiate() once)',
+    );
+  }
+  return {
+    client,
+    database: (environment) => client.db(`${base}_${environment}`),
+    close: () => client.close(),
+  };
+};
