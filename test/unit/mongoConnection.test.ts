@@ -111,7 +111,8 @@ describe('MongoDB connection', function () {
       expect(command.firstCall.args).to.deep.equal([{ hello: 1 }]);
       connection.database('sandbox');
       connection.database('production');
-      expect(db.args.slice(1)).to.deep.equal([['shop_sandbox'], ['shop_production']]);
+      connection.shared();
+      expect(db.args.slice(1)).to.deep.equal([['shop_sandbox'], ['shop_production'], ['shop']]);
       await connection.close();
       expect(client.close.calledOnce).to.equal(true);
     });

@@ -81,6 +81,8 @@ export interface MongoConnection {
   readonly client: MongoClient;
   /** The environment's own database: sandbox and production never share one. */
   database(environment: 'sandbox' | 'production'): Db;
+  /** The database of what the whole process shares across environments (rate-limit counters), `<name>` itself. */
+  shared(): Db;
   close(): Promise<void>;
 }
 
@@ -127,6 +129,7 @@ export const connectMongo = async (url: string, options: ConnectOptions = {}): P
   return {
     client,
     database: (environment) => client.db(`${base}_${environment}`),
+    shared: () => client.db(base),
     close: () => client.close(),
   };
 };
