@@ -142,13 +142,15 @@ describe('MongoDB connection', function () {
 
     it('a URL that is not a MongoDB connection string never reaches the driver and is not echoed', async function () {
       const { create } = stubClient({ setName: 'rs0' });
-      for (const bad of ['postgres://u:s3cret@h/db', 'localhost:27017', '']) {
+      for (const bad of ['postgres://u:s3cret@h/db', 'localhost:27017', '', 'mongodb://']) {
         const err = (await connectMongo(bad, { createClient: create }).catch((e: unknown) => e)) as Error;
         expect(err.message).to.equal('MONGODB_URL must be a mongodb:// or mongodb+srv:// connection string');
       }
       expect(create.called).to.equal(false);
       const parseFailure = sinon.stub().throws(new MongoParseError('Invalid scheme'));
-      const err = (await connectMongo('mongodb://', { createClient: parseFailure }).catch((e: unknown) => e)) as Error;
+      const err = (await connectMongo('mongodb://h:1/db', { createClient: parseFailure }).catch(
+        (e: unknown) => e,
+      )) as Error;
       expect(err.message).to.equal('MONGODB_URL is not a valid MongoDB connection string: Invalid scheme');
     });
 

@@ -17,12 +17,12 @@ import {
   type MongoClientOptions,
 } from 'mongodb';
 import { StoreUnavailableError } from '../../core/storeUnavailable.ts';
+import { assertMongoUrl, databaseBaseName } from './mongoUrl.ts';
+
+export { databaseBaseName };
 
 /** The name StoreUnavailableError carries for the MongoDB stores. */
 export const MONGO_STORE = 'mongodb';
-
-/** The database name used when MONGODB_URL names none. */
-export const DEFAULT_DATABASE = 'vouchers';
 
 /** How long an operation waits for a reachable server unless MONGODB_URL says otherwise. */
 export const DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 5_000;
@@ -60,23 +60,6 @@ export const guarded = async <T>(operation: () => Promise<T>): Promise<T> => {
   }
 };
 
-const DATABASE_RE = /^[A-Za-z0-9_-]{1,48}$/;
-
-/**
- * The base database name: the path of MONGODB_URL (`mongodb://host/<name>?...`), or
- * DEFAULT_DATABASE. Each environment gets `<name>_sandbox` and `<name>_production`.
- */
-export const databaseBaseName = (url: string): string => {
-  const match = /^mongodb(?:\+srv)?:\/\/[^/]*\/([^?]*)/.exec(url);
-  const name = match?.[1] ? decodeURIComponent(match[1]) : DEFAULT_DATABASE;
-  if (!DATABASE_RE.test(name)) {
-    throw new Error(
-      `MONGODB_URL: the database name must match ${DATABASE_RE} (it gets _sandbox or _production appended)`,
-    );
-  }
-  return name;
-};
-
 export interface MongoConnection {
   readonly client: MongoClient;
   /** The environment's own database: sandbox and production never share one. */
@@ -98,9 +81,7 @@ export interface ConnectOptions {
  * password, is never in the message.
  */
 export const connectMongo = async (url: string, options: ConnectOptions = {}): Promise<MongoConnection> => {
-  if (!/^mongodb(\+srv)?:\/\//.test(url)) {
-    throw new Error('MONGODB_URL must be a mongodb:// or mongodb+srv:// connection string');
-  }
+  assertMongoUrl(url);
   const base = databaseBaseName(url);
   const clientOptions: MongoClientOptions = /[?&]serverSelectionTimeoutMS=/i.test(url)
     ? {}
