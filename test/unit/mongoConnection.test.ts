@@ -1,6 +1,9 @@
+import net from 'node:net';
 import { expect } from 'chai';
 import sinon from 'sinon';
 import {
+  MongoClient,
+  MongoBulkWriteError,
   MongoClientClosedError,
   MongoInvalidArgumentError,
   MongoNetworkError,
@@ -13,14 +16,19 @@ import {
   MongoServerSelectionError,
   MongoTopologyClosedError,
   MongoWriteConcernError,
-  type MongoClient,
+  type ClientSession,
 } from 'mongodb';
 import { StoreUnavailableError } from '../../src/core/storeUnavailable.ts';
+import { MongoKvStore } from '../../src/infrastructure/kvStore/mongoKvStore.ts';
+import { MongoReadStore } from '../../src/infrastructure/readStore/mongoReadStore.ts';
+import { FakeClock } from '../support/fakeClock.ts';
 import {
   connectMongo,
   databaseBaseName,
   guarded,
+  inTransaction,
   isUnavailable,
+  TRANSACTION_RETRY_MS,
   storeError,
 } from '../../src/infrastructure/mongo/mongoConnection.ts';
 
@@ -56,6 +64,16 @@ describe('MongoDB connection', function () {
       });
     }
 
+    it('a MongoBulkWriteError wrapping a lost connection is StoreUnavailableError; one of write errors is not', function () {
+      const lost = new MongoBulkWriteError(new MongoNetworkError('connection reset') as never, {} as never);
+      expect(isUnavailable(lost)).to.equal(true);
+      const duplicate = new MongoBulkWriteError(
+        { message: 'E11000', code: 11000, writeErrors: [] } as never,
+        {} as never,
+      );
+      expect(isUnavailable(duplicate)).to.equal(false);
+    });
+
     const passedThrough: Array<[string, Error]> = [
       ['a duplicate key (11000)', serverError(11000)],
       ['a write conflict (112)', serverError(112, ['TransientTransactionError'])],
@@ -74,6 +92,63 @@ describe('MongoDB connection', function () {
         expect(await guarded(() => Promise.reject(err)).catch((e: unknown) => e)).to.equal(err);
       });
     }
+  });
+
+  describe('inTransaction', function () {
+    /** A session whose withTransaction runs the callback again while it fails with a transient error, as the driver's does. */
+    const retryingSession = () => {
+      const endSession = sinon.stub().resolves();
+      const withTransaction = sinon.spy(async (fn: (s: unknown) => Promise<unknown>, _options?: unknown) => {
+        for (;;) {
+          try {
+            return await fn(session);
+          } catch (err) {
+            if (!(err instanceof MongoServerError && err.hasErrorLabel('TransientTransactionError'))) throw err;
+          }
+        }
+      });
+      const session = { withTransaction, endSession } as unknown as ClientSession;
+      return { session, withTransaction, endSession };
+    };
+
+    it("answers the work's result, passes the options and ends the session", async function () {
+      const { session, withTransaction, endSession } = retryingSession();
+      expect(
+        await inTransaction(
+          () => session,
+          async () => 42,
+          { writeConcern: { w: 1 } },
+        ),
+      ).to.equal(42);
+      expect(withTransaction.firstCall.args[1]).to.deep.equal({ writeConcern: { w: 1 } });
+      expect(endSession.calledOnce).to.equal(true);
+    });
+
+    it(`stops retrying transient errors after ${TRANSACTION_RETRY_MS} ms with StoreUnavailableError`, async function () {
+      const { session, endSession } = retryingSession();
+      let clock = 0;
+      const work = sinon.spy(async () => {
+        clock += 4_000;
+        throw serverError(112, ['TransientTransactionError']);
+      });
+      const err = await inTransaction(
+        () => session,
+        work,
+        {},
+        () => clock,
+      ).catch((e: unknown) => e);
+      expect(err).to.be.instanceOf(StoreUnavailableError);
+      expect(work.callCount).to.equal(3); // at 0, 4 s and 8 s; the attempt at 12 s is refused
+      expect(endSession.calledOnce).to.equal(true);
+    });
+
+    it('a write conflict that clears within the budget commits', async function () {
+      const { session } = retryingSession();
+      const work = sinon.stub();
+      work.onFirstCall().rejects(serverError(112, ['TransientTransactionError']));
+      work.onSecondCall().resolves('done');
+      expect(await inTransaction(() => session, work)).to.equal('done');
+    });
   });
 
   describe('databaseBaseName', function () {
@@ -159,5 +234,48 @@ describe('MongoDB connection', function () {
       expect(err.message).to.match(/^MONGODB_URL is not a valid MongoDB connection string: /);
       expect(err.message).not.to.include('u:p@');
     });
+  });
+});
+
+describe('MongoDB stores with the real driver and no server', function () {
+  /** A loopback port nothing listens on: taken, then released. */
+  const closedPort = async (): Promise<number> => {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    await new Promise((resolve) => server.close(resolve));
+    return port;
+  };
+
+  it('connectMongo stops with a message naming MONGODB_URL and the reason', async function () {
+    const port = await closedPort();
+    const err = (await connectMongo(`mongodb://admin:s3cret@127.0.0.1:${port}/shop?serverSelectionTimeoutMS=300`).catch(
+      (e: unknown) => e,
+    )) as Error;
+    expect(err.message).to.match(/^MONGODB_URL: cannot reach the MongoDB server \(.*ECONNREFUSED/);
+    expect(err.message).not.to.include('s3cret');
+  });
+
+  it('an operation on a server that is gone is StoreUnavailableError, from every store', async function () {
+    const port = await closedPort();
+    const client = new MongoClient(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=300`);
+    try {
+      const db = client.db('shop_sandbox');
+      const reads = MongoReadStore.open(db, () => client.startSession());
+      const kv = await MongoKvStore.open(db, () => client.startSession(), new FakeClock()).catch((e: unknown) => e);
+      expect(kv).to.be.instanceOf(StoreUnavailableError);
+      for (const attempt of [
+        reads.get('vouchers', 'v1'),
+        reads.writeBatch({ upserts: [{ collection: 'vouchers', doc: { id: 'v1' } }] }),
+      ]) {
+        const err = await attempt.catch((e: unknown) => e);
+        expect(err).to.be.instanceOf(StoreUnavailableError);
+        // the first operation's auto-connect fails on server selection and the driver closes the
+        // topology it opened; later ones meet the closed topology (a bulk write wraps that error)
+        expect(isUnavailable((err as StoreUnavailableError).cause)).to.equal(true);
+      }
+    } finally {
+      await client.close();
+    }
   });
 });

@@ -20,7 +20,7 @@
 import { MongoServerError, type ClientSession, type Collection, type Db, type WriteConcernSettings } from 'mongodb';
 import type { Clock } from '../../domain/clock.ts';
 import type { KvStore, OwnedRecords } from '../../core/kvStore.ts';
-import { guarded } from '../mongo/mongoConnection.ts';
+import { guarded, inTransaction } from '../mongo/mongoConnection.ts';
 
 interface KvDoc {
   _id: string;
@@ -172,34 +172,31 @@ export class MongoKvStore implements KvStore {
     const { owner, limit } = quota;
     const json = JSON.stringify(value);
     const id = recordId(namespace, key);
-    return guarded(async () => {
-      const session = this.startSession();
-      try {
-        return await session.withTransaction(async (s) => {
-          const now = this.now();
-          // Serialises this owner's putOwned calls (see the module comment).
-          await this.owners.updateOne(
-            { _id: ownerId(namespace, owner) },
-            { $inc: { puts: 1 }, $max: { expiresAt: new Date(expiresAt) }, $set: { ns: namespace, owner } },
-            { upsert: true, session: s },
-          );
-          const current = await this.kv.findOne(
-            { _id: id, expiresAt: { $gt: now } },
-            { projection: { owner: 1 }, session: s },
-          );
-          const before = await this.owned(namespace, owner, now, s);
-          if (current?.owner !== owner && before.count >= limit) return { stored: false, ...before };
-          await this.kv.replaceOne(
-            { _id: id },
-            { ns: namespace, key, value: json, expiresAt: new Date(expiresAt), owner },
-            { upsert: true, session: s },
-          );
-          return { stored: true, ...(await this.owned(namespace, owner, now, s)) };
-        }, this.writeConcern(namespace));
-      } finally {
-        await session.endSession();
-      }
-    });
+    return inTransaction(
+      this.startSession,
+      async (s) => {
+        const now = this.now();
+        // Serialises this owner's putOwned calls (see the module comment).
+        await this.owners.updateOne(
+          { _id: ownerId(namespace, owner) },
+          { $inc: { puts: 1 }, $max: { expiresAt: new Date(expiresAt) }, $set: { ns: namespace, owner } },
+          { upsert: true, session: s },
+        );
+        const current = await this.kv.findOne(
+          { _id: id, expiresAt: { $gt: now } },
+          { projection: { owner: 1 }, session: s },
+        );
+        const before = await this.owned(namespace, owner, now, s);
+        if (current?.owner !== owner && before.count >= limit) return { stored: false, ...before };
+        await this.kv.replaceOne(
+          { _id: id },
+          { ns: namespace, key, value: json, expiresAt: new Date(expiresAt), owner },
+          { upsert: true, session: s },
+        );
+        return { stored: true, ...(await this.owned(namespace, owner, now, s)) };
+      },
+      this.writeConcern(namespace),
+    );
   }
 
   async ownedKeys(namespace: string, owner: string): Promise<Array<{ key: string; expiresAt: number }>> {

@@ -4,6 +4,7 @@
  * StoreUnavailableError.
  */
 import {
+  MongoBulkWriteError,
   MongoClient,
   MongoClientClosedError,
   MongoError,
@@ -13,8 +14,10 @@ import {
   MongoServerClosedError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
+  type ClientSession,
   type Db,
   type MongoClientOptions,
+  type TransactionOptions,
 } from 'mongodb';
 import { StoreUnavailableError } from '../../core/storeUnavailable.ts';
 import { assertMongoUrl, databaseBaseName } from './mongoUrl.ts';
@@ -35,8 +38,13 @@ export const DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 5_000;
  */
 const UNAVAILABLE_CODES = new Set([6, 7, 89, 91, 189, 10107, 11600, 11602, 13435, 13436]);
 
-/** Whether a driver error means "the server cannot be reached now" rather than a bad operation. */
+/**
+ * Whether a driver error means "the server cannot be reached now" rather than a bad operation.
+ * A bulk write wraps a driver error it met before any write result (a lost connection) in a
+ * MongoBulkWriteError that keeps it as `errorResponse`: that one is looked at.
+ */
 export const isUnavailable = (err: unknown): boolean =>
+  (err instanceof MongoBulkWriteError && err.errorResponse instanceof Error && isUnavailable(err.errorResponse)) ||
   err instanceof MongoServerSelectionError ||
   err instanceof MongoNetworkError ||
   err instanceof MongoNotConnectedError ||
@@ -50,6 +58,40 @@ export const isUnavailable = (err: unknown): boolean =>
 /** The error to throw for a driver error: StoreUnavailableError when the server is unreachable, else the error itself. */
 export const storeError = (err: unknown): unknown =>
   isUnavailable(err) ? new StoreUnavailableError(MONGO_STORE, err) : err;
+
+/**
+ * How long a transaction is tried again on transient errors (write conflicts, a lost primary)
+ * before it fails: withTransaction alone would go on for 120 s, and the writes waiting on it
+ * are requests.
+ */
+export const TRANSACTION_RETRY_MS = 10_000;
+
+/**
+ * Runs `work` in a transaction on a session of its own (withTransaction: retried from the
+ * start on transient errors, for at most TRANSACTION_RETRY_MS, then StoreUnavailableError).
+ */
+export const inTransaction = async <T>(
+  startSession: () => ClientSession,
+  work: (session: ClientSession) => Promise<T>,
+  options: TransactionOptions = {},
+  now: () => number = Date.now,
+): Promise<T> =>
+  guarded(async () => {
+    const session = startSession();
+    const started = now();
+    let attempts = 0;
+    try {
+      return await session.withTransaction(async (s) => {
+        attempts += 1;
+        if (attempts > 1 && now() - started > TRANSACTION_RETRY_MS) {
+          throw new StoreUnavailableError(MONGO_STORE, new Error(`transaction retried for ${now() - started} ms`));
+        }
+        return work(s);
+      }, options);
+    } finally {
+      await session.endSession();
+    }
+  });
 
 /** Runs a driver operation, mapping its connection errors to StoreUnavailableError. */
 export const guarded = async <T>(operation: () => Promise<T>): Promise<T> => {

@@ -21,7 +21,7 @@
  */
 import type { AnyBulkWriteOperation, ClientSession, Collection, Db } from 'mongodb';
 import type { Document, Filter, FindOptions, ReadStore, WriteBatch } from '../../core/readStore.ts';
-import { guarded } from '../mongo/mongoConnection.ts';
+import { guarded, inTransaction } from '../mongo/mongoConnection.ts';
 import { collectionName, indexKey, mongoFilter, mongoSort } from './mongoFilter.ts';
 
 type Stored = { _id: string } & Record<string, unknown>;
@@ -95,16 +95,8 @@ export class MongoReadStore implements ReadStore {
     return this.db.collection<Checkpoint>(`${this.prefix}checkpoints`);
   }
 
-  /** Runs `work` in a transaction on a session of its own. */
-  private async transaction(work: (session: ClientSession) => Promise<void>): Promise<void> {
-    await guarded(async () => {
-      const session = this.startSession();
-      try {
-        await session.withTransaction(work);
-      } finally {
-        await session.endSession();
-      }
-    });
+  private transaction(work: (session: ClientSession) => Promise<void>): Promise<void> {
+    return inTransaction(this.startSession, work);
   }
 
   async get<T extends Document = Document>(collection: string, id: string): Promise<T | null> {
