@@ -12,6 +12,7 @@ import type { TrustProxy } from './http/addresses.ts';
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from './http/server.ts';
 import { defaultWebhookSettings, parseDurations, type WebhookSettings } from './application/webhooks/settings.ts';
 import { parseCidrs } from './domain/webhooks/targets.ts';
+import { assertMongoUrl, databaseBaseName } from './infrastructure/mongo/mongoUrl.ts';
 
 /** Everything the service reads from its environment, read in one place. */
 export interface Config {
@@ -48,6 +49,8 @@ export interface Config {
 
   /** The Kafka bus (KAFKA_BROKERS, KAFKA_PARTITIONS, KAFKA_REPLICATION; see kafkaFrom); unset: the in-memory bus. */
   kafka?: KafkaSettings;
+  /** MONGODB_URL (see mongodbUrlFrom); unset: read models and key-value records stay in the embedded SQLite stores. */
+  mongodbUrl?: string;
 }
 
 const integer = (raw: string | undefined, fallback: number, name: string): number => {
@@ -155,6 +158,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
 
   server: serverLimitsFrom(env),
   webhooks: webhooksFrom(env),
+  mongodbUrl: mongodbUrlFrom(env.MONGODB_URL),
 });
 
 const projectorsFrom = (raw: string | undefined): Config['projectors'] => {
@@ -367,4 +371,20 @@ export const kafkaFrom = (env: NodeJS.ProcessEnv): KafkaSettings | undefined => 
       throw new Error(`KAFKA_BROKERS must be comma-separated host:port pairs, got "${env.KAFKA_BROKERS}"`);
   }
   return replication === undefined ? { brokers, partitions } : { brokers, partitions, replication };
+};
+
+// ---- MongoDB ---------------------------------------------------------------------------------
+
+/**
+ * MONGODB_URL: a `mongodb://` or `mongodb+srv://` connection string of a replica set or mongos
+ * (the stores write in transactions); its database name (default `vouchers`) becomes
+ * `<name>_sandbox` and `<name>_production`. Unset or empty: undefined. Whether the server can
+ * be reached is checked when the stores open.
+ */
+export const mongodbUrlFrom = (raw: string | undefined): string | undefined => {
+  const url = raw?.trim() ?? '';
+  if (url === '') return undefined;
+  assertMongoUrl(url);
+  databaseBaseName(url);
+  return url;
 };

@@ -1,6 +1,6 @@
 /**
  * A specification for any projection (src/core/projection.ts, either kind): feeds recorded events
- * through the real ProjectionRunner into a SQLite read store in a temp dir (the runner keeps the
+ * through the real ProjectionRunner into a read store (SQLite in a temp dir unless told; the runner keeps the
  * `_position` of the last event applied on every document, and skips an event at or before it),
  * and reads back every collection the projection writes.
  *
@@ -15,7 +15,7 @@ import path from 'node:path';
 import type { EventStore, RecordedEvent } from '../../src/core/eventStore.ts';
 import { collectionsOf, type AnyProjection } from '../../src/core/projection.ts';
 import { ProjectionRunner } from '../../src/core/projectionRunner.ts';
-import type { Document } from '../../src/core/readStore.ts';
+import type { Document, ReadStore } from '../../src/core/readStore.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 
 /** Every document of every collection the projection writes, by collection, sorted by id; and the checkpoint. */
@@ -28,11 +28,26 @@ const CHECKPOINT = 'spec';
 /** The runner is driven batch by batch here, never subscribed: it needs no event store. */
 const NO_EVENT_STORE = {} as EventStore;
 
-export const projectionSpecification = (projection: AnyProjection) => ({
+/** An empty read store for one run, and how to dispose of it. */
+export type OpenReadStore = () => Promise<{ reads: ReadStore; dispose: () => Promise<void> }>;
+
+/** The default: a SQLite read store in a temp dir. */
+export const sqliteReads: OpenReadStore = async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'projection-spec-'));
+  const reads = SqliteReadStore.open(path.join(dir, 'read.db'));
+  return {
+    reads,
+    dispose: async () => {
+      await reads.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+};
+
+export const projectionSpecification = (projection: AnyProjection, open: OpenReadStore = sqliteReads) => ({
   /** The read model after the runner has handled `batches` in order, from an empty store. */
   async project(batches: RecordedEvent[][]): Promise<ReadModel> {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'projection-spec-'));
-    const reads = SqliteReadStore.open(path.join(dir, 'read.db'));
+    const { reads, dispose } = await open();
     try {
       const runner = new ProjectionRunner(NO_EVENT_STORE, reads, [projection], CHECKPOINT);
       for (const batch of batches) await runner.handle(batch);
@@ -40,8 +55,7 @@ export const projectionSpecification = (projection: AnyProjection) => ({
       for (const c of collectionsOf([projection])) collections[c] = await reads.find(c, {}, { sort: [['id', 1]] });
       return { collections, checkpoint: await reads.getCheckpoint(CHECKPOINT) };
     } finally {
-      await reads.close();
-      fs.rmSync(dir, { recursive: true, force: true });
+      await dispose();
     }
   },
 });

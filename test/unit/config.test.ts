@@ -90,3 +90,25 @@ describe('loadConfig: TRUST_PROXY and PUBLIC_BASE_URL', () => {
     expect(() => loadConfig({ PUBLIC_BASE_URL: 'https://x.example/v1' })).to.throw(/without \/v1/);
   });
 });
+
+describe('loadConfig: MONGODB_URL', () => {
+  it('is unset by default and kept as given (trimmed) when it is a MongoDB connection string', () => {
+    expect(loadConfig({}).mongodbUrl).to.equal(undefined);
+    expect(loadConfig({ MONGODB_URL: ' ' }).mongodbUrl).to.equal(undefined);
+    expect(loadConfig({ MONGODB_URL: ' mongodb://db:27017/shop?replicaSet=rs0 ' }).mongodbUrl).to.equal(
+      'mongodb://db:27017/shop?replicaSet=rs0',
+    );
+    expect(loadConfig({ MONGODB_URL: 'mongodb+srv://cluster.example.com' }).mongodbUrl).to.equal(
+      'mongodb+srv://cluster.example.com',
+    );
+  });
+
+  it('refuses another scheme or an unusable database name at start, without echoing the URL', () => {
+    for (const bad of ['postgres://u:s3cret@db/shop', 'db:27017', 'mongodb://', 'mongodb://u:s3cret@db/a.b']) {
+      expect(() => loadConfig({ MONGODB_URL: bad }), bad)
+        .to.throw(/^MONGODB_URL/)
+        .with.property('message')
+        .that.does.not.include('s3cret');
+    }
+  });
+});

@@ -1,0 +1,158 @@
+/**
+ * The MongoDB client the Mongo stores share: connected and checked at start from MONGODB_URL,
+ * one database per environment, and the mapping of the driver's connection errors to
+ * StoreUnavailableError.
+ */
+import {
+  MongoBulkWriteError,
+  MongoClient,
+  MongoClientClosedError,
+  MongoError,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoOperationTimeoutError,
+  MongoServerClosedError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+  type ClientSession,
+  type Db,
+  type MongoClientOptions,
+  type TransactionOptions,
+} from 'mongodb';
+import { StoreUnavailableError } from '../../core/storeUnavailable.ts';
+import { assertMongoUrl, databaseBaseName } from './mongoUrl.ts';
+
+export { databaseBaseName };
+
+/** The name StoreUnavailableError carries for the MongoDB stores. */
+export const MONGO_STORE = 'mongodb';
+
+/** How long an operation waits for a reachable server unless MONGODB_URL says otherwise. */
+export const DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 5_000;
+
+/**
+ * Server error codes that mean the server, or the replica set's primary, is not there right
+ * now: HostUnreachable, HostNotFound, NetworkTimeout, ShutdownInProgress, PrimarySteppedDown,
+ * NotWritablePrimary, InterruptedAtShutdown, InterruptedDueToReplStateChange,
+ * NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary.
+ */
+const UNAVAILABLE_CODES = new Set([6, 7, 89, 91, 189, 10107, 11600, 11602, 13435, 13436]);
+
+/**
+ * Whether a driver error means "the server cannot be reached now" rather than a bad operation.
+ * A bulk write wraps a driver error it met before any write result (a lost connection) in a
+ * MongoBulkWriteError that keeps it as `errorResponse`: that one is looked at.
+ */
+export const isUnavailable = (err: unknown): boolean =>
+  (err instanceof MongoBulkWriteError && err.errorResponse instanceof Error && isUnavailable(err.errorResponse)) ||
+  err instanceof MongoServerSelectionError ||
+  err instanceof MongoNetworkError ||
+  err instanceof MongoNotConnectedError ||
+  err instanceof MongoTopologyClosedError ||
+  err instanceof MongoServerClosedError ||
+  err instanceof MongoClientClosedError ||
+  err instanceof MongoOperationTimeoutError ||
+  (err instanceof MongoError &&
+    (err.hasErrorLabel('RetryableWriteError') || (typeof err.code === 'number' && UNAVAILABLE_CODES.has(err.code))));
+
+/** The error to throw for a driver error: StoreUnavailableError when the server is unreachable, else the error itself. */
+export const storeError = (err: unknown): unknown =>
+  isUnavailable(err) ? new StoreUnavailableError(MONGO_STORE, err) : err;
+
+/**
+ * How long a transaction is tried again on transient errors (write conflicts, a lost primary)
+ * before it fails: withTransaction alone would go on for 120 s, and the writes waiting on it
+ * are requests.
+ */
+export const TRANSACTION_RETRY_MS = 10_000;
+
+/**
+ * Runs `work` in a transaction on a session of its own (withTransaction: retried from the
+ * start on transient errors, for at most TRANSACTION_RETRY_MS, then StoreUnavailableError).
+ */
+export const inTransaction = async <T>(
+  startSession: () => ClientSession,
+  work: (session: ClientSession) => Promise<T>,
+  options: TransactionOptions = {},
+  now: () => number = Date.now,
+): Promise<T> =>
+  guarded(async () => {
+    const session = startSession();
+    const started = now();
+    let attempts = 0;
+    try {
+      return await session.withTransaction(async (s) => {
+        attempts += 1;
+        if (attempts > 1 && now() - started > TRANSACTION_RETRY_MS) {
+          throw new StoreUnavailableError(MONGO_STORE, new Error(`transaction retried for ${now() - started} ms`));
+        }
+        return work(s);
+      }, options);
+    } finally {
+      await session.endSession();
+    }
+  });
+
+/** Runs a driver operation, mapping its connection errors to StoreUnavailableError. */
+export const guarded = async <T>(operation: () => Promise<T>): Promise<T> => {
+  try {
+    return await operation();
+  } catch (err) {
+    throw storeError(err);
+  }
+};
+
+export interface MongoConnection {
+  readonly client: MongoClient;
+  /** The environment's own database: sandbox and production never share one. */
+  database(environment: 'sandbox' | 'production'): Db;
+  /** The database of what the whole process shares across environments (rate-limit counters), `<name>` itself. */
+  shared(): Db;
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  /** Builds the client (tests pass a stub); defaults to `new MongoClient(url, options)`. */
+  createClient?: (url: string, options: MongoClientOptions) => MongoClient;
+}
+
+/**
+ * Connects to MONGODB_URL and checks the server before the service starts: reachable, and a
+ * replica set member or a mongos (the stores write in transactions, which a standalone mongod
+ * does not have). Any failure is an Error naming MONGODB_URL; the URL itself, which may hold a
+ * password, is never in the message.
+ */
+export const connectMongo = async (url: string, options: ConnectOptions = {}): Promise<MongoConnection> => {
+  assertMongoUrl(url);
+  const base = databaseBaseName(url);
+  const clientOptions: MongoClientOptions = /[?&]serverSelectionTimeoutMS=/i.test(url)
+    ? {}
+    : { serverSelectionTimeoutMS: DEFAULT_SERVER_SELECTION_TIMEOUT_MS };
+  let client: MongoClient;
+  try {
+    client = (options.createClient ?? ((u, o) => new MongoClient(u, o)))(url, clientOptions);
+  } catch (err) {
+    throw new Error(`MONGODB_URL is not a valid MongoDB connection string: ${(err as Error).message}`, { cause: err });
+  }
+  let hello: { setName?: string; msg?: string };
+  try {
+    await client.connect();
+    hello = (await client.db('admin').command({ hello: 1 })) as typeof hello;
+  } catch (err) {
+    await client.close().catch(() => undefined);
+    throw new Error(`MONGODB_URL: cannot reach the MongoDB server (${(err as Error).message})`, { cause: err });
+  }
+  if (!hello.setName && hello.msg !== 'isdbgrid') {
+    await client.close().catch(() => undefined);
+    throw new Error(
+      'MONGODB_URL: the server is a standalone mongod; the MongoDB stores write in transactions, which need a ' +
+        'replica set (one node is enough: start mongod with --replSet rs0, then run rs.initiate() once)',
+    );
+  }
+  return {
+    client,
+    database: (environment) => client.db(`${base}_${environment}`),
+    shared: () => client.db(base),
+    close: () => client.close(),
+  };
+};
