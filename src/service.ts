@@ -39,7 +39,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     beforeExportJob: hooks.beforeExportJob,
     onAppend: metrics ? (environment, seconds) => metrics.appended(environment, seconds) : undefined,
   });
-  metrics?.observe({ environments: service.environments, webhookQueues: webhookQueues(service.environments) });
+  metrics?.observe({ environments: service.environments, webhookQueues: webhookQueues(service.environments), logger });
   const firstKeys = service.keys.size === 0 ? await createFirstKeys(service.keys) : undefined;
   // ADMIN_PASSWORD wins; else the stored hash; else a new password, shown once below (never logged)
   const admin = await AdminAuth.open(service.account.kv, config.adminPassword);

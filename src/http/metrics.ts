@@ -1,4 +1,5 @@
 import type { RequestHandler, Response } from 'express';
+import type { Logger } from 'pino';
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { EnvContext, Environment } from '../application/context.ts';
 import type { EndpointQueueStats } from '../application/webhooks/queueStats.ts';
@@ -11,6 +12,8 @@ export interface MetricsSources {
    * says where they are counted); absent: no webhook metrics.
    */
   webhookQueues?: (environment: Environment) => Promise<EndpointQueueStats[]>;
+  /** Where a source that could not be read is reported (its samples are left out of that scrape). */
+  logger?: Pick<Logger, 'warn'>;
 }
 
 /** Label of a request that matched no route (404s): one value for every unknown path. */
@@ -61,6 +64,9 @@ export class ServiceMetrics {
       registers: [this.registry],
     });
     const sources = () => this.sources;
+    /** A source that failed leaves its environment's samples out of this scrape; the rest is served. */
+    const failed = (error: unknown, what: string, environment: string) =>
+      this.sources?.logger?.warn({ err: error, environment }, `metrics: ${what} could not be read`);
     new Gauge({
       name: 'projector_lag',
       help: 'Event store head position minus the projection group’s checkpoint (global positions: about the events not yet projected)',
@@ -69,7 +75,13 @@ export class ServiceMetrics {
       async collect() {
         this.reset();
         for (const [environment, ctx] of Object.entries(sources()?.environments ?? {})) {
-          const head = await ctx.events.headPosition();
+          let head: number;
+          try {
+            head = await ctx.events.headPosition();
+          } catch (error) {
+            failed(error, 'the event store head', environment);
+            continue;
+          }
           const groups: Array<[string, { checkpoint: number } | undefined]> = [
             ['core', ctx.projector],
             ['analytics', ctx.analytics],
@@ -80,6 +92,24 @@ export class ServiceMetrics {
         }
       },
     });
+    // both webhook gauges are collected at once in a scrape: the stores are counted once for them
+    let counting: Promise<Array<[Environment, EndpointQueueStats[]]>> | undefined;
+    const queueStats = () =>
+      (counting ??= (async () => {
+        const { webhookQueues, environments } = sources() ?? {};
+        if (!webhookQueues || !environments) return [];
+        const out: Array<[Environment, EndpointQueueStats[]]> = [];
+        for (const environment of Object.keys(environments) as Environment[]) {
+          try {
+            out.push([environment, await webhookQueues(environment)]);
+          } catch (error) {
+            failed(error, 'the webhook deliveries', environment);
+          }
+        }
+        return out;
+      })().finally(() => {
+        counting = undefined;
+      }));
     const queues = (name: string, help: string, pick: (s: EndpointQueueStats) => number) =>
       new Gauge({
         name,
@@ -88,11 +118,8 @@ export class ServiceMetrics {
         registers: [this.registry],
         async collect() {
           this.reset();
-          const { webhookQueues, environments } = sources() ?? {};
-          if (!webhookQueues || !environments) return;
-          for (const environment of Object.keys(environments) as Environment[])
-            for (const stats of await webhookQueues(environment))
-              this.set({ environment, endpoint: stats.endpointId }, pick(stats));
+          for (const [environment, list] of await queueStats())
+            for (const stats of list) this.set({ environment, endpoint: stats.endpointId }, pick(stats));
         },
       });
     queues(

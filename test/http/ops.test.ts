@@ -186,10 +186,13 @@ describe('GET /readyz while shutting down', () => {
 
 describe('GET /metrics', () => {
   let service: Running;
+  let queueCounts = 0;
   before(async () => {
     service = await start({
-      webhookQueues: async (environment) =>
-        environment === 'sandbox' ? [{ endpointId: 'we_test1', pending: 3, failed: 2 }] : [],
+      webhookQueues: async (environment) => {
+        queueCounts += 1;
+        return environment === 'sandbox' ? [{ endpointId: 'we_test1', pending: 3, failed: 2 }] : [];
+      },
     });
   });
   after(async () => {
@@ -263,8 +266,19 @@ describe('GET /metrics', () => {
     expect(sample(text, 'projector_lag', { environment: 'sandbox', group: 'core' })).to.equal(7);
   });
 
+  it('still answers when a source fails, leaving out only that environment’s samples', async () => {
+    const { sandbox } = service.embedded.environments;
+    sinon.stub(sandbox.events, 'headPosition').rejects(new Error('disk I/O error'));
+    const res = await get(service.baseUrl, '/metrics');
+    expect(res.status).to.equal(200);
+    expect(sample(res.body, 'projector_lag', { environment: 'sandbox', group: 'core' })).to.equal(undefined);
+    expect(sample(res.body, 'projector_lag', { environment: 'production', group: 'core' })).to.be.a('number');
+  });
+
   it('reports pending and failed webhook deliveries per endpoint from the source it is given', async () => {
+    const counted = queueCounts;
     const text = (await get(service.baseUrl, '/metrics')).body as string;
+    expect(queueCounts - counted, 'each environment counted once per scrape').to.equal(2);
     expect(sample(text, 'webhook_deliveries_pending', { environment: 'sandbox', endpoint: 'we_test1' })).to.equal(3);
     expect(sample(text, 'webhook_deliveries_failed', { environment: 'sandbox', endpoint: 'we_test1' })).to.equal(2);
   });
