@@ -16,7 +16,7 @@ export interface MetricsSources {
   logger?: Pick<Logger, 'warn'>;
 }
 
-/** Label of a request that matched no route (404s): one value for every unknown path. */
+/** Label of a request no route answered (404s, static assets): one value for every unknown path. */
 export const UNMATCHED_ROUTE = 'unmatched';
 
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -32,7 +32,7 @@ type Routed = { baseUrl: string; [ROUTE]?: unknown; [ROUTE_PATTERN]?: string };
  *
  * - `http_request_duration_seconds{method,route,status}`: each request's time from its arrival to
  *   its answer's last byte. `route` is the express route pattern (`/v1/vouchers/:voucherId`),
- *   `unmatched` for a path no route matched, so the label's values are bounded by the routes.
+ *   `unmatched` for a request no route answered (unknown paths, static assets), so the label's values are bounded by the routes.
  * - `event_store_append_duration_seconds{environment}`: each append to an environment's event
  *   store, from the call to its durable commit (group commit included).
  * - `projector_lag{environment,group}`: head position − the group's checkpoint (`core`,

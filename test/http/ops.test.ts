@@ -238,6 +238,22 @@ describe('GET /metrics', () => {
     expect(sample(after, 'event_store_append_duration_seconds_sum', { environment: 'sandbox' })).to.be.above(0);
   });
 
+  it('times each append once, whichever append method is called', async () => {
+    const { sandbox } = service.embedded.environments;
+    const appends = async () =>
+      sample((await get(service.baseUrl, '/metrics')).body, 'event_store_append_duration_seconds_count', {
+        environment: 'sandbox',
+      }) ?? 0;
+    const before = await appends();
+    await sandbox.events.appendToStream('ops-test-1', [{ type: 'OpsTestEvent', data: {} } as never]);
+    expect((await appends()) - before).to.equal(1);
+    await sandbox.events.appendToStreams([
+      { streamId: 'ops-test-2', events: [{ type: 'OpsTestEvent', data: {} } as never] },
+      { streamId: 'ops-test-3', events: [{ type: 'OpsTestEvent', data: {} } as never] },
+    ]);
+    expect((await appends()) - before).to.equal(2);
+  });
+
   it('gives every path no route matched one label value, "unmatched": unknown paths add no label values', async () => {
     await get(service.baseUrl, '/no/such/path-1');
     const before = (await get(service.baseUrl, '/metrics')).body as string;
