@@ -23,6 +23,7 @@ import type { OrderState } from './domain/order/state.ts';
 import { SqliteEventStore } from './infrastructure/eventStore/sqliteEventStore.ts';
 import { SqliteKvStore } from './infrastructure/kvStore/sqliteKvStore.ts';
 import type { ProjectorHandle } from './core/projectionRunner.ts';
+import type { EventStore } from './core/eventStore.ts';
 import { ProjectorThread } from './infrastructure/projector/projectorThread.ts';
 import { startGroup } from './core/projectionGroups.ts';
 import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
@@ -35,6 +36,7 @@ import { WebhookPublisher } from './application/webhooks/publisher.ts';
 import { WebhookDispatcher, type Scheduler } from './application/webhooks/dispatcher.ts';
 import { disableEndpoint } from './application/webhooks/endpoints.ts';
 import { purgeDeliveries } from './application/webhooks/deliveries.ts';
+import { webhookQueueStats, type EndpointQueueStats } from './application/webhooks/queueStats.ts';
 import { createHttpSender, type Resolve } from './infrastructure/webhooks/httpSender.ts';
 import fs from 'node:fs';
 
@@ -81,7 +83,35 @@ export interface EmbeddedOptions {
   webhooks?: WebhookSettings;
   /** Test seams of webhook delivery (DNS, jitter, timers). */
   webhookHooks?: WebhookHooks;
+  /** Told each append's duration in seconds, from the call to its durable commit (`GET /metrics`). */
+  onAppend?: (environment: Environment, seconds: number) => void;
 }
+
+/**
+ * Times every append to `store` into `record`, the store's own code untouched. An append method
+ * that calls the other (the SQLite store's appendToStream calls appendToStreams) is timed once.
+ */
+export const timeAppends = (store: EventStore<EnvironmentEvent>, record: (seconds: number) => void): void => {
+  let inside = false;
+  const timed =
+    <A extends unknown[], R>(append: (...args: A) => Promise<R>) =>
+    (...args: A): Promise<R> => {
+      if (inside) return append.apply(store, args);
+      const started = performance.now();
+      let result: Promise<R>;
+      inside = true;
+      try {
+        result = append.apply(store, args);
+      } finally {
+        inside = false;
+      }
+      const done = () => record((performance.now() - started) / 1000);
+      result.then(done, done);
+      return result;
+    };
+  store.appendToStream = timed(store.appendToStream);
+  store.appendToStreams = timed(store.appendToStreams);
+};
 
 /** Paths of one environment's embedded stores: each environment has its own files. */
 export const environmentFiles = (dataDir: string, environment: Environment) => ({
@@ -119,6 +149,8 @@ export const openEmbeddedEnvironment = async (
   const events = SqliteEventStore.open<EnvironmentEvent>(files.events, {
     onCommitted: (committed) => thread?.committed(committed),
   });
+  const { onAppend } = options;
+  if (onAppend) timeAppends(events, (seconds) => onAppend(environment, seconds));
   const { core: reads, analytics: analyticsReads } = openReadStores(files);
   const kv = SqliteKvStore.open(files.kv, options.clock, { relaxedNamespaces: ['quotes'] }); // quotes can be recomputed
   // The core group (what a write's response waits for: read-your-writes) runs here, so that it
@@ -238,6 +270,17 @@ const startWebhooks = async (
   Object.assign(ctx.webhooks, { publisher, deliveries, dispatcher });
   dispatcher.start();
 };
+
+/**
+ * Where `GET /metrics` counts each environment's pending and failed webhook deliveries: in its
+ * deliveries store, whichever process makes the attempts.
+ */
+export const webhookQueues =
+  (environments: Record<Environment, EnvContext>) =>
+  async (environment: Environment): Promise<EndpointQueueStats[]> => {
+    const deliveries = environments[environment].webhooks.deliveries;
+    return deliveries ? webhookQueueStats(deliveries) : [];
+  };
 
 export const closeEnvironment = async (ctx: EnvContext): Promise<void> => {
   await ctx.orders.idle(); // confirmations still queued after their responses

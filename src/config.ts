@@ -13,6 +13,7 @@ import { DEFAULT_SERVER_LIMITS, type ServerLimits } from './http/server.ts';
 import { defaultWebhookSettings, parseDurations, type WebhookSettings } from './application/webhooks/settings.ts';
 import { parseCidrs } from './domain/webhooks/targets.ts';
 import { assertMongoUrl, databaseBaseName } from './infrastructure/mongo/mongoUrl.ts';
+import { DEFAULT_OPS_SETTINGS, type OpsSettings } from './http/ops.ts';
 
 /** Everything the service reads from its environment, read in one place. */
 export interface Config {
@@ -51,6 +52,10 @@ export interface Config {
   kafka?: KafkaSettings;
   /** MONGODB_URL (see mongodbUrlFrom); unset: read models and key-value records stay in the embedded SQLite stores. */
   mongodbUrl?: string;
+  /** METRICS (`on`, `off`): request metrics and `GET /metrics`. */
+  metrics: boolean;
+  /** READY_MAX_PROJECTOR_LAG and METRICS_TOKEN (see opsFrom). */
+  ops: OpsSettings;
 }
 
 const integer = (raw: string | undefined, fallback: number, name: string): number => {
@@ -159,7 +164,45 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   server: serverLimitsFrom(env),
   webhooks: webhooksFrom(env),
   mongodbUrl: mongodbUrlFrom(env.MONGODB_URL),
+
+  metrics: metricsFrom(env.METRICS),
+  ops: opsFrom(env),
 });
+
+// ---- Operations endpoints -------------------------------------------------------------------
+
+const metricsFrom = (raw: string | undefined): boolean => {
+  const value = raw?.trim().toLowerCase() ?? '';
+  if (value === '' || value === 'on') return true;
+  if (value === 'off') return false;
+  throw new Error(`METRICS must be "on" or "off", got "${raw}"`);
+};
+
+/**
+ * READY_MAX_PROJECTOR_LAG: how many positions the core projection group may be behind the event
+ * store's head before `/readyz` answers 503 (a non-negative integer, default 1000).
+ * METRICS_TOKEN: when set, `GET /metrics` needs `Authorization: Bearer <token>`; at least 16
+ * characters of letters, digits and `-._~+/=` (what a Bearer token may hold).
+ */
+export const opsFrom = (env: NodeJS.ProcessEnv): OpsSettings => {
+  const settings: OpsSettings = {
+    ...DEFAULT_OPS_SETTINGS,
+    readyMaxProjectorLag: integer(
+      env.READY_MAX_PROJECTOR_LAG,
+      DEFAULT_OPS_SETTINGS.readyMaxProjectorLag,
+      'READY_MAX_PROJECTOR_LAG',
+    ),
+  };
+  const token = env.METRICS_TOKEN ?? '';
+  if (token !== '') {
+    if (!/^[A-Za-z0-9\-._~+/]{16,}=*$/.test(token))
+      throw new Error(
+        'METRICS_TOKEN must be at least 16 characters of letters, digits and -._~+/ (a Bearer token); the value is not shown',
+      );
+    settings.metricsToken = token;
+  }
+  return settings;
+};
 
 const projectorsFrom = (raw: string | undefined): Config['projectors'] => {
   if (raw === undefined || raw === '' || raw === 'thread') return 'thread';

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { openEmbedded, startExpiryJob } from './composition.ts';
+import { openEmbedded, startExpiryJob, webhookQueues } from './composition.ts';
 import { loadConfig } from './config.ts';
 import { systemClock } from './domain/clock.ts';
 import { listenBaseUrl } from './http/addresses.ts';
@@ -11,6 +11,7 @@ import { createLogger } from './logger.ts';
 import type { ApiKeyRegistry } from './application/apiKeys.ts';
 import { AdminAuth } from './application/adminAuth.ts';
 import { showWelcome, type FirstKeys } from './welcome.ts';
+import { ServiceMetrics } from './http/metrics.ts';
 
 /** Hooks for code that starts the service itself (tests); the configuration comes from the environment. */
 export interface ServiceHooks {
@@ -23,7 +24,9 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   // One process per DATA_DIR: a second service, or a replay, is refused while this one runs.
+  let stopping = false;
   const lock = lockDataDir(config.dataDir, 'voucher service', systemClock);
+  const metrics = config.metrics ? new ServiceMetrics({ defaultMetrics: true }) : undefined;
   const service = await openEmbedded({
     dataDir: config.dataDir,
     clock: systemClock,
@@ -34,7 +37,9 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     quotas: config.quotas,
     webhooks: config.webhooks,
     beforeExportJob: hooks.beforeExportJob,
+    onAppend: metrics ? (environment, seconds) => metrics.appended(environment, seconds) : undefined,
   });
+  metrics?.observe({ environments: service.environments, webhookQueues: webhookQueues(service.environments), logger });
   const firstKeys = service.keys.size === 0 ? await createFirstKeys(service.keys) : undefined;
   // ADMIN_PASSWORD wins; else the stored hash; else a new password, shown once below (never logged)
   const admin = await AdminAuth.open(service.account.kv, config.adminPassword);
@@ -48,6 +53,9 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     admin: admin.auth,
     trustProxy: config.trustProxy,
     publicBaseUrl: () => publicBaseUrl,
+    metrics,
+    ops: config.ops,
+    stopping: () => stopping,
   });
   /** Secrets to a terminal, or to a 0600 file in DATA_DIR; never to the log (welcome.ts). */
   const welcome = (root: string) =>
@@ -71,7 +79,6 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
   logger.info({ port, data_dir: config.dataDir, pid: process.pid }, 'voucher service listening');
   welcome(publicBaseUrl);
 
-  let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;

@@ -33,6 +33,7 @@ export const operations = (): Operation[] => {
   const doc = buildOpenApi() as { paths: Record<string, Record<string, unknown>> };
   const out: Operation[] = [];
   for (const [template, item] of Object.entries(doc.paths)) {
+    if (item.servers) continue; // the operator's endpoints (/healthz, /readyz, /metrics) at the root: not the API
     const shared = (item.parameters as Parameter[] | undefined) ?? [];
     for (const method of METHODS) {
       const op = item[method] as

@@ -15,6 +15,8 @@ import {
   type RateLimitConfig,
   type RateLimitStoreFactory,
 } from './rateLimits.ts';
+import type { ServiceMetrics } from './metrics.ts';
+import { opsRoutes, type OpsSettings } from './ops.ts';
 import { installRequestLogger, requestLog } from './requestLog.ts';
 import { analyticsRoutes } from './routes/analytics.ts';
 import { voucherRoutes } from './routes/vouchers.ts';
@@ -43,6 +45,12 @@ export interface AppDeps {
    * the request's connection reached (never a request header).
    */
   publicBaseUrl?: () => string;
+  /** Request metrics and `GET /metrics`; absent (METRICS=off): neither. */
+  metrics?: ServiceMetrics;
+  /** `/readyz`'s bound on the core projector's lag, and METRICS_TOKEN; absent: DEFAULT_OPS_SETTINGS, no token. */
+  ops?: OpsSettings;
+  /** True once the service is shutting down (`/readyz` answers 503). */
+  stopping?: () => boolean;
 }
 
 type BaseUrl = (req: Request) => string;
@@ -61,9 +69,22 @@ export const createApp = (deps: AppDeps): Express => {
   app.set('trust proxy', deps.trustProxy ?? false);
   installRequestLogger(app.request, deps.logger);
   app.use(requestLog(deps.logger));
+  if (deps.metrics) {
+    deps.metrics.installRouteCapture(app.request);
+    app.use(deps.metrics.middleware());
+  }
   app.get('/health', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  app.use(
+    opsRoutes({
+      environments: deps.environments,
+      logger: deps.logger,
+      settings: deps.ops,
+      metrics: deps.metrics,
+      stopping: deps.stopping,
+    }),
+  );
   const openapi = buildOpenApi();
   app.get('/v1/openapi.json', (_req, res) => {
     res.json(openapi);

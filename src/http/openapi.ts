@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import * as schemas from './schemas.ts';
 import { analyticsPaths, analyticsSchemas } from './openapiAnalytics.ts';
+import { opsPaths, opsSchemas } from './openapiOps.ts';
 import { webhookPaths, webhookSchemas } from './openapiWebhooks.ts';
 
 const REFERENCE = new URL('../../docs/api-reference.md', import.meta.url);
@@ -156,7 +157,11 @@ const withMalformedPath = (doc: { paths: Record<string, Record<string, unknown>>
 });
 
 /** The OpenAPI 3.1 document, built from the same JSON Schemas that validate requests. */
-export const buildOpenApi = (): object => withMalformedPath(openApiDocument());
+export const buildOpenApi = (): object => {
+  const doc = withMalformedPath(openApiDocument()) as { paths: object };
+  // the operator's endpoints sit at the root (their own `servers`), without rate limits
+  return { ...doc, paths: { ...doc.paths, ...opsPaths } };
+};
 
 const openApiDocument = () => ({
   openapi: '3.1.0',
@@ -352,9 +357,10 @@ const openApiDocument = () => ({
   components: {
     securitySchemes: {
       bearer: { type: 'http', scheme: 'bearer', description: 'sk_test_… (sandbox) or sk_live_… (production)' },
+      metricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN (GET /metrics only, when set)' },
     },
     headers: headerComponents,
-    schemas: { ...componentSchemas, ...analyticsSchemas, ...webhookSchemas },
+    schemas: { ...componentSchemas, ...analyticsSchemas, ...webhookSchemas, ...opsSchemas },
   },
 });
 
