@@ -8,6 +8,7 @@ import {
   type RateLimitConfig,
 } from './http/rateLimits.ts';
 import { DEFAULT_QUOTAS, QUOTAS, type Quotas } from './application/quotas.ts';
+import { APPLY_MODES, type ApplyMode } from './application/context.ts';
 import type { TrustProxy } from './http/addresses.ts';
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from './http/server.ts';
 import { defaultWebhookSettings, parseDurations, type WebhookSettings } from './application/webhooks/settings.ts';
@@ -45,6 +46,8 @@ export interface Config {
 
   /** Webhook delivery (WEBHOOK_ALLOWED_CIDRS, WEBHOOK_RETRY_DELAYS, WEBHOOK_TIMEOUT_MS; see webhooksFrom). */
   webhooks: WebhookSettings;
+  /** APPLY_MODE: how apply writes the voucher and order streams; unset: as the event store allows. */
+  applyMode?: ApplyMode;
 }
 
 const integer = (raw: string | undefined, fallback: number, name: string): number => {
@@ -151,7 +154,14 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
 
   server: serverLimitsFrom(env),
   webhooks: webhooksFrom(env),
+  applyMode: applyModeFrom(env.APPLY_MODE),
 });
+
+const applyModeFrom = (raw: string | undefined): ApplyMode | undefined => {
+  if (raw === undefined || raw === '') return undefined;
+  if ((APPLY_MODES as readonly string[]).includes(raw)) return raw as ApplyMode;
+  throw new Error(`APPLY_MODE must be "atomic" or "two-append", got "${raw}"`);
+};
 
 const projectorsFrom = (raw: string | undefined): Config['projectors'] => {
   if (raw === undefined || raw === '' || raw === 'thread') return 'thread';

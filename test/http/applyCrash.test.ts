@@ -1,0 +1,157 @@
+/**
+ * Apply without an atomic two-stream append (`two-append`): a crash between the order's
+ * reservation and the voucher's VoucherApplied, or between that and the order's confirmation,
+ * loses no use and counts none twice. The crash is a fault hook that throws where the process
+ * would have died (nothing after it runs), followed by a restart on the same files.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { applyBody } from '../fixtures/orders.ts';
+import { fixedVoucher, percentageVoucher } from '../fixtures/vouchers.ts';
+import { FakeClock } from '../support/fakeClock.ts';
+import { TestService } from '../support/harness.ts';
+import { RESERVATION_TTL_MS } from '../../src/application/orders.ts';
+
+class Crash extends Error {}
+
+describe('HTTP apply (two-append): a crash between the appends', () => {
+  const clock = new FakeClock();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-apply-crash-'));
+  /** Orders whose apply dies after the reservation, and after the voucher's VoucherApplied. */
+  const dieAfterReserve = new Set(['o-before', 'o-other-before']);
+  const dieAfterApply = new Set(['o-after', 'o-other-after']);
+  let service: TestService;
+  let limited: any; // PCT10 with max_uses 2
+  let other: any; // FIX100, not stackable
+
+  const orderTypes = async (orderId: string) =>
+    (await service.sandbox.events.readStream(`order-${orderId}`)).map((e) =>
+      e.type === 'OrderVoucherDetached' ? `${e.type}:${(e.data as any).reason}` : e.type,
+    );
+  const voucherTypes = async (voucherId: string) =>
+    (await service.sandbox.events.readStream(`voucher-${voucherId}`)).map((e) => e.type);
+  const apply = (code: string, orderId: string) =>
+    service.post('/v1/vouchers/apply', applyBody(code, orderId, { value: 10_000, currency: 'USD' }));
+
+  before(async () => {
+    service = await TestService.start({
+      dataDir,
+      clock,
+      applyMode: 'two-append',
+      applyHooks: {
+        afterReserve: (orderId) => {
+          if (dieAfterReserve.has(orderId)) throw new Crash(`died after reserving ${orderId}`);
+        },
+        afterApply: (orderId) => {
+          if (dieAfterApply.has(orderId)) throw new Crash(`died after applying to ${orderId}`);
+        },
+      },
+    });
+    limited = await service.createVoucher(percentageVoucher('PCT10', { conditions: { max_uses: 2 } }));
+    other = await service.createVoucher(fixedVoucher('FIX100'));
+    for (const [code, orderId] of [
+      ['PCT10', 'o-before'],
+      ['PCT10', 'o-after'],
+      ['FIX100', 'o-other-before'],
+      ['FIX100', 'o-other-after'],
+    ] as const) {
+      expect((await apply(code, orderId)).status, orderId).to.equal(500); // the client saw the connection die
+    }
+    // What the crashes left: reservations only; one VoucherApplied per crash after the voucher's append.
+    for (const orderId of ['o-before', 'o-after', 'o-other-before', 'o-other-after'])
+      expect(await orderTypes(orderId), orderId).to.deep.equal(['OrderVoucherReserved']);
+    expect(await voucherTypes(limited.id)).to.deep.equal(['VoucherCreated', 'VoucherApplied']);
+    expect(await voucherTypes(other.id)).to.deep.equal(['VoucherCreated', 'VoucherApplied']);
+    // The process ends; a new one starts on the same files (nothing of the old one's memory).
+    await service.stop(true);
+    service = await TestService.start({ dataDir, clock, applyMode: 'two-append' });
+  });
+  after(async () => {
+    await service.stop();
+  });
+
+  it('counts the use the voucher recorded before the crash, and only it', async () => {
+    const res = await service.get(`/v1/vouchers/${limited.id}`);
+    expect(res.body.usage_count).to.equal(1);
+  });
+
+  it('a repeat after a crash after the voucher append answers the recorded application and confirms it on the order', async () => {
+    const recorded = (await service.sandbox.events.readStream(`voucher-${limited.id}`)).find(
+      (e) => e.type === 'VoucherApplied',
+    )!;
+    const again = await apply('PCT10', 'o-after');
+    expect(again.status, JSON.stringify(again.body)).to.equal(200);
+    expect(again.body).to.include({ id: (recorded.data as any).applicationId, discount_amount: 1000 });
+    expect(await orderTypes('o-after')).to.deep.equal(['OrderVoucherReserved', 'OrderVoucherConfirmed']);
+    expect((await service.get(`/v1/vouchers/${limited.id}`)).body.usage_count).to.equal(1);
+  });
+
+  it('a repeat after a crash before the voucher append voids the orphan and applies anew', async () => {
+    const again = await apply('PCT10', 'o-before');
+    expect(again.status, JSON.stringify(again.body)).to.equal(201);
+    expect(await orderTypes('o-before')).to.deep.equal([
+      'OrderVoucherReserved',
+      'OrderVoucherDetached:abandoned',
+      'OrderVoucherReserved',
+      'OrderVoucherConfirmed',
+    ]);
+    const events = await service.sandbox.events.readStream(`voucher-${limited.id}`);
+    const voided = events.find((e) => e.type === 'VoucherReservationVoided')!;
+    const [first] = await service.sandbox.events.readStream('order-o-before');
+    expect((voided.data as any).applicationId).to.equal((first!.data as any).applicationId);
+    expect(events.map((e) => e.type)).to.deep.equal([
+      'VoucherCreated',
+      'VoucherApplied',
+      'VoucherReservationVoided',
+      'VoucherApplied',
+    ]);
+  });
+
+  it('max_uses 2: the two recorded uses are all there is, neither lost nor counted twice', async () => {
+    const res = await service.get(`/v1/vouchers/${limited.id}`);
+    expect(res.body.usage_count).to.equal(2);
+    const apps = await service.get(`/v1/vouchers/${limited.id}/applications`);
+    expect(apps.body.total).to.equal(2);
+    const third = await apply('PCT10', 'o-third');
+    expect(third.status).to.equal(400);
+    expect(third.body.error).to.deep.include({ code: 'USAGE_LIMIT_EXCEEDED' });
+    expect(third.body.error.details).to.include({ max_uses: 2, current_uses: 2 });
+  });
+
+  it("another voucher meets a young orphan as another process's apply in flight (409), and settles it once it is old", async () => {
+    const early = await apply('PCT10', 'o-other-before');
+    expect(early.status).to.equal(409);
+    expect(early.body.error.code).to.equal('CONCURRENT_MODIFICATION');
+    clock.advance(RESERVATION_TTL_MS);
+    // PCT10 is used up: the refusal is the voucher's, after the orphan was settled (abandoned).
+    const late = await apply('PCT10', 'o-other-before');
+    expect(late.status).to.equal(400);
+    expect(late.body.error.code).to.equal('USAGE_LIMIT_EXCEEDED');
+    expect(await orderTypes('o-other-before')).to.deep.equal([
+      'OrderVoucherReserved',
+      'OrderVoucherDetached:abandoned',
+    ]);
+  });
+
+  it('an old orphan whose voucher recorded the application is confirmed: the order carries it', async () => {
+    const stacked = await service.createVoucher(percentageVoucher('PCT20', { value: 20 }));
+    const res = await apply('PCT20', 'o-other-after');
+    expect(res.status, JSON.stringify(res.body)).to.equal(409);
+    expect(res.body.error.code).to.equal('STACKING_CONFLICT');
+    expect(res.body.error.details).to.include({ conflicting_voucher: 'FIX100' });
+    expect(await orderTypes('o-other-after')).to.deep.equal(['OrderVoucherReserved', 'OrderVoucherConfirmed']);
+    expect((await service.get(`/v1/vouchers/${other.id}`)).body.usage_count).to.equal(1);
+    expect((await service.get(`/v1/vouchers/${stacked.id}`)).body.usage_count).to.equal(0);
+  });
+
+  it('the log holds no other public event: voids are the voucher stream’s own, not applications', async () => {
+    const all = await service.sandbox.events.readAll();
+    const applied = all.filter((e) => e.type === 'VoucherApplied');
+    expect(applied).to.have.length(3); // PCT10 twice, FIX100 once
+    const apps = await service.get('/v1/vouchers?limit=100');
+    const total = (apps.body.data as Array<{ usage_count: number }>).reduce((n, v) => n + v.usage_count, 0);
+    expect(total).to.equal(3);
+  });
+});
