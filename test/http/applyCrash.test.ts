@@ -13,6 +13,9 @@ import { fixedVoucher, percentageVoucher } from '../fixtures/vouchers.ts';
 import { FakeClock } from '../support/fakeClock.ts';
 import { TestService } from '../support/harness.ts';
 import { RESERVATION_TTL_MS } from '../../src/application/orders.ts';
+import { environmentFiles } from '../../src/composition.ts';
+import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
+import { exitWithin, killAll, startService as startServiceProcess, type RunningService } from '../support/processes.ts';
 
 class Crash extends Error {}
 
@@ -153,5 +156,89 @@ describe('HTTP apply (two-append): a crash between the appends', () => {
     const apps = await service.get('/v1/vouchers?limit=100');
     const total = (apps.body.data as Array<{ usage_count: number }>).reduce((n, v) => n + v.usage_count, 0);
     expect(total).to.equal(3);
+  });
+});
+
+describe('HTTP apply (two-append): a real process killed while applies are in flight', function () {
+  this.timeout(120_000);
+  const KEY = 'sk_test_ApplyCrash0Sandbox0Key00000001';
+  const ORDERS = 120;
+  const LIMIT = 70;
+  let dataDir: string;
+
+  const start = () =>
+    startServiceProcess({ DATA_DIR: dataDir, VOUCHER_API_KEYS: KEY, APPLY_MODE: 'two-append', RATE_LIMITS: 'off' });
+  const call = async (service: RunningService, urlPath: string, body?: unknown) => {
+    const res = await fetch(`${service.base}${urlPath}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(15_000),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
+  const applyTo = (i: number) => applyBody('KILLED', `k-${i}`, { value: 10_000 + i, currency: 'USD' });
+
+  after(async () => {
+    await killAll();
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('after a restart, repeating every apply settles every reservation; the uses are exactly max_uses, each answered once as new', async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-apply-kill-'));
+    const first = await start();
+    const created = await call(first, '/v1/vouchers', percentageVoucher('KILLED', { conditions: { max_uses: LIMIT } }));
+    expect(created.status).to.equal(201);
+    // Fire every apply, and kill the process (SIGKILL) once a tenth of them have been answered.
+    let answered = 0;
+    const acked = new Map<number, string>();
+    let killed!: () => void;
+    const tenth = new Promise<void>((resolve) => (killed = resolve));
+    const inFlight = Array.from({ length: ORDERS }, (_, i) =>
+      call(first, '/v1/vouchers/apply', applyTo(i))
+        .then((res) => {
+          if (res.status === 201) acked.set(i, res.body.id);
+          if (++answered === ORDERS / 10) killed();
+        })
+        .catch(() => undefined),
+    );
+    await tenth;
+    first.proc.child.kill('SIGKILL');
+    expect((await exitWithin(first.proc, 10_000)).signal).to.equal('SIGKILL');
+    await Promise.all(inFlight);
+
+    const second = await start();
+    const outcomes: Array<{ status: number; body: any }> = [];
+    for (let i = 0; i < ORDERS; i += 1) outcomes.push(await call(second, '/v1/vouchers/apply', applyTo(i)));
+    // An acknowledged application is answered again as itself (200), never applied twice.
+    for (const [i, id] of acked) {
+      expect(outcomes[i]!.status, `k-${i}`).to.equal(200);
+      expect(outcomes[i]!.body.id, `k-${i}`).to.equal(id);
+    }
+    const ok = outcomes.filter((o) => o.status === 200 || o.status === 201);
+    expect(ok, JSON.stringify(outcomes.filter((o) => o.status >= 300 && o.status !== 400))).to.have.length(LIMIT);
+    expect(outcomes.filter((o) => o.status === 400).map((o) => o.body.error.code)).to.deep.equal(
+      Array(ORDERS - LIMIT).fill('USAGE_LIMIT_EXCEEDED'),
+    );
+    const voucher = await call(second, `/v1/vouchers/${created.body.id}`);
+    expect(voucher.body.usage_count).to.equal(LIMIT);
+    second.proc.child.kill('SIGTERM');
+    expect((await exitWithin(second.proc, 15_000)).code).to.equal(0);
+
+    // The log: one VoucherApplied per use, and every order's reservations settled.
+    const events = SqliteEventStore.open(environmentFiles(dataDir, 'sandbox').events);
+    try {
+      const all = await events.readAll();
+      expect(all.filter((e) => e.type === 'VoucherApplied')).to.have.length(LIMIT);
+      const idOf = (e: { data: unknown }) => (e.data as { applicationId: string }).applicationId;
+      const settled = new Set(
+        all.filter((e) => e.type === 'OrderVoucherConfirmed' || e.type === 'OrderVoucherDetached').map(idOf),
+      );
+      const open = all.filter((e) => e.type === 'OrderVoucherReserved' && !settled.has(idOf(e)));
+      expect(open.map((e) => e.streamId)).to.deep.equal([]);
+    } finally {
+      await events.close();
+    }
   });
 });
