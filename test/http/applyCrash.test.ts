@@ -13,6 +13,7 @@ import { fixedVoucher, percentageVoucher } from '../fixtures/vouchers.ts';
 import { FakeClock } from '../support/fakeClock.ts';
 import { TestService } from '../support/harness.ts';
 import { RESERVATION_TTL_MS } from '../../src/application/orders.ts';
+import type { ApplyMode } from '../../src/application/context.ts';
 import { environmentFiles } from '../../src/composition.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { exitWithin, killAll, startService as startServiceProcess, type RunningService } from '../support/processes.ts';
@@ -240,5 +241,52 @@ describe('HTTP apply (two-append): a real process killed while applies are in fl
     } finally {
       await events.close();
     }
+  });
+});
+
+describe('HTTP apply: the two modes have the same public effect', () => {
+  /** One scenario: applies, a stacking refusal, a limit refusal, repeats, a rollback; what the public sees. */
+  const scenario = async (applyMode: ApplyMode) => {
+    const service = await TestService.start({ applyMode });
+    try {
+      const limited = await service.createVoucher(percentageVoucher('SAME10', { conditions: { max_uses: 3 } }));
+      const fixed = await service.createVoucher(fixedVoucher('SAME100'));
+      const answers: unknown[] = [];
+      const apply = async (code: string, orderId: string) => {
+        const res = await service.post(
+          '/v1/vouchers/apply',
+          applyBody(code, orderId, { value: 10_000, currency: 'USD' }, { id: 'cus_1' }),
+        );
+        answers.push([res.status, res.body.error?.code ?? res.body.discount_amount]);
+        return res;
+      };
+      const first = await apply('SAME10', 'p-1');
+      await apply('SAME10', 'p-1'); // repeat
+      await apply('SAME100', 'p-1'); // stacking conflict
+      await apply('SAME10', 'p-2');
+      await apply('SAME10', 'p-3');
+      await apply('SAME10', 'p-4'); // max_uses reached
+      await service.post(`/v1/vouchers/applications/${first.body.id}/rollback`, {});
+      await apply('SAME100', 'p-1'); // the order is free again
+      await apply('SAME10', 'p-5'); // and so is a use
+      const publicEvents = (await service.sandbox.events.readAll())
+        .filter((e) => e.streamId.startsWith('voucher-') && e.type !== 'VoucherReservationVoided')
+        .map((e) => [e.type, (e.data as any).code ?? null, (e.data as any).discountAmount ?? null]);
+      const usage = [
+        (await service.get(`/v1/vouchers/${limited.id}`)).body.usage_count,
+        (await service.get(`/v1/vouchers/${fixed.id}`)).body.usage_count,
+      ];
+      return { answers, publicEvents, usage };
+    } finally {
+      await service.stop();
+    }
+  };
+
+  it('the same answers, public events and usage counts', async () => {
+    const atomic = await scenario('atomic');
+    const twoAppends = await scenario('two-append');
+    expect(twoAppends).to.deep.equal(atomic);
+    expect(atomic.usage).to.deep.equal([3, 1]);
+    expect(atomic.answers).to.have.length(8);
   });
 });
