@@ -5,14 +5,15 @@ import { ApiKeyRegistry, type ApiKeyEvent } from './application/apiKeys.ts';
 import type { EnvironmentEvent } from './application/events.ts';
 import { CodeRegistry } from './application/codeRegistry.ts';
 import { CommandHandler } from './core/commandHandler.ts';
-import type { EnvContext, Environment } from './application/context.ts';
+import type { ApplyHooks, ApplyMode, EnvContext, Environment } from './application/context.ts';
+import type { EventStore } from './core/eventStore.ts';
 import { ExportJobs } from './application/exports/jobs.ts';
 import { DEFAULT_QUOTAS, type Quotas } from './application/quotas.ts';
 import { randomIds, type IdGenerator } from './application/ids.ts';
 import { AttemptRecorder } from './application/telemetry.ts';
 import { expireDueVouchers } from './application/vouchers.ts';
 import type { Clock } from './domain/clock.ts';
-import type { VoucherEvent } from './domain/voucher/events.ts';
+import type { VoucherStreamEvent } from './domain/voucher/events.ts';
 import { voucherDecider } from './domain/voucher/decide.ts';
 import type { VoucherCommand } from './domain/voucher/commands.ts';
 import { DomainError } from './domain/errors.ts';
@@ -23,7 +24,6 @@ import type { OrderState } from './domain/order/state.ts';
 import { SqliteEventStore } from './infrastructure/eventStore/sqliteEventStore.ts';
 import { SqliteKvStore } from './infrastructure/kvStore/sqliteKvStore.ts';
 import type { ProjectorHandle } from './core/projectionRunner.ts';
-import type { EventStore } from './core/eventStore.ts';
 import { ProjectorThread } from './infrastructure/projector/projectorThread.ts';
 import { startGroup } from './core/projectionGroups.ts';
 import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
@@ -81,6 +81,10 @@ export interface EmbeddedOptions {
   quotas?: Quotas;
   /** Webhook delivery settings (WEBHOOK_*; default: defaultWebhookSettings). */
   webhooks?: WebhookSettings;
+  /** How apply writes to the voucher and order streams (APPLY_MODE; default: see `applyModeFor`). */
+  applyMode?: ApplyMode;
+  /** Test seams between the appends of a two-append apply. */
+  applyHooks?: ApplyHooks;
   /** Test seams of webhook delivery (DNS, jitter, timers). */
   webhookHooks?: WebhookHooks;
   /** Told each append's duration in seconds, from the call to its durable commit (`GET /metrics`). */
@@ -111,6 +115,18 @@ export const timeAppends = (store: EventStore<EnvironmentEvent>, record: (second
     };
   store.appendToStream = timed(store.appendToStream);
   store.appendToStreams = timed(store.appendToStreams);
+};
+
+/**
+ * The apply mode for a store: the one asked for, else `atomic` when the store appends to several
+ * streams atomically (`atomicMultiStream` not false), else `two-append`. Asking for `atomic` on a
+ * store without it stops the start.
+ */
+export const applyModeFor = (store: EventStore<EnvironmentEvent>, asked?: ApplyMode): ApplyMode => {
+  const atomic = store.atomicMultiStream !== false;
+  if (asked === 'atomic' && !atomic)
+    throw new Error('APPLY_MODE=atomic needs an event store with an atomic multi-stream append; use two-append');
+  return asked ?? (atomic ? 'atomic' : 'two-append');
 };
 
 /** Paths of one environment's embedded stores: each environment has its own files. */
@@ -201,14 +217,18 @@ export const openEmbeddedEnvironment = async (
     projector,
     clock: options.clock,
     ids: options.ids ?? randomIds,
-    vouchers: new CommandHandler<VoucherCommand, VoucherEvent, VoucherState, EnvironmentEvent>(events, voucherDecider, {
-      conflictError: () =>
-        new DomainError(
-          'CONCURRENT_MODIFICATION',
-          'The voucher is being changed by another writer; retry the request',
-          {},
-        ),
-    }),
+    vouchers: new CommandHandler<VoucherCommand, VoucherStreamEvent, VoucherState, EnvironmentEvent>(
+      events,
+      voucherDecider,
+      {
+        conflictError: () =>
+          new DomainError(
+            'CONCURRENT_MODIFICATION',
+            'The voucher is being changed by another writer; retry the request',
+            {},
+          ),
+      },
+    ),
     orders: new CommandHandler<OrderCommand, OrderEvent, OrderState, EnvironmentEvent>(events, orderDecider, {
       conflictError: () =>
         new DomainError(
@@ -219,6 +239,8 @@ export const openEmbeddedEnvironment = async (
     }),
     codes: new CodeRegistry(events),
     readYourWritesMs: options.readYourWritesMs ?? 5_000,
+    applyMode: applyModeFor(events, options.applyMode),
+    ...(options.applyHooks ? { applyHooks: options.applyHooks } : {}),
     analytics,
     telemetry,
     exports,

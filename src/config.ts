@@ -8,6 +8,7 @@ import {
   type RateLimitConfig,
 } from './http/rateLimits.ts';
 import { DEFAULT_QUOTAS, QUOTAS, type Quotas } from './application/quotas.ts';
+import { APPLY_MODES, type ApplyMode } from './application/context.ts';
 import type { TrustProxy } from './http/addresses.ts';
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from './http/server.ts';
 import { defaultWebhookSettings, parseDurations, type WebhookSettings } from './application/webhooks/settings.ts';
@@ -56,6 +57,8 @@ export interface Config {
   metrics: boolean;
   /** READY_MAX_PROJECTOR_LAG and METRICS_TOKEN (see opsFrom). */
   ops: OpsSettings;
+  /** APPLY_MODE: how apply writes the voucher and order streams; unset: as the event store allows. */
+  applyMode?: ApplyMode;
 }
 
 const integer = (raw: string | undefined, fallback: number, name: string): number => {
@@ -167,6 +170,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
 
   metrics: metricsFrom(env.METRICS),
   ops: opsFrom(env),
+  applyMode: applyModeFrom(env.APPLY_MODE),
 });
 
 // ---- Operations endpoints -------------------------------------------------------------------
@@ -202,6 +206,12 @@ export const opsFrom = (env: NodeJS.ProcessEnv): OpsSettings => {
     settings.metricsToken = token;
   }
   return settings;
+};
+
+const applyModeFrom = (raw: string | undefined): ApplyMode | undefined => {
+  if (raw === undefined || raw === '') return undefined;
+  if ((APPLY_MODES as readonly string[]).includes(raw)) return raw as ApplyMode;
+  throw new Error(`APPLY_MODE must be "atomic" or "two-append", got "${raw}"`);
 };
 
 const projectorsFrom = (raw: string | undefined): Config['projectors'] => {

@@ -36,6 +36,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     projectors: config.projectors,
     quotas: config.quotas,
     webhooks: config.webhooks,
+    applyMode: config.applyMode,
     beforeExportJob: hooks.beforeExportJob,
     onAppend: metrics ? (environment, seconds) => metrics.appended(environment, seconds) : undefined,
   });

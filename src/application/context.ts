@@ -1,5 +1,5 @@
 import type { Clock } from '../domain/clock.ts';
-import type { VoucherEvent } from '../domain/voucher/events.ts';
+import type { VoucherStreamEvent } from '../domain/voucher/events.ts';
 import type { VoucherState } from '../domain/voucher/state.ts';
 import type { OrderEvent } from '../domain/order/events.ts';
 import type { OrderState } from '../domain/order/state.ts';
@@ -34,6 +34,20 @@ export interface WebhookContext {
 
 export type Environment = 'sandbox' | 'production';
 
+export type ApplyMode = 'atomic' | 'two-append';
+export const APPLY_MODES: readonly ApplyMode[] = ['atomic', 'two-append'];
+
+/**
+ * Called between the appends of a two-append apply; throwing stops the apply there, as a crash of
+ * the process would (tests of the crash windows).
+ */
+export interface ApplyHooks {
+  /** After the order's reservation is durable, before the voucher decides. */
+  afterReserve?(orderId: string, applicationId: string): void;
+  /** After the voucher's VoucherApplied is durable, before the order's confirmation. */
+  afterApply?(orderId: string, applicationId: string): void;
+}
+
 /** Everything a use case needs for one environment; built only by the composition root. */
 export interface EnvContext {
   environment: Environment;
@@ -43,7 +57,16 @@ export interface EnvContext {
   /** The analytics group's read models: analytics aggregates and export records. */
   analyticsReads: ReadStore;
   kv: KvStore;
-  vouchers: CommandHandler<VoucherCommand, VoucherEvent, VoucherState, EnvironmentEvent>;
+  vouchers: CommandHandler<VoucherCommand, VoucherStreamEvent, VoucherState, EnvironmentEvent>;
+  /**
+   * How apply writes the voucher's and the order's records (application/orders.ts): `atomic`, in
+   * one append to both streams; `two-append`, with single-stream appends only (reserve on the
+   * order, apply on the voucher, confirm on the order), for stores without an atomic
+   * multi-stream append.
+   */
+  applyMode: ApplyMode;
+  /** Test seams between the appends of a two-append apply (absent in service). */
+  applyHooks?: ApplyHooks;
   /** Order streams `order-<orderId>`: the vouchers each order carries (stacking, see orders.ts). */
   orders: CommandHandler<OrderCommand, OrderEvent, OrderState, EnvironmentEvent>;
   codes: CodeRegistry;

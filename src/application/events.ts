@@ -1,7 +1,7 @@
 import type { ExportEvent, OrderAttemptsRecorded } from '../domain/analytics/events.ts';
 import type { OrderEvent } from '../domain/order/events.ts';
 import type { WebhookEndpointEvent } from '../domain/webhooks/events.ts';
-import type { VoucherCodeClaimed, VoucherEvent } from '../domain/voucher/events.ts';
+import type { VoucherCodeClaimed, VoucherStreamEvent } from '../domain/voucher/events.ts';
 
 /**
  * Every event an environment's event store holds: vouchers and their code claims, orders,
@@ -10,4 +10,4 @@ import type { VoucherCodeClaimed, VoucherEvent } from '../domain/voucher/events.
  * projection reads the part of it that is its own.
  */
 export type EnvironmentEvent =
-  VoucherEvent | VoucherCodeClaimed | OrderEvent | OrderAttemptsRecorded | ExportEvent | WebhookEndpointEvent;
+  VoucherStreamEvent | VoucherCodeClaimed | OrderEvent | OrderAttemptsRecorded | ExportEvent | WebhookEndpointEvent;

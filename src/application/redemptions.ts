@@ -3,14 +3,23 @@ import { DomainError } from '../domain/errors.ts';
 import type { Customer, Order } from '../domain/discount/types.ts';
 import { decide } from '../domain/voucher/decide.ts';
 import { evaluate, stackProfile, type Evaluation } from '../domain/voucher/evaluate.ts';
-import { voucherStream, type VoucherEvent } from '../domain/voucher/events.ts';
+import { voucherStream, type VoucherStreamEvent } from '../domain/voucher/events.ts';
 import { orderStream } from '../domain/order/events.ts';
 import { WrongExpectedRevisionError, type StreamAppend } from '../core/eventStore.ts';
-import type { Work } from '../core/commandHandler.ts';
+import type { StackProfile } from '../domain/discount/stacking.ts';
+import type { Outcome, Work } from '../core/commandHandler.ts';
 import type { Voucher, VoucherState } from '../domain/voucher/state.ts';
 import type { ApplicationView } from '../projections/usageHistory.ts';
 import { QUOTE_TTL_MS, quoteKey, type CallMetadata, type EnvContext } from './context.ts';
-import { detachVoucher, orderForApply, vouchersOnOrder, type OrderForApply } from './orders.ts';
+import {
+  clearReservations,
+  confirmApplication,
+  detachVoucher,
+  inFlightApply,
+  orderForApply,
+  vouchersOnOrder,
+  type OrderForApply,
+} from './orders.ts';
 import { suggestCodes } from './suggestions.ts';
 import { QuotaExceededError } from './quotas.ts';
 import { fingerprint, renderApplication, type ApplicationResponse } from './views.ts';
@@ -162,36 +171,42 @@ type ApplyCommand = Extract<Parameters<typeof decide>[0], { type: 'ApplyVoucher'
 
 type ApplyResult = { outcome: ApplyOutcome; orderValue: number };
 
+/** The stored application of the order, as an apply answers it. */
+const answer = (state: VoucherState, orderId: string, replayed: boolean): ApplyResult => {
+  const application = state!.applications.get(state!.liveByOrder.get(orderId)!)!;
+  return {
+    outcome: { application: renderApplication(state!, application), replayed },
+    orderValue: application.orderValue,
+  };
+};
+
 /**
  * The ApplyVoucher work on the voucher stream (one write, or none for a repeat), priced with the
- * vouchers on the order; the order's record of the application goes in the same atomic append.
+ * vouchers on the order; in the atomic mode, the order's record of the application goes in the
+ * same append (`order`).
  */
-class ApplyWork implements Work<VoucherEvent, VoucherState, ApplyResult, EnvironmentEvent> {
+class ApplyWork implements Work<VoucherStreamEvent, VoucherState, ApplyResult, EnvironmentEvent> {
   readonly metadata: Record<string, unknown>;
 
   constructor(
     private readonly command: ApplyCommand,
     meta: CallMetadata,
-    private readonly order: OrderForApply,
+    private readonly order?: OrderForApply,
   ) {
     this.metadata = { ...meta };
   }
 
-  decide(state: VoucherState): VoucherEvent[] {
+  decide(state: VoucherState): VoucherStreamEvent[] {
     return decide(this.command, state);
   }
 
-  result(state: VoucherState, events: VoucherEvent[]): ApplyResult {
-    const application = state!.applications.get(state!.liveByOrder.get(this.command.data.orderId)!)!;
-    return {
-      outcome: { application: renderApplication(state!, application), replayed: events.length === 0 },
-      orderValue: application.orderValue,
-    };
+  result(state: VoucherState, events: VoucherStreamEvent[]): ApplyResult {
+    return answer(state, this.command.data.orderId, events.length === 0);
   }
 
-  also(events: VoucherEvent[], state: VoucherState): StreamAppend<EnvironmentEvent>[] {
+  also(events: VoucherStreamEvent[], state: VoucherState): StreamAppend<EnvironmentEvent>[] {
     const applied = events.find((e) => e.type === 'VoucherApplied');
-    return applied
+    return applied && this.order
       ? [
           this.order.append(
             stackProfile(state!),
@@ -204,7 +219,14 @@ class ApplyWork implements Work<VoucherEvent, VoucherState, ApplyResult, Environ
   }
 }
 
-const runApply = async (ctx: EnvContext, command: ApplyCommand, meta: CallMetadata, order: OrderForApply) => {
+type Applied = ApplyResult & { position: number };
+
+const runApply = async (
+  ctx: EnvContext,
+  command: ApplyCommand,
+  meta: CallMetadata,
+  order: OrderForApply,
+): Promise<Applied> => {
   const { result, position, also } = await ctx.vouchers.execute(
     voucherStream(command.data.voucherId),
     new ApplyWork(command, meta, order),
@@ -213,14 +235,72 @@ const runApply = async (ctx: EnvContext, command: ApplyCommand, meta: CallMetada
   return { ...result, position };
 };
 
+/**
+ * The apply with single-stream appends (orders.ts, `two-append`): the voucher decides first without
+ * writing (a refusal or a repeat answers as in the atomic mode, and nothing is written); then the
+ * order's reservation, the voucher's VoucherApplied (decided again: it may refuse now), and the
+ * order's confirmation, or its release when the voucher refused.
+ */
+const runTwoAppends = async (
+  ctx: EnvContext,
+  command: ApplyCommand,
+  meta: CallMetadata,
+  order: OrderForApply,
+): Promise<Applied> => {
+  const { orderId, voucherId, applicationId } = command.data;
+  const stream = voucherStream(voucherId);
+  type Plan = { voucher: StackProfile; orderValue: number } | { repeat: ApplyResult };
+  const planned = await ctx.vouchers.read(stream, (state): Plan => {
+    const applied = decide(command, state).find((e) => e.type === 'VoucherApplied');
+    return applied
+      ? { voucher: stackProfile(state!), orderValue: applied.data.orderValue }
+      : { repeat: answer(state, orderId, true) };
+  });
+  const now = command.metadata.now;
+  if ('repeat' in planned) {
+    // A repeat after a crash: the order, not read yet, may still hold the first attempt's reservation.
+    if (order.assumed) {
+      const read = await orderForApply(ctx, orderId, now, meta);
+      await clearReservations(ctx, orderId, read.reservations, voucherId, now, meta);
+    }
+    return { ...planned.repeat, position: 0 };
+  }
+  return inFlightApply(ctx, orderId, applicationId, async () => {
+    await order.reserve(planned.voucher, applicationId, planned.orderValue);
+    ctx.applyHooks?.afterReserve?.(orderId, applicationId);
+    let applied: Outcome<ApplyResult>;
+    try {
+      applied = await ctx.vouchers.execute(stream, new ApplyWork(command, meta));
+    } catch (error) {
+      // Refused: the order's place is given back. Any other failure leaves the reservation to be
+      // settled by the voucher stream (the append may have been written).
+      if (error instanceof DomainError)
+        await detachVoucher(ctx, orderId, voucherId, applicationId, 'apply_failed', now, meta);
+      throw error;
+    }
+    if (applied.result.outcome.replayed) {
+      // A repeat of an application recorded meanwhile: this reservation is not needed.
+      await detachVoucher(ctx, orderId, voucherId, applicationId, 'apply_failed', now, meta);
+      return { ...applied.result, position: applied.position };
+    }
+    ctx.applyHooks?.afterApply?.(orderId, applicationId);
+    const { application } = applied.result.outcome;
+    await confirmApplication(ctx, orderId, applicationId, application.discount_amount, now, meta);
+    return { ...applied.result, position: applied.position };
+  });
+};
+
 /** Attempts of an apply whose order moved meanwhile (another voucher applied to it at once). */
 const ORDER_ATTEMPTS = 5;
+/** Rounds of waiting for (or settling) other applies' reservations on the order, at most. */
+const SETTLE_ROUNDS = 64;
 
 /**
  * Applies the voucher to an order: from the order in the request, else from the quote kept by
  * validate, re-evaluated against the voucher as it is now. A repeat with the same (or no) order
  * and customer returns the stored application. The order stream records the vouchers the order
- * carries, for stacking, in the same atomic append as the VoucherApplied (see orders.ts).
+ * carries, for stacking, in the same atomic append as the VoucherApplied, or with a reservation
+ * before it and a confirmation after it (`ctx.applyMode`, see orders.ts).
  */
 export const applyVoucher = async (
   ctx: EnvContext,
@@ -256,17 +336,26 @@ export const applyVoucher = async (
     metadata: { now: ctx.clock.now() },
   };
   const now = command.metadata.now;
+  const run = ctx.applyMode === 'two-append' ? runTwoAppends : runApply;
+  let settled = 0;
   for (let attempt = 1; ; attempt += 1) {
-    if (attempt > ORDER_ATTEMPTS)
+    if (attempt > ORDER_ATTEMPTS || settled > SETTLE_ROUNDS)
       throw new DomainError(
         'CONCURRENT_MODIFICATION',
         'The order is being changed by another request; retry the request',
         {},
       );
     const onOrder = await orderForApply(ctx, input.order_id, now, meta, attempt === 1);
-    let applied: Awaited<ReturnType<typeof runApply>>;
+    if (onOrder.reservations.length > 0) {
+      // Reservations of two-append applies: wait for them or settle them, then read the order again.
+      await clearReservations(ctx, input.order_id, onOrder.reservations, voucherId, now, meta);
+      settled += 1;
+      attempt -= 1; // another apply finished: not a conflict
+      continue;
+    }
+    let applied: Applied;
     try {
-      applied = await runApply(
+      applied = await run(
         ctx,
         { ...command, data: { ...command.data, orderVouchers: onOrder.vouchers } },
         meta,

@@ -123,6 +123,13 @@ export interface EventStore<E extends DomainEvent = AnyEvent> {
    */
   appendToStreams(appends: StreamAppend<E>[]): Promise<AppendResult[]>;
   /**
+   * Whether `appendToStreams` is atomic across streams. Absent or true: it is (the embedded
+   * store). False: the server has no atomic multi-stream append (EventStoreDB 24.10), and callers
+   * that need two streams to change together use single-stream appends only (apply's
+   * `two-append` mode, application/orders.ts); its `appendToStreams` rejects without writing.
+   */
+  readonly atomicMultiStream?: boolean;
+  /**
    * Events of one stream in revision order; [] when the stream does not exist. `T` names the part
    * of the union the stream holds (a stream belongs to one aggregate, whose events are written
    * only by its own command handler).
@@ -145,12 +152,6 @@ export interface EventStore<E extends DomainEvent = AnyEvent> {
    * several instances) leave it out, and callers read.
    */
   externalChangeToken?(): number;
-  /**
-   * Whether `appendToStreams` is available. Absent or true: it is (the embedded SQLite store).
-   * False: the store has no atomic append to several streams (EventStoreDB 24.10), its
-   * `appendToStreams` rejects without writing, and callers change one stream per append.
-   */
-  readonly atomicMultiStream?: boolean;
   close(): Promise<void>;
 }
 

@@ -7,6 +7,7 @@ import pino, { type Logger } from 'pino';
 import { openEmbedded, type Embedded, type WebhookHooks } from '../../src/composition.ts';
 import { AdminAuth } from '../../src/application/adminAuth.ts';
 import type { Quotas } from '../../src/application/quotas.ts';
+import type { ApplyHooks, ApplyMode } from '../../src/application/context.ts';
 import type { WebhookSettings } from '../../src/application/webhooks/settings.ts';
 import { createApp } from '../../src/http/createApp.ts';
 import { createHttpServer } from '../../src/http/server.ts';
@@ -83,6 +84,10 @@ export class TestService {
       webhooks?: WebhookSettings;
       /** Test seams of webhook delivery (DNS answers, jitter, timers). */
       webhookHooks?: WebhookHooks;
+      /** How apply writes the voucher and order streams (APPLY_MODE; default: atomic). */
+      applyMode?: ApplyMode;
+      /** Test seams between the appends of a two-append apply. */
+      applyHooks?: ApplyHooks;
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -98,7 +103,19 @@ export class TestService {
       quotas: options.quotas,
       webhooks: options.webhooks,
       webhookHooks: options.webhookHooks,
+      applyMode: options.applyMode,
+      applyHooks: options.applyHooks,
     });
+    if (options.applyMode === 'two-append') {
+      // As on EventStoreDB 24.10: no atomic append to several streams, so none may be asked for.
+      for (const env of Object.values(embedded.environments)) {
+        const single = env.events.appendToStreams.bind(env.events);
+        env.events.appendToStreams = (appends) =>
+          appends.length > 1
+            ? Promise.reject(new Error('this store has no atomic multi-stream append'))
+            : single(appends);
+      }
+    }
     const admin = options.adminPassword === undefined ? undefined : await AdminAuth.fromPassword(options.adminPassword);
     const app = createApp({
       environments: embedded.environments,

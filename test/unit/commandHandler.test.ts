@@ -7,7 +7,11 @@ import { CommandHandler, type CommandHandlerOptions, type Work } from '../../src
 import { DomainError } from '../../src/domain/errors.ts';
 import type { VoucherCommand } from '../../src/domain/voucher/commands.ts';
 import { decide, voucherDecider } from '../../src/domain/voucher/decide.ts';
-import { voucherStream, type Conditions, type VoucherEvent } from '../../src/domain/voucher/events.ts';
+import {
+  voucherStream,
+  type Conditions,
+  type VoucherStreamEvent as VoucherEvent,
+} from '../../src/domain/voucher/events.ts';
 import { evolve, initialState, type VoucherState } from '../../src/domain/voucher/state.ts';
 import { WrongExpectedRevisionError, type RecordedEvent } from '../../src/core/eventStore.ts';
 import type { AnyEvent } from '../../src/core/decider.ts';

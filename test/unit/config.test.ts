@@ -43,6 +43,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PROJECTORS: 'both' })).to.throw(/PROJECTORS/);
   });
 
+  it('APPLY_MODE: unset leaves the choice to the event store; atomic or two-append; refuses anything else', () => {
+    expect(loadConfig({}).applyMode).to.equal(undefined);
+    expect(loadConfig({ APPLY_MODE: 'two-append' }).applyMode).to.equal('two-append');
+    expect(loadConfig({ APPLY_MODE: 'atomic' }).applyMode).to.equal('atomic');
+    expect(() => loadConfig({ APPLY_MODE: 'twoappend' })).to.throw(/APPLY_MODE must be "atomic" or "two-append"/);
+  });
+
   it('reads the per-key quotas, keeping the defaults for those unset; refuses anything but a positive integer, naming the variable', () => {
     expect(loadConfig({}).quotas).to.deep.equal({ outstandingQuotes: 1_000, pendingExports: 3, exportFiles: 10 });
     expect(

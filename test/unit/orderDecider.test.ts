@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { orderDecider, type OrderCommand } from '../../src/domain/order/decide.ts';
 import type { OrderEvent } from '../../src/domain/order/events.ts';
-import { liveVouchers } from '../../src/domain/order/state.ts';
+import { liveVouchers, reservationsOf } from '../../src/domain/order/state.ts';
 import type { StackProfile } from '../../src/domain/discount/stacking.ts';
 import { orderVoucherConfirmed, orderVoucherDetached } from '../fixtures/events.ts';
 import { deciderSpecification } from '../support/deciderSpecification.ts';
@@ -140,5 +140,73 @@ describe('order decider', () => {
       }),
     ]);
     expect(state!.vouchers).to.deep.equal([]);
+  });
+
+  describe('reservations (apply without an atomic two-stream append)', () => {
+    const reserve = (v: StackProfile, applicationId: string): OrderCommand => ({
+      type: 'ReserveApplication',
+      data: { orderId: O, applicationId, voucher: v, orderValue: 10_000 },
+      metadata: { now: NOW },
+    });
+    const confirm = (applicationId: string, discountAmount: number): OrderCommand => ({
+      type: 'ConfirmApplication',
+      data: { orderId: O, applicationId, discountAmount },
+      metadata: { now: NOW },
+    });
+    const reserved = (v: StackProfile, applicationId: string): OrderEvent => ({
+      type: 'OrderVoucherReserved',
+      data: { ...profile(v), orderId: O, applicationId, reservedAt: AT },
+    });
+    const detached = (v: StackProfile, applicationId: string, reason: 'abandoned' | 'apply_failed' | 'superseded') =>
+      orderVoucherDetached({ orderId: O, voucherId: v.voucherId, applicationId, reason, detachedAt: AT });
+
+    it('reserves the order for a voucher, which is not on the order until confirmed with its discount', () => {
+      given([])
+        .when(reserve(A, 'va_1'))
+        .then([reserved(A, 'va_1')]);
+      expect(liveVouchers(fold([reserved(A, 'va_1')]))).to.deep.equal([]);
+      expect(reservationsOf(fold([reserved(A, 'va_1')]))).to.have.length(1);
+      given([reserved(A, 'va_1')])
+        .when(confirm('va_1', 1000))
+        .then([confirmed(A, 'va_1', 1000)]);
+      const state = fold([reserved(A, 'va_1'), confirmed(A, 'va_1', 1000)]);
+      expect(reservationsOf(state)).to.deep.equal([]);
+      expect(liveVouchers(state).map((v) => [v.applicationId, v.discountAmount])).to.deep.equal([['va_1', 1000]]);
+    });
+
+    it('the stacking rules hold at the reservation; a second reservation waits for the first to settle', () => {
+      given([confirmed(A, 'va_1', 1000)])
+        .when(reserve(B, 'va_2'))
+        .thenThrows('STACKING_CONFLICT', { conflicting_voucher: 'A10', conflict_reason: 'not_stackable' });
+      given([reserved(S1, 'va_1')])
+        .when(reserve(S2, 'va_2'))
+        .thenThrows('CONCURRENT_MODIFICATION');
+    });
+
+    it('confirm is idempotent, and nothing once the reservation was released or detached', () => {
+      given([reserved(A, 'va_1'), confirmed(A, 'va_1', 1000)])
+        .when(confirm('va_1', 1000))
+        .thenNothing();
+      given([reserved(A, 'va_1'), detached(A, 'va_1', 'abandoned')])
+        .when(confirm('va_1', 1000))
+        .thenNothing();
+    });
+
+    it('detach releases a reservation (a refusal, or an orphan voided on the voucher)', () => {
+      given([reserved(A, 'va_1')])
+        .when({
+          type: 'DetachVoucher',
+          data: { orderId: O, voucherId: A.voucherId, applicationId: 'va_1', reason: 'abandoned' },
+          metadata: { now: NOW },
+        })
+        .then([detached(A, 'va_1', 'abandoned')]);
+      expect(reservationsOf(fold([reserved(A, 'va_1'), detached(A, 'va_1', 'abandoned')]))).to.deep.equal([]);
+    });
+
+    it("confirming a voucher already on the order (its rollback's detach lost) supersedes the old entry", () => {
+      given([confirmed(A, 'va_1', 1000), reserved(A, 'va_2')])
+        .when(confirm('va_2', 900))
+        .then([detached(A, 'va_1', 'superseded'), confirmed(A, 'va_2', 900)]);
+    });
   });
 });

@@ -5,6 +5,7 @@ import type {
   Conditions,
   VoucherApplicationRolledBack,
   VoucherApplied,
+  VoucherStreamEvent,
   VoucherCreated,
   VoucherEvent,
 } from '../../src/domain/voucher/events.ts';
@@ -681,6 +682,41 @@ describe('voucher decider', () => {
           .when(create({ value: 101 }))
           .thenThrows('INVALID_REQUEST', { field: 'code' }),
       ).to.throw(AssertionError);
+    });
+  });
+
+  describe('VoidReservation (an orphaned order reservation)', () => {
+    const voidIt = (applicationId: string, orderId = 'ord_new'): Cmd<'VoidReservation'> => ({
+      type: 'VoidReservation',
+      data: { voucherId: V, applicationId, orderId },
+      metadata,
+    });
+    const voided = (applicationId: string, orderId = 'ord_new'): VoucherStreamEvent => ({
+      type: 'VoucherReservationVoided',
+      data: { voucherId: V, applicationId, orderId, voidedAt: NOW_ISO },
+    });
+
+    it('voids an application the voucher has not recorded; nothing when it has, or when already voided', () => {
+      given([created()])
+        .when(voidIt('va_new'))
+        .then([voided('va_new')]);
+      given([created(), applied('va_new', 'ord_new')])
+        .when(voidIt('va_new'))
+        .thenNothing();
+      given([created(), voided('va_new')])
+        .when(voidIt('va_new'))
+        .thenNothing();
+    });
+
+    it('a late apply of a voided application is refused (retry), and uses nothing', () => {
+      given([created(), voided('va_new')])
+        .when(apply())
+        .thenThrows('CONCURRENT_MODIFICATION');
+      const state = fold([created(), voided('va_new')]);
+      expect(state!.usageCount).to.equal(0);
+      given([created(), voided('va_other')])
+        .when(apply())
+        .run();
     });
   });
 });

@@ -1,7 +1,8 @@
 import { isoSeconds } from '../clock.ts';
+import { DomainError } from '../errors.ts';
 import { stackContext, type StackProfile } from '../discount/stacking.ts';
 import type { OrderEvent, OrderVoucherDetached, OrderVoucherProfile } from './events.ts';
-import { evolveOrder, initialOrderState, liveVouchers, type OrderState } from './state.ts';
+import { evolveOrder, initialOrderState, liveVouchers, reservationsOf, type OrderState } from './state.ts';
 import type { Decider } from '../../core/decider.ts';
 
 interface Metadata {
@@ -17,6 +18,17 @@ export type OrderCommand =
         applicationId: string;
         reason: OrderVoucherDetached['data']['reason'];
       };
+      metadata: Metadata;
+    }
+  | {
+      type: 'ReserveApplication';
+      data: { orderId: string; applicationId: string; voucher: StackProfile; orderValue: number };
+      metadata: Metadata;
+    }
+  | {
+      /** Settles the reservation `applicationId`: the voucher recorded it with this discount. */
+      type: 'ConfirmApplication';
+      data: { orderId: string; applicationId: string; discountAmount: number };
       metadata: Metadata;
     }
   | {
@@ -78,9 +90,74 @@ const record = ({ data, metadata }: Command<'RecordApplication'>, state: OrderSt
   return events;
 };
 
-/** Detach only the named application (another request's attachment of the voucher stays). */
+/**
+ * Reserve: the order's place for an application the voucher has yet to decide. Refused while
+ * another reservation is unsettled (the caller settles it first: CONCURRENT_MODIFICATION only
+ * when the order's state moved under it), and by the stacking rules, as a record would be.
+ */
+const reserve = ({ data, metadata }: Command<'ReserveApplication'>, state: OrderState): OrderEvent[] => {
+  if (reservationsOf(state).length > 0) {
+    throw new DomainError(
+      'CONCURRENT_MODIFICATION',
+      'Another voucher is being applied to this order; retry the request',
+      {},
+    );
+  }
+  stackContext(liveVouchers(state), data.voucher, data.orderValue);
+  return [
+    {
+      type: 'OrderVoucherReserved',
+      data: {
+        ...profile(data.voucher, data.orderValue),
+        orderId: data.orderId,
+        applicationId: data.applicationId,
+        reservedAt: isoSeconds(metadata.now),
+      },
+    },
+  ];
+};
+
+/**
+ * Confirm (idempotent): the reservation becomes the voucher's entry on the order, superseding an
+ * entry of the same voucher whose rollback detach was lost. Nothing when the reservation is gone
+ * (already confirmed, or detached by a rollback).
+ */
+const confirm = ({ data, metadata }: Command<'ConfirmApplication'>, state: OrderState): OrderEvent[] => {
+  const reserved = reservationsOf(state).find((r) => r.applicationId === data.applicationId);
+  if (!reserved) return [];
+  const at = isoSeconds(metadata.now);
+  const same = liveVouchers(state).find((v) => v.voucherId === reserved.voucherId);
+  const events: OrderEvent[] = [];
+  if (same) {
+    events.push({
+      type: 'OrderVoucherDetached',
+      data: {
+        orderId: data.orderId,
+        voucherId: same.voucherId,
+        applicationId: same.applicationId,
+        reason: 'superseded',
+        detachedAt: at,
+      },
+    });
+  }
+  events.push({
+    type: 'OrderVoucherConfirmed',
+    data: {
+      ...profile(reserved, reserved.orderValue),
+      orderId: data.orderId,
+      applicationId: data.applicationId,
+      discountAmount: data.discountAmount,
+      confirmedAt: at,
+    },
+  });
+  return events;
+};
+
+/** Detach only the named application or reservation (another request's attachment of the voucher stays). */
 const detach = ({ data, metadata }: Command<'DetachVoucher'>, state: OrderState): OrderEvent[] => {
-  const found = state?.vouchers.some((v) => v.voucherId === data.voucherId && v.applicationId === data.applicationId);
+  const named = (v: { voucherId: string; applicationId: string }) =>
+    v.voucherId === data.voucherId && v.applicationId === data.applicationId;
+  const found = liveVouchers(state).some(named) || reservationsOf(state).some(named);
   if (!found) return [];
   return [{ type: 'OrderVoucherDetached', data: { ...data, detachedAt: isoSeconds(metadata.now) } }];
 };
@@ -91,6 +168,10 @@ export const decideOrder = (command: OrderCommand, state: OrderState): OrderEven
       return detach(command, state);
     case 'RecordApplication':
       return record(command, state);
+    case 'ReserveApplication':
+      return reserve(command, state);
+    case 'ConfirmApplication':
+      return confirm(command, state);
     default: {
       const unknown: never = command;
       throw new Error(`unknown command ${JSON.stringify(unknown)}`);

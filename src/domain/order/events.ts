@@ -17,8 +17,20 @@ export type OrderVoucherProfile = {
 };
 
 /**
+ * The voucher is being applied to the order (apply without an atomic two-stream append): written
+ * before the voucher decides, it holds the order's place for this application. It is settled by
+ * OrderVoucherConfirmed (the voucher recorded the application) or OrderVoucherDetached (the
+ * voucher refused it, or it was found orphaned and voided on the voucher stream). A reservation is
+ * not an application: nothing public reads it.
+ */
+export interface OrderVoucherReserved {
+  type: 'OrderVoucherReserved';
+  data: OrderVoucherProfile & { orderId: string; applicationId: string; reservedAt: string };
+}
+
+/**
  * The order carries the voucher with this discount: written in the same atomic append as the
- * voucher's VoucherApplied.
+ * voucher's VoucherApplied, or after it when it settles the application's reservation.
  */
 export interface OrderVoucherConfirmed {
   type: 'OrderVoucherConfirmed';
@@ -27,8 +39,9 @@ export interface OrderVoucherConfirmed {
 
 /**
  * The voucher no longer counts on the order: its application failed (`apply_failed`), was rolled
- * back (`rolled_back`), or a newer application of the same voucher replaced one whose rollback
- * detach was lost (`superseded`).
+ * back (`rolled_back`), its reservation was found orphaned and voided on the voucher stream
+ * (`abandoned`), or a newer application of the same voucher replaced one whose rollback detach was
+ * lost (`superseded`).
  */
 export interface OrderVoucherDetached {
   type: 'OrderVoucherDetached';
@@ -36,11 +49,11 @@ export interface OrderVoucherDetached {
     orderId: string;
     voucherId: string;
     applicationId: string;
-    reason: 'apply_failed' | 'rolled_back' | 'superseded';
+    reason: 'apply_failed' | 'rolled_back' | 'abandoned' | 'superseded';
     detachedAt: string;
   };
 }
 
-export type OrderEvent = OrderVoucherConfirmed | OrderVoucherDetached;
+export type OrderEvent = OrderVoucherReserved | OrderVoucherConfirmed | OrderVoucherDetached;
 
 export const orderStream = (orderId: string): string => `order-${orderId}`;

@@ -67,4 +67,13 @@ export type VoucherCommand =
       data: { voucherId: string; applicationId: string; reason?: string };
       metadata: CommandMetadata;
     }
-  | { type: 'ExpireVoucher'; data: { voucherId: string }; metadata: CommandMetadata };
+  | { type: 'ExpireVoucher'; data: { voucherId: string }; metadata: CommandMetadata }
+  | {
+      /**
+       * Settles an order's reservation for `applicationId`: nothing when the voucher recorded that
+       * application, else the reservation is voided (no apply with that id is accepted after).
+       */
+      type: 'VoidReservation';
+      data: { voucherId: string; applicationId: string; orderId: string };
+      metadata: CommandMetadata;
+    };

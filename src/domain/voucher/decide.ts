@@ -4,7 +4,14 @@ import { hasAtMostTwoDecimals } from '../discount/money.ts';
 import { isAdvanced, parseConfig } from '../discount/configs.ts';
 import { compileRules } from '../discount/rules.ts';
 import type { VoucherCommand, ConditionsPatch } from './commands.ts';
-import type { AppliedOrderSummary, Conditions, RecordedStatus, VoucherEvent, VoucherType } from './events.ts';
+import type {
+  AppliedOrderSummary,
+  Conditions,
+  RecordedStatus,
+  VoucherEvent,
+  VoucherStreamEvent,
+  VoucherType,
+} from './events.ts';
 import type { AppliedLine, Order } from '../discount/types.ts';
 import { evaluate } from './evaluate.ts';
 import { evolve, initialState, type Voucher, type VoucherState } from './state.ts';
@@ -232,6 +239,14 @@ const apply = ({ data, metadata }: Command<'ApplyVoucher'>, state: VoucherState)
       },
     );
   }
+  if (voucher.voided?.has(data.applicationId)) {
+    // Its order reservation was given up as orphaned (a stall longer than the reservation's time).
+    throw new DomainError(
+      'CONCURRENT_MODIFICATION',
+      'The order is being changed by another request; retry the request',
+      {},
+    );
+  }
   if (data.order === undefined) {
     throw invalidRequest([
       {
@@ -303,7 +318,23 @@ const expire = ({ data, metadata }: Command<'ExpireVoucher'>, state: VoucherStat
   ];
 };
 
-export const decide = (command: VoucherCommand, state: VoucherState): VoucherEvent[] => {
+const voidReservation = ({ data, metadata }: Command<'VoidReservation'>, state: VoucherState): VoucherStreamEvent[] => {
+  const voucher = existing(state, data.voucherId);
+  if (voucher.applications.has(data.applicationId) || voucher.voided?.has(data.applicationId)) return [];
+  return [
+    {
+      type: 'VoucherReservationVoided',
+      data: {
+        voucherId: voucher.id,
+        applicationId: data.applicationId,
+        orderId: data.orderId,
+        voidedAt: isoSeconds(metadata.now),
+      },
+    },
+  ];
+};
+
+export const decide = (command: VoucherCommand, state: VoucherState): VoucherStreamEvent[] => {
   switch (command.type) {
     case 'CreateVoucher':
       return create(command, state);
@@ -317,6 +348,8 @@ export const decide = (command: VoucherCommand, state: VoucherState): VoucherEve
       return rollback(command, state);
     case 'ExpireVoucher':
       return expire(command, state);
+    case 'VoidReservation':
+      return voidReservation(command, state);
     default: {
       const unknown: never = command;
       throw new Error(`unknown command ${JSON.stringify(unknown)}`);
@@ -325,4 +358,8 @@ export const decide = (command: VoucherCommand, state: VoucherState): VoucherEve
 };
 
 /** The voucher aggregate as one decider (core/decider.ts). */
-export const voucherDecider: Decider<VoucherCommand, VoucherEvent, VoucherState> = { decide, evolve, initialState };
+export const voucherDecider: Decider<VoucherCommand, VoucherStreamEvent, VoucherState> = {
+  decide,
+  evolve,
+  initialState,
+};

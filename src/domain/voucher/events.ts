@@ -126,6 +126,20 @@ export interface VoucherExpired {
 export type VoucherEvent =
   VoucherCreated | VoucherUpdated | VoucherDeactivated | VoucherApplied | VoucherApplicationRolledBack | VoucherExpired;
 
+/**
+ * No application with this id will ever be recorded on the voucher: an order's reservation for it
+ * (apply without an atomic two-stream append, application/orders.ts) was found orphaned and
+ * given up. Written only when the voucher had not recorded the application; not public (no read
+ * model or webhook takes it), it is the fence that keeps a late apply of that reservation out.
+ */
+export interface VoucherReservationVoided {
+  type: 'VoucherReservationVoided';
+  data: { voucherId: string; applicationId: string; orderId: string; voidedAt: string };
+}
+
+/** Every event the voucher stream holds: the public voucher events and the internal fence. */
+export type VoucherStreamEvent = VoucherEvent | VoucherReservationVoided;
+
 /** Event on the code stream `voucherCode-<lower-case code>`: the code belongs to this voucher. */
 export interface VoucherCodeClaimed {
   type: 'VoucherCodeClaimed';

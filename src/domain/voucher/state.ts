@@ -1,5 +1,5 @@
-import { Map as PersistentMap } from 'immutable';
-import type { Conditions, RecordedStatus, VoucherEvent, VoucherType } from './events.ts';
+import { Map as PersistentMap, Set as PersistentSet } from 'immutable';
+import type { Conditions, RecordedStatus, VoucherStreamEvent, VoucherType } from './events.ts';
 import type { ValidationRule } from '../discount/rules.ts';
 
 export interface Application {
@@ -39,13 +39,18 @@ export interface Voucher {
   applications: PersistentMap<string, Application>;
   liveByOrder: PersistentMap<string, string>;
   customerUses: PersistentMap<string, number>;
+  /**
+   * Application ids whose order reservation was voided (VoucherReservationVoided): an apply with
+   * one of them is refused. Absent while there is none; only orphaned reservations add to it.
+   */
+  voided?: PersistentSet<string>;
 }
 
 export type VoucherState = Voucher | null;
 
 export const initialState = (): VoucherState => null;
 
-export const evolve = (state: VoucherState, event: VoucherEvent): VoucherState => {
+export const evolve = (state: VoucherState, event: VoucherStreamEvent): VoucherState => {
   switch (event.type) {
     case 'VoucherCreated': {
       const d = event.data;
@@ -143,6 +148,9 @@ export const evolve = (state: VoucherState, event: VoucherEvent): VoucherState =
     case 'VoucherExpired':
       if (!state) return state;
       return { ...state, status: 'expired' };
+    case 'VoucherReservationVoided':
+      if (!state) return state;
+      return { ...state, voided: (state.voided ?? PersistentSet<string>()).add(event.data.applicationId) };
     default: {
       const unknown: never = event;
       throw new Error(`unknown event ${JSON.stringify(unknown)}`);
