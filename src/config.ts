@@ -45,6 +45,8 @@ export interface Config {
 
   /** Webhook delivery (WEBHOOK_ALLOWED_CIDRS, WEBHOOK_RETRY_DELAYS, WEBHOOK_TIMEOUT_MS; see webhooksFrom). */
   webhooks: WebhookSettings;
+  /** WEBHOOK_DELIVERY: `thread` (default) runs each environment's webhook publisher and dispatcher on a worker thread, `inline` on the main thread. */
+  webhookDelivery: 'thread' | 'inline';
 }
 
 const integer = (raw: string | undefined, fallback: number, name: string): number => {
@@ -151,7 +153,14 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
 
   server: serverLimitsFrom(env),
   webhooks: webhooksFrom(env),
+  webhookDelivery: threadOrInline(env.WEBHOOK_DELIVERY, 'WEBHOOK_DELIVERY'),
 });
+
+const threadOrInline = (raw: string | undefined, name: string): 'thread' | 'inline' => {
+  if (raw === undefined || raw === '' || raw === 'thread') return 'thread';
+  if (raw === 'inline') return 'inline';
+  throw new Error(`${name} must be "thread" or "inline", got "${raw}"`);
+};
 
 const projectorsFrom = (raw: string | undefined): Config['projectors'] => {
   if (raw === undefined || raw === '' || raw === 'thread') return 'thread';

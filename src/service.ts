@@ -33,6 +33,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     projectors: config.projectors,
     quotas: config.quotas,
     webhooks: config.webhooks,
+    webhookDelivery: config.webhookDelivery,
     beforeExportJob: hooks.beforeExportJob,
   });
   const firstKeys = service.keys.size === 0 ? await createFirstKeys(service.keys) : undefined;

@@ -81,8 +81,10 @@ export class TestService {
       publicBaseUrl?: string;
       /** Webhook delivery settings (WEBHOOK_*; default: the service's defaults). */
       webhooks?: WebhookSettings;
-      /** Test seams of webhook delivery (DNS answers, jitter, timers). */
+      /** Test seams of webhook delivery (DNS answers, jitter, timers); given any, delivery runs inline. */
       webhookHooks?: WebhookHooks;
+      /** Where webhook delivery runs (WEBHOOK_DELIVERY; default: a thread per environment, inline with seams). */
+      webhookDelivery?: 'thread' | 'inline';
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -98,6 +100,7 @@ export class TestService {
       quotas: options.quotas,
       webhooks: options.webhooks,
       webhookHooks: options.webhookHooks,
+      webhookDelivery: options.webhookDelivery,
     });
     const admin = options.adminPassword === undefined ? undefined : await AdminAuth.fromPassword(options.adminPassword);
     const app = createApp({
