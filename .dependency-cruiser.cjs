@@ -21,9 +21,16 @@ module.exports = {
     layer('application', ['application', 'projections', 'domain', 'core']),
     {
       ...layer('infrastructure', ['infrastructure', 'core', 'domain']),
-      // The projector thread's entry module is that thread's composition root: it builds the
-      // stores and runs the projection groups, as composition.ts does on the main thread.
-      from: { path: '^src/infrastructure/', pathNot: '^src/infrastructure/projector/projectorThread[.]worker[.]ts$' },
+      // The worker threads' entry modules are those threads' composition roots: they build the
+      // stores and run the projection groups or the webhook publisher and dispatcher, as
+      // composition.ts does on the main thread.
+      from: {
+        path: '^src/infrastructure/',
+        pathNot: [
+          '^src/infrastructure/projector/projectorThread[.]worker[.]ts$',
+          '^src/infrastructure/webhooks/webhookThread[.]worker[.]ts$',
+        ],
+      },
     },
     layer('http', ['http', 'application', 'projections', 'domain', 'core']),
     {

@@ -31,13 +31,14 @@ import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
 import { endpointDecider, type EndpointCommand, type EndpointState } from './domain/webhooks/endpoint.ts';
 import type { WebhookEndpointEvent } from './domain/webhooks/events.ts';
 import { defaultWebhookSettings, type WebhookSettings } from './application/webhooks/settings.ts';
-import { DeliveryStore } from './application/webhooks/deliveryStore.ts';
+import { DeliveryStore, type DeliveryControl, type DeliveryDoc } from './application/webhooks/deliveryStore.ts';
 import { WebhookPublisher } from './application/webhooks/publisher.ts';
 import { WebhookDispatcher, type Scheduler } from './application/webhooks/dispatcher.ts';
 import { disableEndpoint } from './application/webhooks/endpoints.ts';
-import { purgeDeliveries } from './application/webhooks/deliveries.ts';
+import { localDeliveryControl, purgeDeliveries } from './application/webhooks/deliveries.ts';
 import { webhookQueueStats, type EndpointQueueStats } from './application/webhooks/queueStats.ts';
 import { createHttpSender, type Resolve } from './infrastructure/webhooks/httpSender.ts';
+import { WebhookThread } from './infrastructure/webhooks/webhookThread.ts';
 import fs from 'node:fs';
 
 /** Test seams of webhook delivery: DNS answers, the jitter's random source, timers. */
@@ -85,8 +86,15 @@ export interface EmbeddedOptions {
   applyMode?: ApplyMode;
   /** Test seams between the appends of a two-append apply. */
   applyHooks?: ApplyHooks;
-  /** Test seams of webhook delivery (DNS, jitter, timers). */
+  /** Test seams of webhook delivery (DNS, jitter, timers); given any, delivery runs inline. */
   webhookHooks?: WebhookHooks;
+  /**
+   * Where each environment's webhook publisher and dispatcher run: `thread` (default), a worker
+   * thread per environment with its own store connections, at a lower priority
+   * (webhookThread.ts); `inline`, on the main thread with the environment's clock
+   * (WEBHOOK_DELIVERY=inline; always with test seams, which cannot cross to a thread).
+   */
+  webhookDelivery?: 'thread' | 'inline';
   /** Told each append's duration in seconds, from the call to its durable commit (`GET /metrics`). */
   onAppend?: (environment: Environment, seconds: number) => void;
 }
@@ -161,9 +169,13 @@ export const openEmbeddedEnvironment = async (
   const files = environmentFiles(options.dataDir, environment);
   const logger = options.logger.child({ environment });
   let thread: ProjectorThread | undefined;
-  // The rows of each commit are handed to the projector thread.
+  let webhookThread: WebhookThread | undefined;
+  // The rows of each commit are handed to the projector thread and the webhook thread.
   const events = SqliteEventStore.open<EnvironmentEvent>(files.events, {
-    onCommitted: (committed) => thread?.committed(committed),
+    onCommitted: (committed) => {
+      thread?.committed(committed);
+      webhookThread?.committed(committed);
+    },
   });
   const { onAppend } = options;
   if (onAppend) timeAppends(events, (seconds) => onAppend(environment, seconds));
@@ -257,11 +269,62 @@ export const openEmbeddedEnvironment = async (
       policy: { environment, allowedCidrs: webhookSettings.allowedCidrs },
     },
   };
-  await startWebhooks(ctx, files.webhooks, webhookSettings, options.webhookHooks ?? {}, logger);
+  const hooks = options.webhookHooks ?? {};
+  const inline = options.webhookDelivery === 'inline' || Object.values(hooks).some((hook) => hook !== undefined);
+  if (inline) await startWebhooks(ctx, files.webhooks, webhookSettings, hooks, logger);
+  else webhookThread = await startWebhookThread(ctx, files, webhookSettings, options.logger.level, logger);
   return ctx;
 };
 
-/** The publisher (fan-out from the log, own checkpoint) and the dispatcher (attempts) of one environment. */
+/** Nice value of the webhook threads: under saturation deliveries lag, then catch up (decision 032). */
+const WEBHOOK_THREAD_NICE = 10;
+
+/** The publisher and dispatcher of one environment on a worker thread; the main thread reads deliveries. */
+const startWebhookThread = async (
+  ctx: EnvContext,
+  files: ReturnType<typeof environmentFiles>,
+  settings: WebhookSettings,
+  logLevel: string,
+  logger: Logger,
+): Promise<WebhookThread> => {
+  const thread = await WebhookThread.start(
+    {
+      environment: ctx.environment,
+      eventsFile: files.events,
+      webhooksFile: files.webhooks,
+      settings: {
+        ...settings,
+        allowedCidrs: settings.allowedCidrs.map(([address, bits]) => `${address.toString()}/${bits}`).join(','),
+      },
+      version: VERSION,
+      logLevel,
+      pollIntervalMs: 200,
+      nice: WEBHOOK_THREAD_NICE,
+    },
+    (endpointId, reason) => disableEndpoint(ctx, endpointId, reason),
+    logger,
+  );
+  const deliveries = new DeliveryStore(SqliteReadStore.open(files.webhooks));
+  Object.assign(ctx.webhooks, {
+    publisher: thread,
+    deliveries,
+    control: {
+      resend: (...args) => thread.call('resend', ...args) as Promise<DeliveryDoc | null>,
+      recover: (...args) => thread.call('recover', ...args) as Promise<number>,
+      add: async (...args) => {
+        await thread.call('add', ...args);
+      },
+      purge: (...args) => thread.call('purge', ...args) as Promise<number>,
+    } satisfies DeliveryControl,
+    stop: async () => {
+      await thread.stop();
+      await deliveries.store.close();
+    },
+  });
+  return thread;
+};
+
+/** The publisher (fan-out from the log, own checkpoint) and the dispatcher (attempts) of one environment, on the main thread. */
 const startWebhooks = async (
   ctx: EnvContext,
   file: string,
@@ -289,7 +352,16 @@ const startWebhooks = async (
     logger,
   );
   await publisher.start();
-  Object.assign(ctx.webhooks, { publisher, deliveries, dispatcher });
+  Object.assign(ctx.webhooks, {
+    publisher,
+    deliveries,
+    control: localDeliveryControl(deliveries, dispatcher),
+    stop: async () => {
+      await dispatcher.stop();
+      await publisher.stop();
+      await deliveries.store.close();
+    },
+  });
   dispatcher.start();
 };
 
@@ -308,9 +380,7 @@ export const closeEnvironment = async (ctx: EnvContext): Promise<void> => {
   await ctx.orders.idle(); // confirmations still queued after their responses
   await ctx.vouchers.idle();
   // webhooks: attempts in flight are aborted and not recorded (made again after a restart)
-  await ctx.webhooks.dispatcher?.stop();
-  await ctx.webhooks.publisher?.stop();
-  await ctx.webhooks.deliveries?.store.close();
+  await ctx.webhooks.stop?.();
   await ctx.exports.stop();
   await ctx.telemetry.close();
   await ctx.analytics.stop();

@@ -59,6 +59,8 @@ export interface Config {
   ops: OpsSettings;
   /** APPLY_MODE: how apply writes the voucher and order streams; unset: as the event store allows. */
   applyMode?: ApplyMode;
+  /** WEBHOOK_DELIVERY: `thread` (default) runs each environment's webhook publisher and dispatcher on a worker thread, `inline` on the main thread. */
+  webhookDelivery: 'thread' | 'inline';
 }
 
 const integer = (raw: string | undefined, fallback: number, name: string): number => {
@@ -171,6 +173,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   metrics: metricsFrom(env.METRICS),
   ops: opsFrom(env),
   applyMode: applyModeFrom(env.APPLY_MODE),
+  webhookDelivery: threadOrInline(env.WEBHOOK_DELIVERY, 'WEBHOOK_DELIVERY'),
 });
 
 // ---- Operations endpoints -------------------------------------------------------------------
@@ -212,6 +215,12 @@ const applyModeFrom = (raw: string | undefined): ApplyMode | undefined => {
   if (raw === undefined || raw === '') return undefined;
   if ((APPLY_MODES as readonly string[]).includes(raw)) return raw as ApplyMode;
   throw new Error(`APPLY_MODE must be "atomic" or "two-append", got "${raw}"`);
+};
+
+const threadOrInline = (raw: string | undefined, name: string): 'thread' | 'inline' => {
+  if (raw === undefined || raw === '' || raw === 'thread') return 'thread';
+  if (raw === 'inline') return 'inline';
+  throw new Error(`${name} must be "thread" or "inline", got "${raw}"`);
 };
 
 const projectorsFrom = (raw: string | undefined): Config['projectors'] => {

@@ -37,6 +37,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     quotas: config.quotas,
     webhooks: config.webhooks,
     applyMode: config.applyMode,
+    webhookDelivery: config.webhookDelivery,
     beforeExportJob: hooks.beforeExportJob,
     onAppend: metrics ? (environment, seconds) => metrics.appended(environment, seconds) : undefined,
   });

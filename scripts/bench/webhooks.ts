@@ -11,8 +11,21 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { CONNECTIONS, DURATION_S, HOST, KEEP_DATA, RATE_LIMITS, ROOT, ROUNDS, SERVICE_ROOT, WARMUP_S } from './cli.ts';
+import {
+  CONNECTIONS,
+  DURATION_S,
+  HOST,
+  KEEP_DATA,
+  PROFILE,
+  RATE_LIMITS,
+  ROOT,
+  ROUNDS,
+  SERVICE_ROOT,
+  WARMUP_S,
+} from './cli.ts';
 import { measure, median } from './load.ts';
+import { busyMsIn, formatSummary, loadProfile, summariseProfile, type ProfileWindow } from './profile.ts';
+import { PROF_DIR } from './profiling.ts';
 import { freePort, startChild, stopChild, tempDirs, waitForHealth } from './processes.ts';
 import { API_KEY, SCENARIOS } from './scenarios.ts';
 import { api, createVouchers } from './vouchers.ts';
@@ -50,15 +63,26 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
   if (KEEP_DATA) log(`webhooks DATA_DIR ${dataDir} (kept)`);
   else tempDirs.push(dataDir);
   const port = await freePort();
-  const service = startChild('service', SERVICE_ROOT, 'src/main.ts', {
-    PORT: String(port),
-    HOST,
-    DATA_DIR: dataDir,
-    VOUCHER_API_KEYS: API_KEY,
-    LOG_LEVEL: 'warn',
-    RATE_LIMITS,
-    WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
-  });
+  const profDir = path.join(PROF_DIR, 'webhooks');
+  if (PROFILE) {
+    fs.rmSync(profDir, { recursive: true, force: true });
+    fs.mkdirSync(profDir, { recursive: true });
+  }
+  const service = startChild(
+    'service',
+    SERVICE_ROOT,
+    'src/main.ts',
+    {
+      PORT: String(port),
+      HOST,
+      DATA_DIR: dataDir,
+      VOUCHER_API_KEYS: API_KEY,
+      LOG_LEVEL: 'warn',
+      RATE_LIMITS,
+      WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
+    },
+    PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [],
+  );
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(service, baseUrl);
   log('webhooks: creating the spread vouchers (not timed) ...');
@@ -79,10 +103,18 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
   log(`measuring apply without and with ${ENDPOINTS} endpoints (${ROUNDS} rounds of ${roundS} s each) ...`);
   await measure(apply, baseUrl, service.child.pid, null, WARMUP_S, 1); // warm the service up
   const rounds: Array<{ none: number; three: number; ratio: number; drainMs: number | null; deliveries: number }> = [];
+  /** With --profile: the measured windows of each kind, and the requests of the last round of each. */
+  const windows = { none: [] as ProfileWindow[], three: [] as ProfileWindow[], requests: { none: 0, three: 0 } };
   for (let r = 0; r < ROUNDS; r++) {
-    const none = (await measure(apply, baseUrl, service.child.pid, null, 0, roundS)).measured;
+    const withoutRun = await measure(apply, baseUrl, service.child.pid, null, 0, roundS);
+    const none = withoutRun.measured;
     await setStatus(baseUrl, endpoints, 'enabled');
-    const three = (await measure(apply, baseUrl, service.child.pid, null, 0, roundS)).measured;
+    const withRun = await measure(apply, baseUrl, service.child.pid, null, 0, roundS);
+    const three = withRun.measured;
+    windows.none.push(withoutRun.window);
+    windows.three.push(withRun.window);
+    windows.requests.none = none.total;
+    windows.requests.three = three.total;
     const drainMs = await drain(baseUrl, endpoints);
     await setStatus(baseUrl, endpoints, 'disabled');
     rounds.push({
@@ -134,6 +166,7 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
     `webhooks: apply with ${ENDPOINTS} endpoints at ${ratio.toFixed(2)} of apply without (target 0.90: ${ratio >= 0.9 ? 'PASS' : 'MISS'}); answer to delivery: median ${median(latencies).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (${LATENCY_APPLIES} sequential applies; 1 ms polling)`,
   );
   await Promise.all([stopChild(service), stopChild(receiver)]);
+  if (PROFILE) reportWebhookProfiles(profDir, windows, log);
   const result = {
     connections: CONNECTIONS,
     rounds,
@@ -145,4 +178,34 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
   fs.mkdirSync(path.join(ROOT, '.bench'), { recursive: true });
   fs.writeFileSync(path.join(ROOT, '.bench', 'webhooks.json'), `${JSON.stringify(result, null, 2)}\n`);
   return result;
+};
+
+/**
+ * --profile: where the service's main thread spent its time in the last round with endpoints,
+ * against the last round without (per request), and the busy time of its worker threads.
+ */
+const reportWebhookProfiles = (
+  dir: string,
+  windows: { none: ProfileWindow[]; three: ProfileWindow[]; requests: { none: number; three: number } },
+  log: (msg: string) => void,
+): void => {
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
+  const mainFile = files.find((f) => f.split('.').at(-3) === '0');
+  if (!mainFile) {
+    log(`no CPU profile was written by the service in ${dir}`);
+    return;
+  }
+  const main = loadProfile(path.join(dir, mainFile));
+  const workers = files.filter((f) => f !== mainFile).map((f) => loadProfile(path.join(dir, f)));
+  const last = (list: ProfileWindow[]) => list.at(-1)!;
+  const none = summariseProfile(main, SERVICE_ROOT, last(windows.none), windows.requests.none);
+  const three = summariseProfile(main, SERVICE_ROOT, last(windows.three), windows.requests.three);
+  log(`\nCPU profile of the service (last round; profiling slows it down): ${path.relative(ROOT, dir)}/`);
+  log('\nwithout endpoints:');
+  for (const line of formatSummary(none)) log(line);
+  log(`\nwith ${ENDPOINTS} endpoints (compared with the round without):`);
+  for (const line of formatSummary(three, none)) log(line);
+  log(
+    `\nworker threads busy (ms), without / with: ${workers.map((w) => `${Math.round(busyMsIn(w, last(windows.none)) / 1000)} / ${Math.round(busyMsIn(w, last(windows.three)) / 1000)}`).join(', ')}`,
+  );
 };

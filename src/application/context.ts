@@ -18,7 +18,7 @@ import type { AttemptRecorder } from './telemetry.ts';
 import type { Quotas } from './quotas.ts';
 import type { EndpointCommand, EndpointState, TargetPolicy } from '../domain/webhooks/endpoint.ts';
 import type { WebhookEndpointEvent } from '../domain/webhooks/events.ts';
-import type { DeliveryStore } from './webhooks/deliveryStore.ts';
+import type { DeliveryControl, DeliveryStore } from './webhooks/deliveryStore.ts';
 
 /** An environment's webhooks: endpoint streams `webhook-<id>`, the URL rules, the publisher and deliveries. */
 export interface WebhookContext {
@@ -27,9 +27,12 @@ export interface WebhookContext {
   policy: TargetPolicy;
   /** The publisher's progress through the log (absent where none runs). */
   publisher?: ProjectorHandle;
-  /** The deliveries (webhooks store) and the dispatcher to wake after changing them. */
+  /** The deliveries (webhooks store), for reading. */
   deliveries?: DeliveryStore;
-  dispatcher?: { wake(refill?: boolean): void; stop(): Promise<void> };
+  /** The API's changes to deliveries, made where the dispatcher runs. */
+  control?: DeliveryControl;
+  /** Stops the publisher and the dispatcher (attempts in flight are made again after a restart). */
+  stop?(): Promise<void>;
 }
 
 export type Environment = 'sandbox' | 'production';

@@ -1,7 +1,7 @@
 import type { DomainEvent } from './decider.ts';
-import type { EventLog, RecordedEvent, Subscription } from './eventStore.ts';
+import type { EventLog, RecordedEvent } from './eventStore.ts';
 import type { ReadStore, WriteBatch } from './readStore.ts';
-import { CheckpointWaiters } from './checkpointWaiters.ts';
+import { LogConsumer, type ConsumerLogger } from './logConsumer.ts';
 import {
   docKey,
   indexesOf,
@@ -12,9 +12,7 @@ import {
   type Projection,
 } from './projection.ts';
 
-export interface RunnerLogger {
-  error(obj: object, msg: string): void;
-}
+export type RunnerLogger = ConsumerLogger;
 
 /** What the rest of the service needs of a running projection group, wherever it runs. */
 export interface ProjectorHandle {
@@ -35,42 +33,44 @@ export class ProjectionRunner implements ProjectorHandle {
   /** Called after each batch is written with the new checkpoint (the projector thread reports it). */
   onAdvance?: (position: number) => void;
 
-  private position = 0;
-  private subscription?: Subscription;
-  private readonly waiters = new CheckpointWaiters();
-  private restartTimer?: NodeJS.Timeout;
-  private stopped = false;
+  private readonly consumer: LogConsumer<DomainEvent>;
 
   constructor(
-    private readonly events: EventLog,
+    events: EventLog,
     private readonly reads: ReadStore,
     private readonly projections: AnyProjection[],
     private readonly checkpointName: string,
-    private readonly logger?: RunnerLogger,
-  ) {}
+    logger?: RunnerLogger,
+  ) {
+    this.consumer = new LogConsumer<DomainEvent>({
+      events,
+      maxBatchSize: 1_000,
+      load: () => this.reads.getCheckpoint(this.checkpointName),
+      handle: (batch) => this.handle(batch),
+      failure: 'projection failed',
+      context: { checkpoint: checkpointName },
+      logger,
+      onAdvance: (position) => this.onAdvance?.(position),
+    });
+  }
 
   /** Last global position reflected in the read models. */
   get checkpoint(): number {
-    return this.position;
+    return this.consumer.checkpoint;
   }
 
   async start(): Promise<void> {
     for (const [collection, fields] of indexesOf(this.projections)) await this.reads.ensureIndex(collection, fields);
-    this.position = await this.reads.getCheckpoint(this.checkpointName);
-    this.subscribe();
+    await this.consumer.start();
   }
 
   /** Resolves true once the read models reflect `position`, false after `timeoutMs`. */
   waitFor(position: number, timeoutMs = 5_000): Promise<boolean> {
-    if (position <= this.position) return Promise.resolve(true);
-    return this.waiters.wait(position, timeoutMs);
+    return this.consumer.waitFor(position, timeoutMs);
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.restartTimer);
-    await this.subscription?.close();
-    this.waiters.releaseAll();
+  stop(): Promise<void> {
+    return this.consumer.stop();
   }
 
   /** Folds a batch of events into the read models and advances the checkpoint. */
@@ -86,7 +86,7 @@ export class ProjectionRunner implements ProjectorHandle {
       else await this.project(projection, batch, write);
     }
     await this.reads.writeBatch(write);
-    this.advance(batch.at(-1)!.position);
+    this.consumer.advance(batch.at(-1)!.position);
   }
 
   private async project(projection: Projection, batch: RecordedEvent<DomainEvent>[], write: WriteBatch): Promise<void> {
@@ -161,35 +161,5 @@ export class ProjectionRunner implements ProjectorHandle {
       if (doc) write.upserts!.push({ collection, doc });
       else if (existed.has(key)) write.deletes!.push({ collection, id: key.slice(slash + 1) });
     }
-  }
-
-  private advance(position: number): void {
-    this.position = position;
-    this.onAdvance?.(position);
-    this.waiters.reached(position);
-  }
-
-  private subscribe(): void {
-    if (this.stopped) return;
-    this.subscription = this.events.subscribeToAll(
-      { after: this.position, maxBatchSize: 1_000, onError: (error) => this.recover(error) },
-      (batch) => this.handle(batch),
-    );
-  }
-
-  /** A failed batch (store outage, a bug) is retried from the checkpoint after a pause. */
-  private recover(error: unknown): void {
-    this.logger?.error({ err: error, checkpoint: this.checkpointName }, 'projection failed; retrying from checkpoint');
-    if (this.stopped) return;
-    this.restartTimer = setTimeout(() => {
-      void this.reads.getCheckpoint(this.checkpointName).then(
-        (position) => {
-          this.position = position;
-          this.subscribe();
-        },
-        (e: unknown) => this.recover(e),
-      );
-    }, 1_000);
-    this.restartTimer.unref();
   }
 }

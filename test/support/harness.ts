@@ -82,12 +82,14 @@ export class TestService {
       publicBaseUrl?: string;
       /** Webhook delivery settings (WEBHOOK_*; default: the service's defaults). */
       webhooks?: WebhookSettings;
-      /** Test seams of webhook delivery (DNS answers, jitter, timers). */
+      /** Test seams of webhook delivery (DNS answers, jitter, timers); given any, delivery runs inline. */
       webhookHooks?: WebhookHooks;
       /** How apply writes the voucher and order streams (APPLY_MODE; default: atomic). */
       applyMode?: ApplyMode;
       /** Test seams between the appends of a two-append apply. */
       applyHooks?: ApplyHooks;
+      /** Where webhook delivery runs (WEBHOOK_DELIVERY; default: a thread per environment, inline with seams). */
+      webhookDelivery?: 'thread' | 'inline';
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -105,6 +107,7 @@ export class TestService {
       webhookHooks: options.webhookHooks,
       applyMode: options.applyMode,
       applyHooks: options.applyHooks,
+      webhookDelivery: options.webhookDelivery,
     });
     if (options.applyMode === 'two-append') {
       // As on EventStoreDB 24.10: no atomic append to several streams, so none may be asked for.

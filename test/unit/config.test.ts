@@ -50,6 +50,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ APPLY_MODE: 'twoappend' })).to.throw(/APPLY_MODE must be "atomic" or "two-append"/);
   });
 
+  it('runs webhook delivery on a thread unless WEBHOOK_DELIVERY=inline; refuses anything else', () => {
+    expect(loadConfig({}).webhookDelivery).to.equal('thread');
+    expect(loadConfig({ WEBHOOK_DELIVERY: 'inline' }).webhookDelivery).to.equal('inline');
+    expect(() => loadConfig({ WEBHOOK_DELIVERY: 'both' })).to.throw(/WEBHOOK_DELIVERY must be "thread" or "inline"/);
+  });
+
   it('reads the per-key quotas, keeping the defaults for those unset; refuses anything but a positive integer, naming the variable', () => {
     expect(loadConfig({}).quotas).to.deep.equal({ outstandingQuotes: 1_000, pendingExports: 3, exportFiles: 10 });
     expect(

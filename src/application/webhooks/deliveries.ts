@@ -7,7 +7,7 @@ import type { Filter, WriteBatch } from '../../core/readStore.ts';
 import type { EnvContext, WebhookContext } from '../context.ts';
 import { randomBase62 } from '../ids.ts';
 import type { Page } from '../queries.ts';
-import { DELIVERIES, type DeliveryDoc } from './deliveryStore.ts';
+import { DELIVERIES, type DeliveryControl, type DeliveryDoc, type DeliveryStore } from './deliveryStore.ts';
 import { deliveryIdOf } from './publisher.ts';
 
 /** Deliveries that ended (succeeded or failed) are kept this long after their event, then removed. */
@@ -19,22 +19,9 @@ const PURGE_PAGE = 1_000;
  * DELIVERY_RETENTION_MS; pending ones are kept whatever their age. Run by the housekeeping job.
  */
 export const purgeDeliveries = async (ctx: EnvContext): Promise<number> => {
-  const deliveries = ctx.webhooks.deliveries;
-  if (!deliveries) return 0;
-  const cutoff = ctx.clock.now().getTime() - DELIVERY_RETENTION_MS;
-  let removed = 0;
-  for (;;) {
-    const old = await deliveries.store.find<DeliveryDoc>(
-      DELIVERIES,
-      { status: { $in: ['succeeded', 'failed'] }, created_ms: { $lt: cutoff } },
-      { limit: PURGE_PAGE },
-    );
-    if (old.length === 0) return removed;
-    await deliveries.exclusive(() =>
-      deliveries.write({ deletes: old.map((d) => ({ collection: DELIVERIES, id: d.id })) }),
-    );
-    removed += old.length;
-  }
+  const control = ctx.webhooks.control;
+  if (!control) return 0;
+  return control.purge(ctx.clock.now().getTime() - DELIVERY_RETENTION_MS);
 };
 
 /** Most failed deliveries one recover call re-queues (call it again with a later `since` for more). */
@@ -58,14 +45,14 @@ export const renderDelivery = (d: DeliveryDoc): Record<string, unknown> => ({
   created_at: d.created_at,
 });
 
-type Running = Required<Pick<WebhookContext, 'deliveries' | 'dispatcher'>>;
+type Running = Required<Pick<WebhookContext, 'deliveries' | 'control'>>;
 
 /** The endpoint must exist in this environment; deliveries need the publisher's store. */
 const endpointOf = async (ctx: EnvContext, endpointId: string): Promise<Running> => {
   if (!(await ctx.reads.get('webhook_endpoints', endpointId))) throw endpointNotFound(endpointId);
-  const { deliveries, dispatcher } = ctx.webhooks;
-  if (!deliveries || !dispatcher) throw new Error('webhook delivery is not running in this process');
-  return { deliveries, dispatcher };
+  const { deliveries, control } = ctx.webhooks;
+  if (!deliveries || !control) throw new Error('webhook delivery is not running in this process');
+  return { deliveries, control };
 };
 
 export const listDeliveries = async (
@@ -94,16 +81,9 @@ export const resendDelivery = async (
   endpointId: string,
   deliveryId: string,
 ): Promise<Record<string, unknown>> => {
-  const { deliveries, dispatcher } = await endpointOf(ctx, endpointId);
-  const doc = await deliveries.exclusive(async () => {
-    const current = await deliveries.get(deliveryId);
-    if (!current || current.endpoint_id !== endpointId) throw deliveryNotFound(endpointId, deliveryId);
-    const { failure_reason: _reason, ...rest } = current;
-    const next: DeliveryDoc = { ...rest, status: 'pending', next_attempt_at: ctx.clock.now().getTime() };
-    await deliveries.write({ upserts: [{ collection: DELIVERIES, doc: next }] });
-    return next;
-  });
-  dispatcher.wake(true);
+  const { control } = await endpointOf(ctx, endpointId);
+  const doc = await control.resend(endpointId, deliveryId, ctx.clock.now().getTime());
+  if (!doc) throw deliveryNotFound(endpointId, deliveryId);
   return renderDelivery(doc);
 };
 
@@ -117,35 +97,13 @@ export const recoverDeliveries = async (
   endpointId: string,
   since: string,
 ): Promise<{ recovered: number }> => {
-  const { deliveries, dispatcher } = await endpointOf(ctx, endpointId);
-  const recovered = await deliveries.exclusive(async () => {
-    const failed = await deliveries.store.find<DeliveryDoc>(
-      DELIVERIES,
-      { endpoint_id: endpointId, status: 'failed', created_ms: { $gte: Date.parse(since) } },
-      { sort: [['seq', 1]], limit: MAX_RECOVER },
-    );
-    const now = ctx.clock.now().getTime();
-    const write: WriteBatch = { upserts: [] };
-    const started = new Set<string>();
-    for (const d of failed) {
-      const waits = started.has(d.order_key) || (await deliveries.hasPending(endpointId, d.order_key));
-      started.add(d.order_key);
-      const { failure_reason: _reason, ...rest } = d;
-      write.upserts!.push({
-        collection: DELIVERIES,
-        doc: { ...rest, status: 'pending', next_attempt_at: waits ? null : now },
-      });
-    }
-    if (failed.length > 0) await deliveries.write(write);
-    return failed.length;
-  });
-  dispatcher.wake(true);
-  return { recovered };
+  const { control } = await endpointOf(ctx, endpointId);
+  return { recovered: await control.recover(endpointId, Date.parse(since), ctx.clock.now().getTime()) };
 };
 
 /** A `webhook.test` event to this endpoint alone, whatever it subscribes to. */
 export const sendTestEvent = async (ctx: EnvContext, endpointId: string): Promise<Record<string, unknown>> => {
-  const { deliveries, dispatcher } = await endpointOf(ctx, endpointId);
+  const { control } = await endpointOf(ctx, endpointId);
   const now = ctx.clock.now();
   const eventId = `evt_test_${randomBase62(24)}`;
   const createdAt = isoSeconds(now);
@@ -169,7 +127,68 @@ export const sendTestEvent = async (ctx: EnvContext, endpointId: string): Promis
     created_at: createdAt,
     created_ms: now.getTime(),
   };
-  await deliveries.exclusive(() => deliveries.write({ upserts: [{ collection: DELIVERIES, doc }] }));
-  dispatcher.wake(true);
+  await control.add(doc);
   return renderDelivery(doc);
 };
+
+/** DeliveryControl on a delivery store and the dispatcher working from it, in this thread. */
+export const localDeliveryControl = (
+  deliveries: DeliveryStore,
+  dispatcher: { wake(refill?: boolean): void },
+): DeliveryControl => ({
+  resend: async (endpointId, deliveryId, now) => {
+    const doc = await deliveries.exclusive(async () => {
+      const current = await deliveries.get(deliveryId);
+      if (!current || current.endpoint_id !== endpointId) return null;
+      const { failure_reason: _reason, ...rest } = current;
+      const next: DeliveryDoc = { ...rest, status: 'pending', next_attempt_at: now };
+      await deliveries.write({ upserts: [{ collection: DELIVERIES, doc: next }] });
+      return next;
+    });
+    if (doc) dispatcher.wake(true);
+    return doc;
+  },
+  recover: async (endpointId, sinceMs, now) => {
+    const recovered = await deliveries.exclusive(async () => {
+      const failed = await deliveries.store.find<DeliveryDoc>(
+        DELIVERIES,
+        { endpoint_id: endpointId, status: 'failed', created_ms: { $gte: sinceMs } },
+        { sort: [['seq', 1]], limit: MAX_RECOVER },
+      );
+      const write: WriteBatch = { upserts: [] };
+      const started = new Set<string>();
+      for (const d of failed) {
+        const waits = started.has(d.order_key) || (await deliveries.hasPending(endpointId, d.order_key));
+        started.add(d.order_key);
+        const { failure_reason: _reason, ...rest } = d;
+        write.upserts!.push({
+          collection: DELIVERIES,
+          doc: { ...rest, status: 'pending', next_attempt_at: waits ? null : now },
+        });
+      }
+      if (failed.length > 0) await deliveries.write(write);
+      return failed.length;
+    });
+    dispatcher.wake(true);
+    return recovered;
+  },
+  add: async (doc) => {
+    await deliveries.exclusive(() => deliveries.write({ upserts: [{ collection: DELIVERIES, doc }] }));
+    dispatcher.wake(true);
+  },
+  purge: async (cutoffMs) => {
+    let removed = 0;
+    for (;;) {
+      const old = await deliveries.store.find<DeliveryDoc>(
+        DELIVERIES,
+        { status: { $in: ['succeeded', 'failed'] }, created_ms: { $lt: cutoffMs } },
+        { limit: PURGE_PAGE },
+      );
+      if (old.length === 0) return removed;
+      await deliveries.exclusive(() =>
+        deliveries.write({ deletes: old.map((d) => ({ collection: DELIVERIES, id: d.id })) }),
+      );
+      removed += old.length;
+    }
+  },
+});

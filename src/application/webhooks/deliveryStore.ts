@@ -33,6 +33,22 @@ export interface DeliveryDoc extends Document {
   failure_reason?: string;
 }
 
+/**
+ * The changes the API makes to deliveries, made where the dispatcher runs (it is woken after
+ * each): on the main thread (`localDeliveryControl` in deliveries.ts), or on the webhook thread by messages.
+ * Times are the caller's clock's (ms).
+ */
+export interface DeliveryControl {
+  /** The delivery made pending and due at `now`; null when the endpoint has no such delivery. */
+  resend(endpointId: string, deliveryId: string, now: number): Promise<DeliveryDoc | null>;
+  /** Failed deliveries of the endpoint created at or after `sinceMs` made pending again; how many. */
+  recover(endpointId: string, sinceMs: number, now: number): Promise<number>;
+  /** A new delivery (a test event). */
+  add(doc: DeliveryDoc): Promise<void>;
+  /** Deliveries that ended and were created before `cutoffMs` removed; how many. */
+  purge(cutoffMs: number): Promise<number>;
+}
+
 export type EndpointDoc = Endpoint & Document;
 
 export interface HealthDoc extends Document {

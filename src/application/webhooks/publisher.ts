@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { CheckpointWaiters } from '../../core/checkpointWaiters.ts';
-import type { EventStore, RecordedEvent, Subscription } from '../../core/eventStore.ts';
+import type { EventStore, RecordedEvent } from '../../core/eventStore.ts';
+import { LogConsumer } from '../../core/logConsumer.ts';
 import type { ProjectorHandle, RunnerLogger } from '../../core/projectionRunner.ts';
 import type { WriteBatch } from '../../core/readStore.ts';
 import type { VoucherEvent } from '../../domain/voucher/events.ts';
@@ -110,14 +110,10 @@ const UNWRITTEN_BATCHES = 100;
  * second delivery of one.
  */
 export class WebhookPublisher implements ProjectorHandle {
-  private position = 0;
-  private subscription?: Subscription;
-  private readonly waiters = new CheckpointWaiters();
+  private readonly consumer: LogConsumer<EnvironmentEvent>;
   private readonly endpoints = new Map<string, EndpointDoc>();
   /** Voucher states by id at their last event seen, so a voucher is read from its stream only when not cached. */
   private readonly states = new Map<string, { revision: number; state: VoucherState }>();
-  private restartTimer?: NodeJS.Timeout;
-  private stopped = false;
   /** Batches that made no delivery and changed no endpoint since the checkpoint was last written. */
   private unwritten = 0;
 
@@ -126,34 +122,48 @@ export class WebhookPublisher implements ProjectorHandle {
     private readonly deliveries: DeliveryStore,
     private readonly environment: Environment,
     private readonly onDeliveries: (deliveries: DeliveryDoc[]) => void,
-    private readonly logger?: RunnerLogger,
-  ) {}
+    logger?: RunnerLogger,
+    onAdvance?: (position: number) => void,
+  ) {
+    this.consumer = new LogConsumer<EnvironmentEvent>({
+      events: source,
+      maxBatchSize: 500,
+      load: () => this.load(),
+      handle: (batch) => this.handle(batch),
+      failure: 'webhook publisher failed',
+      logger,
+      onAdvance,
+    });
+  }
 
   get checkpoint(): number {
-    return this.position;
+    return this.consumer.checkpoint;
   }
 
   async start(): Promise<void> {
     await this.deliveries.start();
-    this.position = await this.deliveries.store.getCheckpoint(PUBLISHER_CHECKPOINT);
-    for (const doc of await this.deliveries.store.find<EndpointDoc>(ENDPOINTS)) this.endpoints.set(doc.id, doc);
-    this.subscribe();
+    await this.consumer.start();
   }
 
   waitFor(position: number, timeoutMs = 5_000): Promise<boolean> {
-    if (position <= this.position) return Promise.resolve(true);
-    return this.waiters.wait(position, timeoutMs);
+    return this.consumer.waitFor(position, timeoutMs);
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.restartTimer);
-    await this.subscription?.close();
+    await this.consumer.stop();
     if (this.unwritten > 0)
       await this.deliveries.exclusive(() =>
-        this.deliveries.write({ checkpoint: { name: PUBLISHER_CHECKPOINT, position: this.position } }),
+        this.deliveries.write({ checkpoint: { name: PUBLISHER_CHECKPOINT, position: this.checkpoint } }),
       );
-    this.waiters.releaseAll();
+  }
+
+  /** The stored checkpoint and the endpoints as they were there (at start, and after a failed batch). */
+  private async load(): Promise<number> {
+    this.states.clear();
+    this.endpoints.clear();
+    this.unwritten = 0;
+    for (const doc of await this.deliveries.store.find<EndpointDoc>(ENDPOINTS)) this.endpoints.set(doc.id, doc);
+    return this.deliveries.store.getCheckpoint(PUBLISHER_CHECKPOINT);
   }
 
   /** One batch: deliveries, endpoint copies and the checkpoint in one write. */
@@ -170,7 +180,7 @@ export class WebhookPublisher implements ProjectorHandle {
       /** Keys (endpoint/voucher) with a pending delivery, known in this batch. */
       const pendingKeys = new Set<string>();
       for (const event of batch) {
-        if (event.position <= this.position) continue;
+        if (event.position <= this.checkpoint) continue;
         if (isEndpointEvent(event)) {
           const before = this.endpoints.get(event.data.endpointId) ?? null;
           const next = evolveEndpoint(before, event);
@@ -194,7 +204,7 @@ export class WebhookPublisher implements ProjectorHandle {
       await this.deliveries.write(write);
       this.unwritten = 0;
     });
-    this.advance(batch.at(-1)!.position);
+    this.consumer.advance(batch.at(-1)!.position);
     if (created.length > 0) this.onDeliveries(created);
   }
 
@@ -277,33 +287,5 @@ export class WebhookPublisher implements ProjectorHandle {
     this.states.delete(voucherId);
     this.states.set(voucherId, { revision, state });
     if (this.states.size > STATE_CACHE_SIZE) this.states.delete(this.states.keys().next().value!);
-  }
-
-  private advance(position: number): void {
-    this.position = position;
-    this.waiters.reached(position);
-  }
-
-  private subscribe(): void {
-    if (this.stopped) return;
-    this.subscription = this.source.subscribeToAll(
-      { after: this.position, maxBatchSize: 500, onError: (error) => this.recover(error) },
-      (batch) => this.handle(batch),
-    );
-  }
-
-  private recover(error: unknown): void {
-    this.logger?.error({ err: error }, 'webhook publisher failed; retrying from its checkpoint');
-    if (this.stopped) return;
-    this.states.clear();
-    this.restartTimer = setTimeout(() => {
-      void (async () => {
-        this.position = await this.deliveries.store.getCheckpoint(PUBLISHER_CHECKPOINT);
-        this.endpoints.clear();
-        for (const doc of await this.deliveries.store.find<EndpointDoc>(ENDPOINTS)) this.endpoints.set(doc.id, doc);
-        this.subscribe();
-      })().catch((e: unknown) => this.recover(e));
-    }, 1_000);
-    this.restartTimer.unref();
   }
 }

@@ -1,0 +1,207 @@
+/**
+ * An environment's webhook publisher and dispatcher on a worker thread of their own (decision
+ * 032): the main thread decides, appends and answers; the webhook thread reads the log from the
+ * publisher's checkpoint, writes the deliveries, makes the attempts over HTTP and records them, on
+ * its own connections to the environment's event store and webhooks store. On a saturated
+ * service its work lags (it runs at a lower scheduling priority where the platform allows) and
+ * catches up after, instead of taking the main thread's time.
+ *
+ * The main thread hands it the rows of each commit (`committed()`), keeps a connection to the
+ * webhooks store of its own for reading deliveries, and sends the API's changes to deliveries
+ * (resend, recover, test event, purge) as messages (`call`): they are made on the thread, one
+ * at a time with the dispatcher's own changes. The thread asks the main thread to disable an
+ * endpoint (410 Gone, 5 days of failures): that is an event appended through the endpoint's
+ * command handler.
+ *
+ * If the thread dies, the failure is logged, calls waiting on it fail, and a new thread starts a
+ * second later from the publisher's checkpoint and the stored deliveries (nothing is lost: the
+ * deliveries and the checkpoint are written together; attempts not recorded are made again with
+ * the same webhook-id).
+ */
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { CommittedEvents } from '../eventStore/sqliteGroupCommit.ts';
+import { CheckpointWaiters } from '../../core/checkpointWaiters.ts';
+import type { ProjectorHandle } from '../../core/projectionRunner.ts';
+
+export interface WebhookThreadOptions {
+  environment: string;
+  eventsFile: string;
+  webhooksFile: string;
+  /** The operator's webhook settings (WebhookSettings), with the allowed CIDRs as text (`10.0.0.0/8,::1/128`). */
+  settings: { allowedCidrs: string; retryDelaysMs: number[]; timeoutMs: number };
+  /** `user-agent: voucher-service-webhooks/<version>` */
+  version: string;
+  logLevel: string;
+  /** How often the thread's subscription polls for commits nobody told it about (other processes). */
+  pollIntervalMs: number;
+  /** Scheduling priority (nice value) the thread gives itself on Linux; 0 leaves it as the process's. */
+  nice: number;
+}
+
+/** A change to deliveries the API asks of the thread: the name of a DeliveryControl method and its arguments. */
+export interface ControlCall {
+  op: string;
+  args: unknown[];
+}
+
+export type ToWebhookThread =
+  | { type: 'committed'; committed: CommittedEvents }
+  | { type: 'call'; id: number; call: ControlCall }
+  | { type: 'disabled'; id: number; error?: string }
+  | { type: 'stop' };
+
+export type FromWebhookThread =
+  | { type: 'ready'; checkpoint: number }
+  | { type: 'checkpoint'; position: number }
+  | { type: 'result'; id: number; value?: unknown; error?: string }
+  | { type: 'disable'; id: number; endpointId: string; reason: string }
+  | { type: 'failed'; message: string };
+
+const WORKER_URL = new URL(`./webhookThread.worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+
+/** Run from the .ts sources (development and tests, under tsx), the worker registers tsx's loader first. */
+const spawn = (options: WebhookThreadOptions): Worker =>
+  WORKER_URL.pathname.endsWith('.ts')
+    ? new Worker(
+        `import('tsx/esm/api').then((api) => { api.register(); return import(${JSON.stringify(WORKER_URL.href)}); })`,
+        { eval: true, workerData: options },
+      )
+    : new Worker(WORKER_URL, { workerData: options });
+
+const RESTART_DELAY_MS = 1_000;
+
+export class WebhookThread implements ProjectorHandle {
+  private worker!: Worker;
+  private position = 0;
+  private readonly waiters = new CheckpointWaiters();
+  private readonly calls = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
+  private nextId = 1;
+  private stopping: Promise<void> | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private running = false;
+
+  private constructor(
+    private readonly options: WebhookThreadOptions,
+    private readonly disable: (endpointId: string, reason: string) => Promise<void>,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Starts the thread; resolves once its publisher runs, with its checkpoint. */
+  static async start(
+    options: WebhookThreadOptions,
+    disable: (endpointId: string, reason: string) => Promise<void>,
+    logger: Logger,
+  ): Promise<WebhookThread> {
+    const thread = new WebhookThread(options, disable, logger);
+    await thread.launch();
+    return thread;
+  }
+
+  /** The publisher's checkpoint, as the thread last reported it. */
+  get checkpoint(): number {
+    return this.position;
+  }
+
+  waitFor(position: number, timeoutMs = 5_000): Promise<boolean> {
+    if (position <= this.position) return Promise.resolve(true);
+    return this.waiters.wait(position, timeoutMs);
+  }
+
+  /** The main thread committed these rows: they are handed over, so the thread need not poll for them. */
+  committed(committed: CommittedEvents): void {
+    if (!this.stopping && this.running)
+      this.worker.postMessage({ type: 'committed', committed } satisfies ToWebhookThread);
+  }
+
+  /** Stops the publisher (after the batch being written) and the dispatcher, then the thread. */
+  stop(): Promise<void> {
+    this.stopping ??= new Promise<void>((resolve) => {
+      clearTimeout(this.restartTimer);
+      this.waiters.releaseAll();
+      if (!this.running) {
+        resolve();
+        return;
+      }
+      this.worker.once('exit', () => resolve());
+      this.worker.postMessage({ type: 'stop' } satisfies ToWebhookThread);
+    });
+    return this.stopping;
+  }
+
+  /** Runs a change to deliveries on the thread (one of its DeliveryControl's methods); resolves with its result. */
+  call(op: string, ...args: unknown[]): Promise<unknown> {
+    if (this.stopping || !this.running)
+      return Promise.reject(new Error('webhook delivery is not running (its thread is stopped or restarting)'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.calls.set(id, { resolve, reject });
+      this.worker.postMessage({ type: 'call', id, call: { op, args } } satisfies ToWebhookThread);
+    });
+  }
+
+  private advance(position: number): void {
+    if (position <= this.position) return;
+    this.position = position;
+    this.waiters.reached(position);
+  }
+
+  private launch(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let started = false;
+      const worker = spawn(this.options);
+      this.worker = worker;
+      this.running = true;
+      worker.on('message', (message: FromWebhookThread) => {
+        switch (message.type) {
+          case 'ready':
+            this.advance(message.checkpoint);
+            started = true;
+            resolve();
+            break;
+          case 'checkpoint':
+            this.advance(message.position);
+            break;
+          case 'result': {
+            const pending = this.calls.get(message.id);
+            this.calls.delete(message.id);
+            if (message.error === undefined) pending?.resolve(message.value ?? null);
+            else pending?.reject(new Error(message.error));
+            break;
+          }
+          case 'disable':
+            void this.disable(message.endpointId, message.reason).then(
+              () => worker.postMessage({ type: 'disabled', id: message.id } satisfies ToWebhookThread),
+              (error: unknown) =>
+                worker.postMessage({
+                  type: 'disabled',
+                  id: message.id,
+                  error: error instanceof Error ? error.message : String(error),
+                } satisfies ToWebhookThread),
+            );
+            break;
+          case 'failed':
+            if (!started) reject(new Error(`the webhook thread could not start: ${message.message}`));
+            break;
+        }
+      });
+      worker.on('error', (error) => {
+        this.logger.error({ err: error, environment: this.options.environment }, 'webhook thread failed');
+        if (!started) reject(error);
+      });
+      worker.on('exit', (code) => {
+        this.running = false;
+        for (const pending of this.calls.values()) pending.reject(new Error('the webhook thread ended'));
+        this.calls.clear();
+        if (this.stopping || !started) return;
+        this.logger.error({ code, environment: this.options.environment }, 'webhook thread ended; starting a new one');
+        this.restartTimer = setTimeout(() => {
+          this.launch().catch((error: unknown) =>
+            this.logger.error({ err: error }, 'webhook thread could not be restarted'),
+          );
+        }, RESTART_DELAY_MS);
+        this.restartTimer.unref();
+      });
+    });
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * The webhook thread (see webhookThread.ts): an environment's publisher and dispatcher on their
+ * own connections to the event store and the webhooks store, off the main thread.
+ *
+ * Messages from the main thread: `committed` (rows it just committed, handed to the publisher's
+ * subscription as if this store had committed them), `call` (a change to deliveries from the API,
+ * answered with `result`), `disabled` (the answer to `disable`) and `stop`. To it: `ready`,
+ * `checkpoint` (the publisher wrote a batch), `result`, `disable` (an endpoint to disable through
+ * its command handler) and `failed` (it could not start); after `stop` it ends.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parentPort, workerData } from 'node:worker_threads';
+import { createLogger } from '../../logger.ts';
+import { systemClock } from '../../domain/clock.ts';
+import { parseCidrs } from '../../domain/webhooks/targets.ts';
+import type { Environment } from '../../application/context.ts';
+import type { EnvironmentEvent } from '../../application/events.ts';
+import { localDeliveryControl } from '../../application/webhooks/deliveries.ts';
+import { DeliveryStore, type DeliveryControl } from '../../application/webhooks/deliveryStore.ts';
+import { WebhookDispatcher } from '../../application/webhooks/dispatcher.ts';
+import { WebhookPublisher } from '../../application/webhooks/publisher.ts';
+import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
+import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
+import { createHttpSender } from './httpSender.ts';
+import type { ControlCall, FromWebhookThread, ToWebhookThread, WebhookThreadOptions } from './webhookThread.ts';
+
+const options = workerData as WebhookThreadOptions;
+const port = parentPort!;
+const send = (message: FromWebhookThread) => port.postMessage(message);
+const logger = createLogger(options.logLevel).child({ environment: options.environment, thread: 'webhooks' });
+
+/**
+ * Lowers this thread's scheduling priority (Linux: a thread is a task with its own id, and
+ * setpriority takes it): under load the kernel gives the main thread the CPU first.
+ */
+const lowerPriority = (nice: number): void => {
+  if (nice === 0 || process.platform !== 'linux') return;
+  try {
+    const tid = Number(path.basename(fs.readlinkSync('/proc/thread-self')));
+    os.setPriority(tid, nice);
+  } catch (error) {
+    logger.warn({ err: error }, 'the webhook thread could not lower its priority');
+  }
+};
+
+const run = async () => {
+  lowerPriority(options.nice);
+  const events = SqliteEventStore.open<EnvironmentEvent>(options.eventsFile, {
+    pollIntervalMs: options.pollIntervalMs,
+  });
+  const deliveries = new DeliveryStore(SqliteReadStore.open(options.webhooksFile));
+  let nextId = 1;
+  const disabling = new Map<number, { resolve(): void; reject(error: Error): void }>();
+  const dispatcher = new WebhookDispatcher({
+    deliveries,
+    clock: systemClock,
+    sender: createHttpSender(),
+    settings: { ...options.settings, allowedCidrs: parseCidrs(options.settings.allowedCidrs) },
+    version: options.version,
+    disable: (endpointId, reason) =>
+      new Promise<void>((resolve, reject) => {
+        const id = nextId++;
+        disabling.set(id, { resolve, reject });
+        send({ type: 'disable', id, endpointId, reason });
+      }),
+    logger,
+  });
+  const publisher = new WebhookPublisher(
+    events,
+    deliveries,
+    options.environment as Environment,
+    (made) => dispatcher.enqueue(made),
+    logger,
+    (position) => send({ type: 'checkpoint', position }),
+  );
+  const control = localDeliveryControl(deliveries, dispatcher);
+  const perform = async (call: ControlCall): Promise<unknown> => {
+    const method = control[call.op as keyof DeliveryControl] as ((...args: unknown[]) => Promise<unknown>) | undefined;
+    if (typeof method !== 'function') throw new Error(`no delivery change named ${call.op}`);
+    return method(...call.args);
+  };
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      await dispatcher.stop();
+      await publisher.stop();
+      for (const pending of disabling.values()) pending.reject(new Error('the webhook thread is stopping'));
+      await deliveries.store.close();
+      await events.close();
+      port.close(); // the thread then ends: the main thread waits for its exit
+    })());
+  port.on('message', (message: ToWebhookThread) => {
+    switch (message.type) {
+      case 'committed':
+        events.offerExternalCommit(message.committed);
+        break;
+      case 'call':
+        perform(message.call).then(
+          (value) => send({ type: 'result', id: message.id, value }),
+          (error: unknown) =>
+            send({ type: 'result', id: message.id, error: error instanceof Error ? error.message : String(error) }),
+        );
+        break;
+      case 'disabled': {
+        const pending = disabling.get(message.id);
+        disabling.delete(message.id);
+        if (message.error === undefined) pending?.resolve();
+        else pending?.reject(new Error(message.error));
+        break;
+      }
+      case 'stop':
+        void stop();
+        break;
+    }
+  });
+  try {
+    await publisher.start();
+  } catch (error) {
+    send({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
+    await stop();
+    return;
+  }
+  dispatcher.start();
+  send({ type: 'ready', checkpoint: publisher.checkpoint });
+};
+
+void run();
