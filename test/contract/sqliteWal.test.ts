@@ -81,6 +81,27 @@ describe('SQLite WAL checkpoints off the committing connections', function () {
     }
   });
 
+  it('once a file took no commit for a second, the checkpointer copies its WAL and truncates it to zero bytes', async function () {
+    const file = path.join(dir, 'events.db');
+    const store = SqliteEventStore.open(file);
+    try {
+      await Promise.all(
+        Array.from({ length: 200 }, (_, i) => store.appendToStream(`s-${i % 10}`, [{ type: 'Written', data: { i } }])),
+      );
+      expect(fs.statSync(`${file}-wal`).size).to.be.greaterThan(0);
+      const before = pageCount(file);
+      // idle from now: WAL_IDLE_MS, then a check every WAL_CHECK_INTERVAL_MS (bounded wait, no timing asserted)
+      for (let waited = 0; fs.statSync(`${file}-wal`).size > 0; waited += 100) {
+        if (waited > 15_000) throw new Error('the WAL of an idle file was not truncated');
+        await sleep(100);
+      }
+      expect(pageCount(file)).to.be.greaterThan(before);
+      expect(await store.headPosition()).to.equal(200);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('acknowledged appends from before and after a background checkpoint survive a SIGKILL', async function () {
     const file = path.join(dir, 'events.db');
     const child = run(['test/contract/sqliteWal.main.ts'], { EVENTS_FILE: file });
