@@ -1,7 +1,6 @@
 import { createRequire } from 'node:module';
 import { isMainThread, Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
-import { BACKGROUND_THREAD_NICE } from './threadPriority.ts';
 
 /**
  * WAL frames not yet copied into the database file after which the checkpointer copies them:
@@ -26,16 +25,15 @@ export const WAL_IDLE_MS = 1_000;
 /**
  * The main thread's connections never checkpoint (`wal_autocheckpoint=0`): a checkpoint of tens of
  * megabytes and its fsyncs would stall the thread that commits, and every request with it. A
- * worker thread of its own (started on first use, not keeping the process alive, at a lower
- * scheduling priority than the event loop: threadPriority.ts) holds one more connection to each
- * watched file, reads every WAL_CHECK_INTERVAL_MS how many WAL frames are not yet copied (from the
- * WAL-index header in the -shm file, https://www.sqlite.org/walformat.html: `mxFrame` at byte 16,
- * `nBackfill` at byte 96, in the host's byte order), and once WAL_CHECKPOINT_PAGES are, runs
- * `PRAGMA wal_checkpoint(PASSIVE)`: it copies what no reader still needs and never waits for, nor
- * blocks, a writer or a reader; if commits went on meanwhile, the rest is copied at the next check.
- * Once a checkpoint has copied the whole WAL, the next commit writes it again from its start, so
- * the WAL stays about WAL_CHECKPOINT_PAGES long. A file idle for
- * WAL_IDLE_MS gets a PASSIVE checkpoint and, once its WAL is fully copied, a `TRUNCATE` one
+ * worker thread of its own (started on first use, not keeping the process alive) holds one more
+ * connection to each watched file, reads every WAL_CHECK_INTERVAL_MS how many WAL frames are not
+ * yet copied (from the WAL-index header in the -shm file, https://www.sqlite.org/walformat.html:
+ * `mxFrame` at byte 16, `nBackfill` at byte 96, in the host's byte order), and once
+ * WAL_CHECKPOINT_PAGES are, runs `PRAGMA wal_checkpoint(PASSIVE)`: it copies what no reader still
+ * needs and never waits for, nor blocks, a writer or a reader; if commits went on meanwhile, the
+ * rest is copied at the next check. Once a checkpoint has copied the whole WAL, the next commit
+ * writes it again from its start, so the WAL stays about WAL_CHECKPOINT_PAGES long. A file idle
+ * for WAL_IDLE_MS gets a PASSIVE checkpoint and, once its WAL is fully copied, a `TRUNCATE` one
  * (which gives up at once if a writer holds the lock): the WAL file shrinks to zero bytes.
  *
  * A checkpoint only copies committed pages; what a commit made durable (its fsync of the WAL, at
@@ -56,13 +54,6 @@ const CHECKPOINTER_SOURCE = `
 const fs = require('node:fs');
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.sqlite);
-try {
-  // below the event loop (threadPriority.ts; Linux)
-  const tid = Number(require('node:path').basename(fs.readlinkSync('/proc/thread-self')));
-  require('node:os').setPriority(tid, workerData.nice);
-} catch {
-  // elsewhere: the default priority
-}
 const littleEndian = require('node:os').endianness() === 'LE';
 const header = Buffer.alloc(100);
 /** { frames, uncopied } from the WAL-index header, or undefined when it cannot be read. */
@@ -175,7 +166,6 @@ class Checkpointer {
         intervalMs: WAL_CHECK_INTERVAL_MS,
         idleMs: WAL_IDLE_MS,
         pages: WAL_CHECKPOINT_PAGES,
-        nice: BACKGROUND_THREAD_NICE,
       },
     });
     worker.on('message', () => {

@@ -14,7 +14,6 @@ import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
 import type { ProjectionRunner } from '../../core/projectionRunner.ts';
 import { startGroup } from '../../core/projectionGroups.ts';
 import type { FromProjectorThread, ProjectorThreadOptions, ToProjectorThread } from './projectorThread.ts';
-import { lowerThisThreadPriority } from '../threadPriority.ts';
 
 const options = workerData as ProjectorThreadOptions;
 const port = parentPort!;
@@ -22,7 +21,6 @@ const send = (message: FromProjectorThread) => port.postMessage(message);
 const logger = createLogger(options.logLevel).child({ environment: options.environment, thread: 'projector' });
 
 const run = async () => {
-  lowerThisThreadPriority(); // the event loop's requests go first when both want a core
   const events = SqliteEventStore.open(options.eventsFile, { pollIntervalMs: options.pollIntervalMs });
   const reads = SqliteReadStore.open(options.readsFile);
   const runners: ProjectionRunner[] = [];
