@@ -94,6 +94,7 @@ const check = (watched, now) => {
 };
 parentPort.on('message', ({ type, file }) => {
   if (type === 'watch') {
+    if (files.has(file)) return;
     try {
       const db = new Database(file, { fileMustExist: true, timeout: 0 });
       files.set(file, { file, db, shm: undefined, frames: -1, changed: Date.now(), partial: false });
