@@ -49,6 +49,13 @@ const AB = B_ROOT !== undefined || B_ENV !== undefined;
 const TARGET_ORDER: Target[] = AB
   ? ['bare', 'validate', 'validate-b', 'apply', 'apply-b']
   : ['bare', 'validate', 'apply'];
+/**
+ * The targets of round `r`: with B, every other round runs B's validate and apply before A's. A
+ * target that writes leaves work behind it (the OS writing back its pages, a WAL to copy) that
+ * slows the one that follows it on the same disk, so B always after A would favour A.
+ */
+const roundOrder = (r: number): Target[] =>
+  AB && r % 2 === 1 ? ['bare', 'validate-b', 'validate', 'apply-b', 'apply'] : TARGET_ORDER;
 
 /** The issue's targets, at half of apply's maximum: a target's percentile over the bare route's. */
 export const OPEN_LOOP_TARGETS: Array<Omit<OpenLoopVerdict, 'ratio' | 'verdict' | 'fraction'>> = [
@@ -174,7 +181,7 @@ export const mainOpenLoop = async (): Promise<void> => {
       TARGET_ORDER.map((id) => [id, [] as Array<ReturnType<ReturnType<typeof startCpuMeter>>>]),
     ) as Record<Target, Array<ReturnType<ReturnType<typeof startCpuMeter>>>>;
     for (let r = 0; r < ROUNDS; r += 1) {
-      for (const id of TARGET_ORDER) {
+      for (const id of roundOrder(r)) {
         const t = targets[id]!;
         await quiet();
         const stopCpu = startCpuMeter(t.pid);

@@ -1,23 +1,211 @@
+import { createRequire } from 'node:module';
+import { isMainThread, Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 
 /**
- * WAL frames after which a commit also checkpoints (copies the WAL back into the database file):
- * 10,000 pages, about 40 MB, instead of SQLite's default of 1,000.
+ * WAL frames not yet copied into the database file after which the checkpointer copies them:
+ * 10,000 pages, about 40 MB, instead of SQLite's 1,000.
  *
- * A checkpoint runs on the committing thread, right after its COMMIT, and copies each page once
- * however many commits rewrote it since the last one. Under load every apply rewrites a few
- * random index pages (a stream's revisions, a voucher's usage history), so a ten times longer
- * interval copies far fewer pages per apply, and fsyncs the database file ten times less often.
- * Measured on spread apply (interleaved A/B runs on the 2-core machine): 13% less CPU per request
- * and 20% more requests per second; 20,000 pages gave no more. A WAL that is never checkpointed
- * is slower again: reads look a page up in every 4,096-frame part of the WAL index.
- * The WAL file keeps its largest size after a checkpoint and is reused from its start.
+ * A checkpoint copies each page once however many commits rewrote it since the last one, and
+ * fsyncs the WAL and the database file. Under load every apply rewrites a few random index pages
+ * (a stream's revisions, a voucher's usage history), so a ten times longer interval copies far
+ * fewer pages per apply and fsyncs the database file ten times less often: 13% less CPU per
+ * request and 20% more requests per second when checkpoints ran on the committing thread; 20,000
+ * pages gave no more, and a WAL that is never checkpointed is slower again (reads look a page up in
+ * every 4,096-frame part of the WAL index). Decision 007.
  */
-export const WAL_AUTOCHECKPOINT_PAGES = 10_000;
+export const WAL_CHECKPOINT_PAGES = 10_000;
 
-/** Write-ahead logging with the given durability, and the checkpoint interval above. */
+/** How often the checkpointer looks at each watched file's WAL (a read of 100 bytes of its -shm file). */
+export const WAL_CHECK_INTERVAL_MS = 100;
+
+/** A file whose WAL took no commit for this long is idle: its WAL is copied and truncated to zero bytes. */
+export const WAL_IDLE_MS = 1_000;
+
+/**
+ * The main thread's connections never checkpoint (`wal_autocheckpoint=0`): a checkpoint of tens of
+ * megabytes and its fsyncs would stall the thread that commits, and every request with it. A
+ * worker thread of its own (started on first use, not keeping the process alive) holds one more
+ * connection to each watched file, reads every WAL_CHECK_INTERVAL_MS how many WAL frames are not
+ * yet copied (from the WAL-index header in the -shm file, https://www.sqlite.org/walformat.html:
+ * `mxFrame` at byte 16, `nBackfill` at byte 96, in the host's byte order), and once
+ * WAL_CHECKPOINT_PAGES are, runs `PRAGMA wal_checkpoint(PASSIVE)`: it copies what no reader still
+ * needs and never waits for, nor blocks, a writer or a reader; if commits went on meanwhile, the
+ * rest is copied at the next check. Once a checkpoint has copied the whole WAL, the next commit
+ * writes it again from its start, so the WAL stays about WAL_CHECKPOINT_PAGES long. A file idle
+ * for WAL_IDLE_MS gets a PASSIVE checkpoint and, once its WAL is fully copied, a `TRUNCATE` one
+ * (which gives up at once if a writer holds the lock): the WAL file shrinks to zero bytes.
+ *
+ * A checkpoint only copies committed pages; what a commit made durable (its fsync of the WAL, at
+ * synchronous=FULL) stays so whichever connection checkpoints. Closing the last connection to a
+ * file checkpoints it completely (SQLite's own behaviour).
+ */
+export const WAL_AUTOCHECKPOINT_PAGES = 0;
+
+/**
+ * Connections opened on other threads (the projector thread) keep SQLite's automatic checkpoint
+ * every WAL_CHECKPOINT_PAGES: such a checkpoint stalls that thread only, not the event loop. Every
+ * file they write is opened by the main thread too, whose checkpointer then usually copies it
+ * first: one checkpointer per process.
+ */
+export const WORKER_THREAD_AUTOCHECKPOINT_PAGES = WAL_CHECKPOINT_PAGES;
+
+const CHECKPOINTER_SOURCE = `
+const fs = require('node:fs');
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.sqlite);
+const littleEndian = require('node:os').endianness() === 'LE';
+const header = Buffer.alloc(100);
+/** { frames, uncopied } from the WAL-index header, or undefined when it cannot be read. */
+const walState = (watched) => {
+  try {
+    watched.shm ??= fs.openSync(watched.file + '-shm', 'r');
+    if (fs.readSync(watched.shm, header, 0, 100, 0) < 100) return undefined;
+    const at = (offset) => (littleEndian ? header.readUInt32LE(offset) : header.readUInt32BE(offset));
+    return { frames: at(16), uncopied: Math.max(0, at(16) - at(96)) };
+  } catch {
+    return undefined;
+  }
+};
+const passive = (watched) => {
+  const result = watched.db.pragma('wal_checkpoint(PASSIVE)')[0];
+  // commits went on while it copied: copy the rest at the next check, so that the WAL is soon
+  // copied whole and the next commit starts it again from its start
+  watched.partial = result.busy !== 0 || result.checkpointed < result.log;
+  return result;
+};
+const files = new Map();
+const check = (watched, now) => {
+  const state = walState(watched);
+  if (state === undefined) {
+    // no WAL index to read: copy on time instead
+    if (now - watched.changed >= workerData.idleMs) { passive(watched); watched.changed = now; }
+    return;
+  }
+  if (state.frames !== watched.frames) {
+    watched.frames = state.frames;
+    watched.changed = now;
+  }
+  if (state.uncopied >= workerData.pages || (watched.partial && state.uncopied > 0)) passive(watched);
+  else if (state.frames > 0 && now - watched.changed >= workerData.idleMs) {
+    const result = passive(watched);
+    if (result.busy === 0 && result.checkpointed === result.log) watched.db.pragma('wal_checkpoint(TRUNCATE)');
+  }
+};
+parentPort.on('message', ({ type, file }) => {
+  if (type === 'watch') {
+    if (files.has(file)) return;
+    try {
+      const db = new Database(file, { fileMustExist: true, timeout: 0 });
+      files.set(file, { file, db, shm: undefined, frames: -1, changed: Date.now(), partial: false });
+    } catch {
+      // the file is gone already: nothing to checkpoint
+    }
+  } else if (type === 'unwatch') {
+    const watched = files.get(file);
+    files.delete(file);
+    try { if (watched?.shm !== undefined) fs.closeSync(watched.shm); watched?.db.close(); } catch { /* its directory was removed */ }
+  } else if (type === 'checkpoint') {
+    for (const watched of files.values()) {
+      try { passive(watched); } catch { /* busy or gone */ }
+    }
+    parentPort.postMessage({ type: 'checkpointed' });
+  }
+});
+setInterval(() => {
+  const now = Date.now();
+  for (const watched of files.values()) {
+    try {
+      check(watched, now);
+    } catch {
+      // busy or gone: the next check tries again
+    }
+  }
+}, workerData.intervalMs);
+`;
+
+class Checkpointer {
+  private worker: Worker | undefined;
+  private readonly watched = new Map<string, number>();
+  private readonly waiting: Array<() => void> = [];
+
+  watch(file: string): void {
+    const count = this.watched.get(file) ?? 0;
+    this.watched.set(file, count + 1);
+    if (count === 0) this.post({ type: 'watch', file });
+  }
+
+  unwatch(file: string): void {
+    const count = this.watched.get(file) ?? 0;
+    if (count > 1) this.watched.set(file, count - 1);
+    else if (count === 1) {
+      this.watched.delete(file);
+      this.post({ type: 'unwatch', file });
+    }
+  }
+
+  /** Runs one checkpoint of every watched file now; resolves when it is done (tests, diagnostics). */
+  checkpointNow(): Promise<void> {
+    return new Promise((resolve) => {
+      this.waiting.push(resolve);
+      this.post({ type: 'checkpoint' });
+      this.worker?.ref(); // awaited: keeps the process alive until it is done
+    });
+  }
+
+  private post(message: { type: 'watch' | 'unwatch' | 'checkpoint'; file?: string }): void {
+    this.start().postMessage(message);
+  }
+
+  private start(): Worker {
+    if (this.worker) return this.worker;
+    const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
+    const worker = new Worker(CHECKPOINTER_SOURCE, {
+      eval: true,
+      workerData: {
+        sqlite,
+        intervalMs: WAL_CHECK_INTERVAL_MS,
+        idleMs: WAL_IDLE_MS,
+        pages: WAL_CHECKPOINT_PAGES,
+      },
+    });
+    worker.on('message', () => {
+      this.waiting.shift()?.();
+      if (this.waiting.length === 0) worker.unref();
+    });
+    worker.on('error', () => undefined); // checkpoints then wait for the files' last close
+    worker.on('exit', () => {
+      if (this.worker === worker) this.worker = undefined;
+      for (const resolve of this.waiting.splice(0)) resolve();
+    });
+    worker.unref(); // after the listeners: adding a 'message' listener refs the worker again
+    this.worker = worker;
+    for (const file of this.watched.keys()) worker.postMessage({ type: 'watch', file });
+    return worker;
+  }
+}
+
+/** The checkpointer of the main thread's connections (see WAL_AUTOCHECKPOINT_PAGES). */
+export const checkpointer = new Checkpointer();
+
+const inCheckpointer = new WeakSet<Database.Database>();
+
+/**
+ * Write-ahead logging with the given durability; on the main thread, checkpoints run on the
+ * checkpointer's thread, never on this connection (see above). Close the connection with `closeWal`.
+ */
 export const useWal = (db: Database.Database, synchronous: 'FULL' | 'NORMAL'): void => {
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${synchronous}`);
-  db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
+  db.pragma(`wal_autocheckpoint = ${isMainThread ? WAL_AUTOCHECKPOINT_PAGES : WORKER_THREAD_AUTOCHECKPOINT_PAGES}`);
+  if (isMainThread && !db.memory && !inCheckpointer.has(db)) {
+    inCheckpointer.add(db);
+    checkpointer.watch(db.name);
+  }
+};
+
+/** Closes a connection opened with `useWal` (the checkpointer stops watching its file when no connection of this thread has it open). */
+export const closeWal = (db: Database.Database): void => {
+  if (inCheckpointer.delete(db)) checkpointer.unwatch(db.name);
+  if (db.open) db.close();
 };

@@ -61,7 +61,7 @@ describe('SqliteEventStore (SQLite specifics)', function () {
       journalMode: 'wal',
       synchronous: 2,
       busyTimeoutMs: 5000,
-      walAutocheckpoint: WAL_AUTOCHECKPOINT_PAGES,
+      walAutocheckpoint: WAL_AUTOCHECKPOINT_PAGES, // 0: checkpoints run on the checkpointer thread
     });
   });
 

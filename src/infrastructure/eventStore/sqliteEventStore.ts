@@ -31,6 +31,7 @@ import {
 } from './sqliteSchema.ts';
 import type { AnyEvent, DomainEvent } from '../../core/decider.ts';
 import { SqliteSubscription } from './sqliteSubscription.ts';
+import { closeWal } from '../sqliteWal.ts';
 
 export interface SqliteEventStoreOptions<E extends DomainEvent = AnyEvent> {
   /** Applied to every event read back (core/eventStore.ts `Upcaster`). Default: events as stored. */
@@ -209,7 +210,7 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
     this.closed = true;
     clearImmediate(this.tokenTurn);
     this.committer.flush();
-    this.db.close();
+    closeWal(this.db);
   }
 
   /** Effective durability settings of this connection (diagnostics, tests). */

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { useWal } from '../sqliteWal.ts';
+import { closeWal, useWal } from '../sqliteWal.ts';
 import type { RecordedEvent } from '../../core/eventStore.ts';
 
 export interface OpenDatabaseOptions {
@@ -42,7 +42,7 @@ export function openDatabase(filePath: string, options: OpenDatabaseOptions): Da
     useWal(db, 'FULL');
     db.exec(SCHEMA);
   } catch (error) {
-    db.close();
+    closeWal(db);
     throw error;
   }
   return db;

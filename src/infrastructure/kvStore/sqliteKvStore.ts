@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Clock } from '../../domain/clock.ts';
-import { useWal } from '../sqliteWal.ts';
+import { closeWal, useWal } from '../sqliteWal.ts';
 import type { KvStore, OwnedRecords } from '../../core/kvStore.ts';
 
 export interface SqliteKvStoreOptions {
@@ -163,6 +163,6 @@ export class SqliteKvStore implements KvStore {
   }
 
   async close(): Promise<void> {
-    for (const db of this.connections) db.close();
+    for (const db of this.connections) closeWal(db);
   }
 }

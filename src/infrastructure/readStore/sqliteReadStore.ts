@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { useWal } from '../sqliteWal.ts';
+import { closeWal, useWal } from '../sqliteWal.ts';
 import type { Document, Filter, FindOptions, ReadStore, WriteBatch } from '../../core/readStore.ts';
 import { compileFilter, compileSort, indexDdl, tableName, type SqlParam } from './sqlFilter.ts';
 
@@ -83,7 +83,7 @@ export class SqliteReadStore implements ReadStore {
       db.pragma('busy_timeout = 5000');
       return new SqliteReadStore(db);
     } catch (err) {
-      db.close();
+      closeWal(db);
       throw err;
     }
   }
@@ -177,7 +177,7 @@ export class SqliteReadStore implements ReadStore {
     this.upserts.clear();
     if (!this.db.open) return;
     this.db.pragma('optimize'); // refresh planner statistics where useful, as SQLite recommends on close
-    this.db.close();
+    closeWal(this.db);
   }
 
   /** SQLite's query plan for a find (one line per plan step); for tests and diagnostics. */

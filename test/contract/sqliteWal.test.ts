@@ -1,0 +1,129 @@
+/**
+ * WAL checkpoints off the committing connections (src/infrastructure/sqliteWal.ts): the stores'
+ * connections never checkpoint, the checkpointer's thread copies committed pages into the
+ * database file, and what was acknowledged survives a SIGKILL before, during or after that.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import Database from 'better-sqlite3';
+import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
+import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
+import { SqliteKvStore } from '../../src/infrastructure/kvStore/sqliteKvStore.ts';
+import { checkpointer } from '../../src/infrastructure/sqliteWal.ts';
+import { exitWithin, run, sleep } from '../support/processes.ts';
+
+const clock = { now: () => new Date('2026-01-01T00:00:00Z') };
+const pageCount = (file: string): number => {
+  const db = new Database(file, { readonly: true });
+  try {
+    // Pages in the database file itself (not the WAL): what checkpoints have copied.
+    return fs.statSync(file).size / (db.pragma('page_size', { simple: true }) as number);
+  } finally {
+    db.close();
+  }
+};
+
+describe('SQLite WAL checkpoints off the committing connections', function () {
+  let dir: string;
+
+  beforeEach(function () {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sqlite-wal-'));
+  });
+
+  afterEach(function () {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('every store commits with wal_autocheckpoint=0; the event store and idempotency records stay synchronous=FULL', async function () {
+    const events = SqliteEventStore.open(path.join(dir, 'events.db'));
+    const reads = SqliteReadStore.open(path.join(dir, 'read.db'));
+    const kv = SqliteKvStore.open(path.join(dir, 'state.db'), clock, { relaxedNamespaces: ['quotes'] });
+    try {
+      expect(events.pragmas()).to.include({ synchronous: 2, walAutocheckpoint: 0 });
+      expect(kv.synchronousOf('idempotency')).to.equal(2);
+      expect(kv.synchronousOf('quotes')).to.equal(1);
+      const connections = [
+        (reads as unknown as { db: Database.Database }).db,
+        ...(kv as unknown as { connections: Database.Database[] }).connections,
+      ];
+      expect(connections.map((db) => db.pragma('wal_autocheckpoint', { simple: true }))).to.deep.equal([0, 0, 0]);
+    } finally {
+      await Promise.all([events.close(), reads.close(), kv.close()]);
+    }
+  });
+
+  it('the checkpointer copies committed events into the database file, and every one reads back', async function () {
+    const file = path.join(dir, 'events.db');
+    const store = SqliteEventStore.open(file);
+    try {
+      await Promise.all(
+        Array.from({ length: 2_000 }, (_, i) =>
+          store.appendToStream(`s-${i % 100}`, [{ type: 'Written', data: { n: i, pad: 'x'.repeat(200) } }]),
+        ),
+      );
+      const before = pageCount(file);
+      await checkpointer.checkpointNow();
+      expect(pageCount(file)).to.be.greaterThan(before + 50);
+      expect(await store.headPosition()).to.equal(2_000);
+    } finally {
+      await store.close();
+    }
+    const reopened = SqliteEventStore.open(file);
+    try {
+      const all = await reopened.readAll({ maxCount: 5_000 });
+      expect(all.map((e) => (e.data as { n: number }).n).sort((a, b) => a - b)).to.deep.equal(
+        Array.from({ length: 2_000 }, (_, i) => i),
+      );
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('once a file took no commit for a second, the checkpointer copies its WAL and truncates it to zero bytes', async function () {
+    const file = path.join(dir, 'events.db');
+    const store = SqliteEventStore.open(file);
+    try {
+      await Promise.all(
+        Array.from({ length: 200 }, (_, i) => store.appendToStream(`s-${i % 10}`, [{ type: 'Written', data: { i } }])),
+      );
+      expect(fs.statSync(`${file}-wal`).size).to.be.greaterThan(0);
+      const before = pageCount(file);
+      // idle from now: WAL_IDLE_MS, then a check every WAL_CHECK_INTERVAL_MS (bounded wait, no timing asserted)
+      for (let waited = 0; fs.statSync(`${file}-wal`).size > 0; waited += 100) {
+        if (waited > 15_000) throw new Error('the WAL of an idle file was not truncated');
+        await sleep(100);
+      }
+      expect(pageCount(file)).to.be.greaterThan(before);
+      expect(await store.headPosition()).to.equal(200);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('acknowledged appends from before and after a background checkpoint survive a SIGKILL', async function () {
+    const file = path.join(dir, 'events.db');
+    const child = run(['test/contract/sqliteWal.main.ts'], { EVENTS_FILE: file });
+    try {
+      for (let waited = 0; !child.stdout().includes('ready'); waited += 50) {
+        if (waited > 20_000 || child.child.exitCode !== null)
+          throw new Error(`the child did not get ready:\n${child.output()}`);
+        await sleep(50);
+      }
+      expect(pageCount(file)).to.be.greaterThan(20); // the first 500 were checkpointed
+    } finally {
+      child.child.kill('SIGKILL');
+      await exitWithin(child, 5_000);
+    }
+    const reopened = SqliteEventStore.open(file);
+    try {
+      const all = await reopened.readAll({ maxCount: 5_000 });
+      expect(all.map((e) => (e.data as { n: number }).n).sort((a, b) => a - b)).to.deep.equal(
+        Array.from({ length: 1_000 }, (_, i) => i),
+      );
+    } finally {
+      await reopened.close();
+    }
+  });
+});
