@@ -109,7 +109,7 @@ const logLinesFor = (service: Service, requestId: string | undefined): string[] 
     .slice(0, 3);
 };
 
-/** Sends one control request on its own connection; resolves with its ms, or undefined when it failed. */
+/** Sends one control request on a connection of its own (a new one each time); resolves with its ms, or undefined when it failed. */
 const controlRequest = (service: Service, agent: http.Agent, timeoutMs: number): Promise<Outcome> =>
   sendHttp(
     {
@@ -157,7 +157,10 @@ export const fuzz = async (options: FuzzOptions): Promise<FuzzReport> => {
       request: [...inFlight.values()].map(summarise)[0],
     });
   });
-  const controlAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  // A new connection per control request: a kept-alive one idles between samples, and on a loaded
+  // machine the wait can pass the service's keep-alive timeout (1 s in the CI run), so the client
+  // would write on a socket the service is closing (ECONNRESET), a race of the client's, not a finding.
+  const controlAgent = new http.Agent({ keepAlive: false, maxSockets: 1 });
   const agent = new http.Agent({ keepAlive: true, maxSockets: options.concurrency });
   const stopSockets = new AbortController();
   setMaxListeners(options.sockets + 10, stopSockets.signal);
