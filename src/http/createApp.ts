@@ -85,9 +85,10 @@ export const createApp = (deps: AppDeps): Express => {
       stopping: deps.stopping,
     }),
   );
-  const openapi = buildOpenApi();
+  // Serialized once (about 290 kB): each request sends the same bytes instead of stringifying again.
+  const openapi = JSON.stringify(buildOpenApi());
   app.get('/v1/openapi.json', (_req, res) => {
-    res.json(openapi);
+    res.type('application/json').send(openapi);
   });
 
   const v1 = express.Router();
