@@ -277,6 +277,8 @@ export const openEmbeddedEnvironment = async (
       webhookThread?.committed(committed);
     },
   });
+  // Before anything else starts: APPLY_MODE=atomic on a store without an atomic multi-stream append stops here.
+  const applyMode = applyModeFor(events, options.applyMode);
   const { onAppend } = options;
   if (onAppend) timeAppends(events, (seconds) => onAppend(environment, seconds));
   const onMongo = await servers?.mongo?.environment(environment);
@@ -354,7 +356,7 @@ export const openEmbeddedEnvironment = async (
     }),
     codes: new CodeRegistry(events),
     readYourWritesMs: options.readYourWritesMs ?? 5_000,
-    applyMode: applyModeFor(events, options.applyMode),
+    applyMode,
     ...(options.applyHooks ? { applyHooks: options.applyHooks } : {}),
     analytics,
     telemetry,

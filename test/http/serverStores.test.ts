@@ -13,6 +13,7 @@ import { ApiKeyRegistry } from '../../src/application/apiKeys.ts';
 import { EsdbEventStore } from '../../src/infrastructure/eventStore/esdbEventStore.ts';
 import { MongoReadStore } from '../../src/infrastructure/readStore/mongoReadStore.ts';
 import { MongoKvStore } from '../../src/infrastructure/kvStore/mongoKvStore.ts';
+import { MongoRateLimitStore } from '../../src/infrastructure/rateLimit/mongoRateLimitStore.ts';
 import { applyBody, validateBody } from '../fixtures/orders.ts';
 import { fixedVoucher } from '../fixtures/vouchers.ts';
 import { settle } from '../support/analyticsFixture.ts';
@@ -37,6 +38,18 @@ const countBy = (responses: TestResponse[]): Record<string, number> => {
   return counts;
 };
 
+describe('the service on EventStoreDB: APPLY_MODE=atomic', () => {
+  it('stops the start: EventStoreDB has no atomic append to two streams', async () => {
+    const { servers } = await fakeServers(new FakeClock());
+    const failure = await TestService.start({ servers, applyMode: 'atomic' }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(String(failure)).to.match(/APPLY_MODE=atomic needs an event store with an atomic multi-stream append/);
+    await servers.close();
+  });
+});
+
 describe('the service on EventStoreDB and MongoDB (in-memory stand-ins)', function () {
   this.timeout(30_000);
   let service: TestService;
@@ -52,7 +65,6 @@ describe('the service on EventStoreDB and MongoDB (in-memory stand-ins)', functi
     service = await TestService.start({
       clock,
       servers,
-      rateLimitStores: await servers.mongo!.rateLimitStores(),
       webhooks: { allowedCidrs: parseCidrs('127.0.0.0/8'), retryDelaysMs: [100, 200], timeoutMs: 1_000 },
     });
   });
@@ -85,6 +97,15 @@ describe('the service on EventStoreDB and MongoDB (in-memory stand-ins)', functi
     );
     expect(service.embedded.account.kv).to.be.instanceOf(MongoKvStore);
     expect([...mongo.databases].sort()).to.deep.equal(['vouchers', 'vouchers_production', 'vouchers_sandbox']);
+  });
+
+  it('gives the rate limiter a store per group on MongoDB, shared by every instance (the service passes it to createApp)', async () => {
+    // The stand-in cannot run the store's update pipeline: its counting is checked at the driver
+    // boundary (test/unit/mongoRateLimitStore.test.ts) and on a server by the contract suite;
+    // here, what the service's factory builds.
+    const storeFor = await servers.mongo!.rateLimitStores();
+    expect(storeFor('validate')).to.be.instanceOf(MongoRateLimitStore);
+    expect(storeFor('apply')).to.not.equal(storeFor('validate'));
   });
 
   it('voucher CRUD and listing read their own writes; sandbox and production never see each other', async () => {
