@@ -81,7 +81,7 @@ export interface ServerStores {
    * `production.`), the account's key events in `account.`. Apply runs in `two-append` mode.
    */
   eventStore?: EsdbClient;
-  /** MONGODB_URL's stores: read models, key-value records, webhook deliveries, rate-limit counters. */
+  /** MONGODB_URL's stores: read models, key-value records, webhook deliveries, the account's records, rate-limit counters. */
   mongo?: MongoServer;
 }
 
