@@ -1,7 +1,7 @@
 /**
- * API key management against DATA_DIR, safe while the service runs (the account store is SQLite
- * in WAL mode; the service follows its events, so a revocation takes effect there within a
- * second).
+ * API key management against the account's stores, safe while the service runs: DATA_DIR's
+ * (SQLite in WAL mode), or the servers' when EVENTSTORE_URL / MONGODB_URL are set. The service
+ * follows the key events, so a revocation takes effect there within a second.
  *
  *   npm run keys -- create --env sandbox|production [--scopes a,b] [--name N] [--json]
  *   npm run keys -- list [--json]
@@ -16,7 +16,7 @@
  */
 import { parseArgs } from 'node:util';
 import { ALL_SCOPES, isScope, type ApiKeyRecord, type Scope } from '../src/application/apiKeys.ts';
-import { openAccount } from '../src/composition.ts';
+import { openAccount, openServers } from '../src/composition.ts';
 import { loadConfig } from '../src/config.ts';
 import { systemClock } from '../src/domain/clock.ts';
 import { DomainError } from '../src/domain/errors.ts';
@@ -74,7 +74,10 @@ const run = async (argv: string[]): Promise<void> => {
     throw new UsageError('--env must be sandbox or production');
   const scopes = command === 'create' ? parseScopes(values.scopes) : [];
   if (command === 'revoke' && rest.length !== 1) throw new UsageError('revoke takes exactly one key id');
-  const { account, keys } = await openAccount(loadConfig().dataDir, systemClock);
+  // The account's stores where the service keeps them: on the servers when EVENTSTORE_URL / MONGODB_URL are set.
+  const config = loadConfig();
+  const servers = await openServers(config, systemClock);
+  const { account, keys } = await openAccount(config.dataDir, systemClock, [], servers);
   try {
     if (command === 'create') {
       const { key, record } = await keys.create(
@@ -118,6 +121,7 @@ const run = async (argv: string[]): Promise<void> => {
   } finally {
     await account.events.close();
     await account.kv.close();
+    await servers.close();
   }
 };
 

@@ -6,7 +6,8 @@ import type { EnvironmentEvent } from './application/events.ts';
 import { CodeRegistry } from './application/codeRegistry.ts';
 import { CommandHandler } from './core/commandHandler.ts';
 import type { ApplyHooks, ApplyMode, EnvContext, Environment } from './application/context.ts';
-import type { EventStore } from './core/eventStore.ts';
+import type { EventStore, Subscription } from './core/eventStore.ts';
+import { RESTART_DELAY_MS } from './core/logConsumer.ts';
 import { ExportJobs } from './application/exports/jobs.ts';
 import { DEFAULT_QUOTAS, type Quotas } from './application/quotas.ts';
 import { randomIds, type IdGenerator } from './application/ids.ts';
@@ -21,12 +22,19 @@ import type { VoucherState } from './domain/voucher/state.ts';
 import type { OrderEvent } from './domain/order/events.ts';
 import { orderDecider, type OrderCommand } from './domain/order/decide.ts';
 import type { OrderState } from './domain/order/state.ts';
-import { SqliteEventStore } from './infrastructure/eventStore/sqliteEventStore.ts';
+import { SqliteEventStore, type SqliteEventStoreOptions } from './infrastructure/eventStore/sqliteEventStore.ts';
 import { SqliteKvStore } from './infrastructure/kvStore/sqliteKvStore.ts';
 import type { ProjectorHandle } from './core/projectionRunner.ts';
 import { ProjectorThread } from './infrastructure/projector/projectorThread.ts';
 import { startGroup } from './core/projectionGroups.ts';
 import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
+import { connectEsdb, EsdbEventStore, type EsdbClient } from './infrastructure/eventStore/esdbEventStore.ts';
+import { openMongoStores, type MongoStores } from './infrastructure/mongo/mongoStores.ts';
+import { MongoReadStore } from './infrastructure/readStore/mongoReadStore.ts';
+import { MongoKvStore } from './infrastructure/kvStore/mongoKvStore.ts';
+import type { KvStore } from './core/kvStore.ts';
+import type { ReadStore } from './core/readStore.ts';
+import type { RateLimitStoreFactory } from './http/rateLimits.ts';
 // --- webhooks ---
 import { endpointDecider, type EndpointCommand, type EndpointState } from './domain/webhooks/endpoint.ts';
 import type { WebhookEndpointEvent } from './domain/webhooks/events.ts';
@@ -63,6 +71,91 @@ const VERSION = (() => {
 
 export const ENVIRONMENTS: Environment[] = ['sandbox', 'production'];
 
+/**
+ * The servers that hold the stores in place of DATA_DIR's files (decision 049). Each is optional:
+ * what is not on a server stays embedded.
+ */
+export interface ServerStores {
+  /**
+   * EVENTSTORE_URL's client: each environment's events in its own stream namespace (`sandbox.`,
+   * `production.`), the account's key events in `account.`. Apply runs in `two-append` mode.
+   */
+  eventStore?: EsdbClient;
+  /** MONGODB_URL's stores: read models, key-value records, webhook deliveries, the account's records, rate-limit counters. */
+  mongo?: MongoServer;
+}
+
+/** The MongoDB stores composition asks for (mongoServer builds them from openMongoStores). */
+export interface MongoServer {
+  /** An environment's stores, in its own database. */
+  environment(environment: Environment): Promise<{
+    core: ReadStore;
+    analytics: ReadStore;
+    kv: KvStore;
+    /** Webhook deliveries and the publisher's checkpoint (collections prefixed `webhooks_`). */
+    webhooks: ReadStore;
+  }>;
+  /** The account's key-value records (key last-used times, the operator's settings), in the shared database. */
+  account(): Promise<KvStore>;
+  /** The rate limiter's counters, shared by every API instance. */
+  rateLimitStores(): Promise<RateLimitStoreFactory>;
+  close(): Promise<void>;
+}
+
+/** What MONGODB_URL's connection holds for composition (see MongoServer). */
+export const mongoServer = (stores: MongoStores, clock: Clock): MongoServer => {
+  const startSession = () => stores.connection.client.startSession();
+  return {
+    environment: async (environment) => ({
+      ...(await stores.environment(environment)),
+      webhooks: MongoReadStore.open(stores.connection.database(environment), startSession, { prefix: 'webhooks_' }),
+    }),
+    account: () => MongoKvStore.open(stores.connection.shared(), startSession, clock),
+    rateLimitStores: () => stores.rateLimitStores(),
+    close: () => stores.close(),
+  };
+};
+
+/**
+ * Connects to the servers the configuration names (EVENTSTORE_URL, MONGODB_URL), each checked
+ * before the service starts: one that cannot be reached fails with an Error naming its variable
+ * (connectEsdb, openMongoStores), and the ones already connected are closed.
+ */
+export const openServers = async (
+  urls: { eventstoreUrl?: string; mongodbUrl?: string },
+  clock: Clock,
+): Promise<ServerStores & { close(): Promise<void> }> => {
+  const eventStore = urls.eventstoreUrl ? await connectEsdb(urls.eventstoreUrl) : undefined;
+  let mongo: MongoServer | undefined;
+  try {
+    if (urls.mongodbUrl) {
+      mongo = mongoServer(await openMongoStores(urls.mongodbUrl, clock, { relaxedNamespaces: ['quotes'] }), clock);
+    }
+  } catch (error) {
+    await eventStore?.dispose().catch(() => {});
+    throw error;
+  }
+  return {
+    ...(eventStore ? { eventStore } : {}),
+    ...(mongo ? { mongo } : {}),
+    close: async () => {
+      await eventStore?.dispose();
+      await mongo?.close();
+    },
+  };
+};
+
+/** The event store of a namespace (an environment, or `account`) on EventStoreDB or in its SQLite file. */
+const openEventStore = <E extends EnvironmentEvent | ApiKeyEvent>(
+  servers: ServerStores | undefined,
+  namespace: Environment | 'account',
+  file: string,
+  options: SqliteEventStoreOptions<E> = {},
+): EventStore<E> =>
+  servers?.eventStore
+    ? new EsdbEventStore<E>(servers.eventStore, { namespace })
+    : SqliteEventStore.open<E>(file, options);
+
 export interface EmbeddedOptions {
   dataDir: string;
   clock: Clock;
@@ -97,6 +190,12 @@ export interface EmbeddedOptions {
   webhookDelivery?: 'thread' | 'inline';
   /** Told each append's duration in seconds, from the call to its durable commit (`GET /metrics`). */
   onAppend?: (environment: Environment, seconds: number) => void;
+  /**
+   * Servers in place of the embedded stores (EVENTSTORE_URL, MONGODB_URL). With either, the
+   * analytics group and webhook delivery run on the main thread (their threads open the SQLite
+   * files). The caller closes the servers' connections after `close()`.
+   */
+  servers?: ServerStores;
 }
 
 /**
@@ -170,22 +269,28 @@ export const openEmbeddedEnvironment = async (
   const logger = options.logger.child({ environment });
   let thread: ProjectorThread | undefined;
   let webhookThread: WebhookThread | undefined;
+  const { servers } = options;
   // The rows of each commit are handed to the projector thread and the webhook thread.
-  const events = SqliteEventStore.open<EnvironmentEvent>(files.events, {
+  const events = openEventStore<EnvironmentEvent>(servers, environment, files.events, {
     onCommitted: (committed) => {
       thread?.committed(committed);
       webhookThread?.committed(committed);
     },
   });
+  // Before anything else starts: APPLY_MODE=atomic on a store without an atomic multi-stream append stops here.
+  const applyMode = applyModeFor(events, options.applyMode);
   const { onAppend } = options;
   if (onAppend) timeAppends(events, (seconds) => onAppend(environment, seconds));
-  const { core: reads, analytics: analyticsReads } = openReadStores(files);
-  const kv = SqliteKvStore.open(files.kv, options.clock, { relaxedNamespaces: ['quotes'] }); // quotes can be recomputed
+  const onMongo = await servers?.mongo?.environment(environment);
+  const { core: reads, analytics: analyticsReads } = onMongo ?? openReadStores(files);
+  const kv = onMongo?.kv ?? SqliteKvStore.open(files.kv, options.clock, { relaxedNamespaces: ['quotes'] }); // quotes can be recomputed
+  // The threads open the SQLite files themselves: with a server, their work runs here.
+  const embedded = !servers?.eventStore && !servers?.mongo;
   // The core group (what a write's response waits for: read-your-writes) runs here, so that it
   // folds a commit in the same turn; the heavier analytics group runs on the projector thread.
   const projector = await startGroup(events, reads, CORE_GROUP, logger);
   let analytics: ProjectorHandle;
-  if ((options.projectors ?? 'thread') === 'thread') {
+  if (embedded && (options.projectors ?? 'thread') === 'thread') {
     thread = await ProjectorThread.start(
       {
         environment,
@@ -251,7 +356,7 @@ export const openEmbeddedEnvironment = async (
     }),
     codes: new CodeRegistry(events),
     readYourWritesMs: options.readYourWritesMs ?? 5_000,
-    applyMode: applyModeFor(events, options.applyMode),
+    applyMode,
     ...(options.applyHooks ? { applyHooks: options.applyHooks } : {}),
     analytics,
     telemetry,
@@ -270,9 +375,12 @@ export const openEmbeddedEnvironment = async (
     },
   };
   const hooks = options.webhookHooks ?? {};
-  const inline = options.webhookDelivery === 'inline' || Object.values(hooks).some((hook) => hook !== undefined);
-  if (inline) await startWebhooks(ctx, files.webhooks, webhookSettings, hooks, logger);
-  else webhookThread = await startWebhookThread(ctx, files, webhookSettings, options.logger.level, logger);
+  const inline =
+    !embedded || options.webhookDelivery === 'inline' || Object.values(hooks).some((hook) => hook !== undefined);
+  if (inline) {
+    const store = onMongo?.webhooks ?? SqliteReadStore.open(files.webhooks);
+    await startWebhooks(ctx, store, webhookSettings, hooks, logger);
+  } else webhookThread = await startWebhookThread(ctx, files, webhookSettings, options.logger.level, logger);
   return ctx;
 };
 
@@ -327,12 +435,12 @@ const startWebhookThread = async (
 /** The publisher (fan-out from the log, own checkpoint) and the dispatcher (attempts) of one environment, on the main thread. */
 const startWebhooks = async (
   ctx: EnvContext,
-  file: string,
+  store: ReadStore,
   settings: WebhookSettings,
   hooks: WebhookHooks,
   logger: Logger,
 ): Promise<void> => {
-  const deliveries = new DeliveryStore(SqliteReadStore.open(file));
+  const deliveries = new DeliveryStore(store);
   const dispatcher = new WebhookDispatcher({
     deliveries,
     clock: ctx.clock,
@@ -400,8 +508,8 @@ export interface Embedded {
 
 /** The account's stores: API key events and the operator's settings, shared by every environment. */
 export interface Account {
-  events: SqliteEventStore<ApiKeyEvent>;
-  kv: SqliteKvStore;
+  events: EventStore<ApiKeyEvent>;
+  kv: KvStore;
 }
 
 export const accountFiles = (dataDir: string) => ({
@@ -409,16 +517,21 @@ export const accountFiles = (dataDir: string) => ({
   kv: path.join(dataDir, 'account', 'state.db'),
 });
 
-/** The account stores and the key registry loaded from them (used by the service and the keys CLI). */
+/**
+ * The account stores and the key registry loaded from them (used by the service and the keys CLI):
+ * key events on EventStoreDB (namespace `account`) or in DATA_DIR/account/events.db, key-value
+ * records on MongoDB (the shared database) or in DATA_DIR/account/state.db.
+ */
 export const openAccount = async (
   dataDir: string,
   clock: Clock,
   apiKeys: string[] = [],
+  servers?: ServerStores,
 ): Promise<{ account: Account; keys: ApiKeyRegistry }> => {
   const files = accountFiles(dataDir);
   const account = {
-    events: SqliteEventStore.open<ApiKeyEvent>(files.events, { pollIntervalMs: 100 }),
-    kv: SqliteKvStore.open(files.kv, clock),
+    events: openEventStore<ApiKeyEvent>(servers, 'account', files.events, { pollIntervalMs: 100 }),
+    kv: (await servers?.mongo?.account()) ?? SqliteKvStore.open(files.kv, clock),
   };
   const keys = new ApiKeyRegistry(account.events, clock, account.kv);
   await keys.load(apiKeys);
@@ -427,10 +540,8 @@ export const openAccount = async (
 
 /** The whole service on embedded stores: both environments plus the account stores for keys. */
 export const openEmbedded = async (options: EmbeddedOptions & { apiKeys?: string[] }): Promise<Embedded> => {
-  const { account, keys } = await openAccount(options.dataDir, options.clock, options.apiKeys ?? []);
-  const following = keys.follow((error) =>
-    options.logger.error({ err: error }, 'key registry stopped following the account store'),
-  );
+  const { account, keys } = await openAccount(options.dataDir, options.clock, options.apiKeys ?? [], options.servers);
+  const following = followKeys(keys, options.logger);
   const sandbox = await openEmbeddedEnvironment('sandbox', options);
   const production = await openEmbeddedEnvironment('production', options);
   return {
@@ -443,6 +554,32 @@ export const openEmbedded = async (options: EmbeddedOptions & { apiKeys?: string
       await closeEnvironment(production);
       await account.events.close();
       await account.kv.close();
+    },
+  };
+};
+
+/**
+ * Keeps the key registry following the account store: when the subscription fails (a server
+ * lost), it subscribes again after RESTART_DELAY_MS from the last event it applied.
+ */
+const followKeys = (keys: ApiKeyRegistry, logger: Logger): { close(): Promise<void> } => {
+  let subscription: Subscription | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+  const follow = () => {
+    if (closed) return;
+    subscription = keys.follow((error) => {
+      logger.error({ err: error }, 'key registry stopped following the account store; following again');
+      timer = setTimeout(follow, RESTART_DELAY_MS);
+      timer.unref();
+    });
+  };
+  follow();
+  return {
+    close: async () => {
+      closed = true;
+      clearTimeout(timer);
+      await subscription?.close();
     },
   };
 };

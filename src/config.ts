@@ -53,6 +53,8 @@ export interface Config {
   kafka?: KafkaSettings;
   /** MONGODB_URL (see mongodbUrlFrom); unset: read models and key-value records stay in the embedded SQLite stores. */
   mongodbUrl?: string;
+  /** EVENTSTORE_URL (see eventstoreUrlFrom); unset: the events stay in the embedded SQLite stores. */
+  eventstoreUrl?: string;
   /** METRICS (`on`, `off`): request metrics and `GET /metrics`. */
   metrics: boolean;
   /** READY_MAX_PROJECTOR_LAG and METRICS_TOKEN (see opsFrom). */
@@ -169,6 +171,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   server: serverLimitsFrom(env),
   webhooks: webhooksFrom(env),
   mongodbUrl: mongodbUrlFrom(env.MONGODB_URL),
+  eventstoreUrl: eventstoreUrlFrom(env.EVENTSTORE_URL),
 
   metrics: metricsFrom(env.METRICS),
   ops: opsFrom(env),
@@ -448,5 +451,22 @@ export const mongodbUrlFrom = (raw: string | undefined): string | undefined => {
   if (url === '') return undefined;
   assertMongoUrl(url);
   databaseBaseName(url);
+  return url;
+};
+
+// ---- EventStoreDB ----------------------------------------------------------------------------
+
+/**
+ * EVENTSTORE_URL: an EventStoreDB connection string, `esdb://host[:port][,host2...][?options]` or
+ * `esdb+discover://...` (a cluster found through DNS), e.g. `esdb://localhost:2113?tls=false`.
+ * Unset or empty: undefined. Whether the server can be reached is checked when the store opens.
+ */
+export const eventstoreUrlFrom = (raw: string | undefined): string | undefined => {
+  const url = raw?.trim() ?? '';
+  if (url === '') return undefined;
+  const rest = /^esdb(?:\+discover)?:\/\/(.*)$/i.exec(url)?.[1];
+  const hosts = rest?.replace(/^[^@/]*@/, '').split(/[/?]/)[0] ?? '';
+  if (hosts === '' || /\s/.test(url))
+    throw new Error('EVENTSTORE_URL must be an esdb:// or esdb+discover:// connection string with a host');
   return url;
 };

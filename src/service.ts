@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { openEmbedded, startExpiryJob, webhookQueues } from './composition.ts';
+import { openEmbedded, openServers, startExpiryJob, webhookQueues } from './composition.ts';
 import { loadConfig } from './config.ts';
 import { systemClock } from './domain/clock.ts';
 import { listenBaseUrl } from './http/addresses.ts';
@@ -27,7 +27,10 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
   let stopping = false;
   const lock = lockDataDir(config.dataDir, 'voucher service', systemClock);
   const metrics = config.metrics ? new ServiceMetrics({ defaultMetrics: true }) : undefined;
+  // EVENTSTORE_URL, MONGODB_URL: checked here, a server that does not answer stops the start.
+  const servers = await openServers(config, systemClock);
   const service = await openEmbedded({
+    servers,
     dataDir: config.dataDir,
     clock: systemClock,
     logger,
@@ -52,6 +55,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     keys: service.keys,
     logger,
     rateLimits: config.rateLimits,
+    rateLimitStores: await servers.mongo?.rateLimitStores(),
     admin: admin.auth,
     trustProxy: config.trustProxy,
     publicBaseUrl: () => publicBaseUrl,
@@ -87,16 +91,19 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     logger.info({ signal }, 'shutting down');
     stopExpiry();
     server.close(() => {
-      void service.close().then(
-        () => {
-          lock.release();
-          process.exit(0);
-        },
-        (error: unknown) => {
-          logger.error({ err: error }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
+      void service
+        .close()
+        .then(servers.close)
+        .then(
+          () => {
+            lock.release();
+            process.exit(0);
+          },
+          (error: unknown) => {
+            logger.error({ err: error }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
     });
     server.closeIdleConnections();
     setTimeout(() => process.exit(1), 10_000).unref();

@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
-import { openEmbedded, type Embedded, type WebhookHooks } from '../../src/composition.ts';
+import { openEmbedded, type Embedded, type ServerStores, type WebhookHooks } from '../../src/composition.ts';
 import { AdminAuth } from '../../src/application/adminAuth.ts';
 import type { Quotas } from '../../src/application/quotas.ts';
 import type { ApplyHooks, ApplyMode } from '../../src/application/context.ts';
@@ -90,6 +90,8 @@ export class TestService {
       applyHooks?: ApplyHooks;
       /** Where webhook delivery runs (WEBHOOK_DELIVERY; default: a thread per environment, inline with seams). */
       webhookDelivery?: 'thread' | 'inline';
+      /** Servers in place of the embedded stores (EVENTSTORE_URL, MONGODB_URL; test/support/serverFakes.ts). */
+      servers?: ServerStores;
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -108,6 +110,7 @@ export class TestService {
       applyMode: options.applyMode,
       applyHooks: options.applyHooks,
       webhookDelivery: options.webhookDelivery,
+      servers: options.servers,
     });
     if (options.applyMode === 'two-append') {
       // As on EventStoreDB 24.10: no atomic append to several streams, so none may be asked for.

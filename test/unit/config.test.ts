@@ -104,6 +104,28 @@ describe('loadConfig: TRUST_PROXY and PUBLIC_BASE_URL', () => {
   });
 });
 
+describe('loadConfig: EVENTSTORE_URL', () => {
+  it('is unset by default and kept as given (trimmed) when it is an EventStoreDB connection string', () => {
+    expect(loadConfig({}).eventstoreUrl).to.equal(undefined);
+    expect(loadConfig({ EVENTSTORE_URL: ' ' }).eventstoreUrl).to.equal(undefined);
+    expect(loadConfig({ EVENTSTORE_URL: ' esdb://localhost:2113?tls=false ' }).eventstoreUrl).to.equal(
+      'esdb://localhost:2113?tls=false',
+    );
+    for (const good of ['esdb://admin:changeit@a:2113,b:2113,c:2113?tls=true', 'esdb+discover://cluster.example.com']) {
+      expect(loadConfig({ EVENTSTORE_URL: good }).eventstoreUrl).to.equal(good);
+    }
+  });
+
+  it('refuses another scheme or a string without a host at start, without echoing the URL', () => {
+    for (const bad of ['http://u:s3cret@db:2113', 'db:2113', 'esdb://', 'esdb://u:s3cret@', 'esdb://u:s3cret@db 1']) {
+      expect(() => loadConfig({ EVENTSTORE_URL: bad }), bad)
+        .to.throw(/^EVENTSTORE_URL/)
+        .with.property('message')
+        .that.does.not.include('s3cret');
+    }
+  });
+});
+
 describe('loadConfig: MONGODB_URL', () => {
   it('is unset by default and kept as given (trimmed) when it is a MongoDB connection string', () => {
     expect(loadConfig({}).mongodbUrl).to.equal(undefined);
