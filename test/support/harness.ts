@@ -4,6 +4,7 @@ import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
+import type { Bus } from '../../src/core/bus.ts';
 import { openEmbedded, type Embedded, type WebhookHooks } from '../../src/composition.ts';
 import { AdminAuth } from '../../src/application/adminAuth.ts';
 import type { Quotas } from '../../src/application/quotas.ts';
@@ -90,6 +91,8 @@ export class TestService {
       applyHooks?: ApplyHooks;
       /** Where webhook delivery runs (WEBHOOK_DELIVERY; default: a thread per environment, inline with seams). */
       webhookDelivery?: 'thread' | 'inline';
+      /** Webhooks through this bus (inline delivery): the publisher produces, the dispatcher consumes. */
+      webhookBus?: Bus;
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -108,6 +111,7 @@ export class TestService {
       applyMode: options.applyMode,
       applyHooks: options.applyHooks,
       webhookDelivery: options.webhookDelivery,
+      webhookBus: options.webhookBus,
     });
     if (options.applyMode === 'two-append') {
       // As on EventStoreDB 24.10: no atomic append to several streams, so none may be asked for.
