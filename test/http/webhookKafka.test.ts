@@ -32,13 +32,15 @@ const call = async (service: RunningService, method: string, urlPath: string, bo
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 };
 
-/** Messages stored in the topic (the sum of its partitions' high watermarks). */
-const messagesIn = async (topic: string): Promise<number> => {
+/** Messages stored in the topic (the sum of its partitions' high watermarks), and those the group committed. */
+const offsetsOf = async (topic: string, groupId: string): Promise<{ stored: number; committed: number }> => {
   const admin = new kafkajs.Kafka({ brokers: BROKERS, logLevel: kafkajs.logLevel.NOTHING }).admin();
   await admin.connect();
   try {
-    const offsets = await admin.fetchTopicOffsets(topic);
-    return offsets.reduce((sum, p) => sum + Number(p.high), 0);
+    const stored = (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
+    const [group] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    const committed = (group?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
+    return { stored, committed };
   } finally {
     await admin.disconnect();
   }
@@ -126,8 +128,20 @@ describe('webhooks through Kafka across a SIGKILL (real broker, real process)', 
       120_000,
     );
 
-    // every voucher event went through the sandbox topic (a batch may have been published twice)
-    expect(await messagesIn(`${prefix}.sandbox`)).to.be.at.least(VOUCHERS + APPLIES);
+    // every voucher event went through the sandbox topic (a batch may have been published twice),
+    // and the dispatcher group committed every message once its deliveries were recorded
+    const topic = `${prefix}.sandbox`;
+    let offsets = { stored: 0, committed: -1 };
+    await until(
+      async () => {
+        offsets = await offsetsOf(topic, `${topic}.webhook-dispatchers`);
+        return offsets.committed === offsets.stored;
+      },
+      'the group committing every message',
+      30_000,
+    ).catch(() => undefined);
+    expect(offsets.stored).to.be.at.least(VOUCHERS + APPLIES);
+    expect(offsets.committed, 'committed offsets').to.equal(offsets.stored);
     const all = receiver.at('/kafka');
     for (const r of all) expect(() => verify(endpoint.body.secret, r), r.eventId).to.not.throw();
     const bodies = new Map<string, string>();
