@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import kafkajs from 'kafkajs';
-import { exitWithin, killAll, startService, type RunningService } from '../support/processes.ts';
+import { exitWithin, freePort, killAll, run, startService, type RunningService } from '../support/processes.ts';
 import { until, verify, WebhookReceiver } from '../support/webhookReceiver.ts';
 
 const BROKERS = process.env.KAFKA_BROKERS?.split(',').filter(Boolean) ?? [];
@@ -45,6 +45,33 @@ const offsetsOf = async (topic: string, groupId: string): Promise<{ stored: numb
     await admin.disconnect();
   }
 };
+
+describe('webhooks through Kafka: no broker at start', function () {
+  this.timeout(60_000);
+  after(() => killAll());
+
+  it('stops the start with a message naming KAFKA_BROKERS and the broker', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-webhook-nokafka-'));
+    try {
+      const broker = `127.0.0.1:${await freePort()}`; // nothing listens there
+      const proc = run(['src/main.ts'], {
+        PORT: String(await freePort()),
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        VOUCHER_API_KEYS: KEY,
+        LOG_LEVEL: 'fatal',
+        KAFKA_BROKERS: broker,
+      });
+      const { code } = await exitWithin(proc, 50_000);
+      expect(code).to.not.equal(0);
+      expect(proc.output())
+        .to.contain(`failed to start`)
+        .and.contain(`cannot connect to Kafka at ${broker} (KAFKA_BROKERS)`);
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('webhooks through Kafka across a SIGKILL (real broker, real process)', function () {
   if (BROKERS.length === 0) {
