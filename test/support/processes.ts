@@ -21,12 +21,13 @@ export const buildOnce = (): void => {
 
 /**
  * Runs `node --import tsx <args>` in the project root with extra environment variables; a script
- * under dist/ (the compiled build, built first) runs without tsx.
+ * under dist/ (the compiled build, built first) runs without tsx. A service goes through Kafka
+ * only where `env` sets KAFKA_BROKERS (CI exports it for the Kafka tests).
  */
 export const run = (args: string[], env: Record<string, string>): Proc => {
   const compiled = args[0]?.startsWith('dist/') ?? false;
   if (compiled) buildOnce();
-  return spawnNode(args, { cwd: ROOT, env, tsx: !compiled });
+  return spawnNode(args, { cwd: ROOT, env: { KAFKA_BROKERS: '', ...env }, tsx: !compiled });
 };
 
 export interface RunningService {
@@ -40,14 +41,7 @@ export interface RunningService {
  */
 export const startService = async (env: Record<string, string>, entry = 'src/main.ts'): Promise<RunningService> => {
   const port = await freePort();
-  const proc = run([entry], {
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    // webhooks go through Kafka only in the tests that ask for it (CI exports KAFKA_BROKERS for them)
-    KAFKA_BROKERS: '',
-    ...env,
-  });
+  const proc = run([entry], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env });
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitForHealth(proc, base, { timeoutMs: 20_000, requestTimeoutMs: 1_000 });
