@@ -9,6 +9,10 @@
 import { expect } from 'chai';
 import { BusUnavailableError, type Bus, type DeliveredMessage } from '../../src/core/bus.ts';
 import { BusDeliveries } from '../../src/application/webhooks/busDeliveries.ts';
+import { WebhookPublisher, type EventSource } from '../../src/application/webhooks/publisher.ts';
+import type { EnvironmentEvent } from '../../src/application/events.ts';
+import type { RecordedEvent } from '../../src/core/eventStore.ts';
+import { voucherCreated, voucherUpdated } from '../fixtures/events.ts';
 import { DeliveryStore, type DeliveryDoc } from '../../src/application/webhooks/deliveryStore.ts';
 import { parseCidrs } from '../../src/domain/webhooks/targets.ts';
 import { InMemoryBus } from '../../src/infrastructure/bus/inMemoryBus.ts';
@@ -152,6 +156,67 @@ describe('webhooks through the in-memory bus', function () {
     expect(got.map((r) => r.json.data.usage_count)).to.deep.equal([0, 1, 2, 3]);
     expect(new Set(got.map((r) => r.eventId)).size).to.equal(4);
     for (const r of got) expect(() => verify(endpoint.secret, r)).to.not.throw();
+  });
+
+  it('writes the copy of an endpoint before publishing a message naming it (one batch creates both)', async () => {
+    const record = (event: EnvironmentEvent, streamId: string, position: number, revision: number) =>
+      ({
+        ...event,
+        id: `e${position}`,
+        streamId,
+        metadata: {},
+        revision,
+        position,
+        recordedAt: '2026-01-01T00:00:00Z',
+      }) as RecordedEvent<EnvironmentEvent>;
+    const batch = [
+      record(voucherCreated(), 'voucher-v_1', 1, 0),
+      record(
+        {
+          type: 'WebhookEndpointCreated',
+          data: {
+            endpointId: 'we_1',
+            url: 'https://example.com/hook',
+            events: ['*'],
+            description: null,
+            secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+            createdAt: '2026-01-01T00:00:00Z',
+          },
+        },
+        'webhook-we_1',
+        2,
+        0,
+      ),
+      record(voucherUpdated(), 'voucher-v_1', 3, 1),
+    ];
+    const source: EventSource = {
+      subscribeToAll: (_options, handler) => {
+        void Promise.resolve(handler(batch as never));
+        return { close: async () => {} };
+      },
+      readStream: (async (stream: string, options?: { maxCount?: number }) =>
+        batch.filter((e) => e.streamId === stream).slice(0, options?.maxCount)) as EventSource['readStream'],
+    };
+    const deliveries = new DeliveryStore(SqliteReadStore.open(':memory:'));
+    const published: { endpoints: string[]; copy: boolean }[] = [];
+    const recording: Pick<Bus, 'publish'> = {
+      publish: async (_environment, messages) => {
+        for (const m of messages) {
+          const endpoints = JSON.parse(m.value).endpoints as string[];
+          const copies = await Promise.all(endpoints.map((id) => deliveries.endpoint(id)));
+          published.push({ endpoints, copy: copies.every((c) => c !== null) });
+        }
+      },
+    };
+    const publisher = new WebhookPublisher(source, deliveries, 'sandbox', () => {}, undefined, undefined, recording);
+    await publisher.start();
+    await until(() => published.length === 2, 'both voucher events published');
+    expect(published).to.deep.equal([
+      { endpoints: [], copy: true },
+      { endpoints: ['we_1'], copy: true },
+    ]);
+    await publisher.stop();
+    await deliveries.store.close();
   });
 
   it('records a message handed twice as one delivery, and one that is not a published event as none', async () => {

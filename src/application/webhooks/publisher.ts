@@ -218,11 +218,30 @@ export class WebhookPublisher implements ProjectorHandle {
     if (created.length > 0) this.onDeliveries(created);
   }
 
-  /** One batch onto the bus, then the endpoint copies and the checkpoint in one write. */
+  /**
+   * One batch onto the bus, then the endpoint copies and the checkpoint in one write. A message
+   * naming an endpoint whose copy changed in this batch is published only after that copy is
+   * written (with the checkpoint just before the message's event): the dispatcher reads the
+   * endpoint's URL and secrets from the copy when it attempts the delivery.
+   */
   private async publish(batch: RecordedEvent<EnvironmentEvent>[], bus: Pick<Bus, 'publish'>): Promise<void> {
     if (batch.length === 0) return;
-    const messages: BusMessage[] = [];
+    let messages: BusMessage[] = [];
     const changed = new Set<string>();
+    const flush = async (position: number): Promise<void> => {
+      if (messages.length > 0) await bus.publish(this.environment, messages);
+      const upserts = [...changed].flatMap((id) => {
+        const doc = this.endpoints.get(id);
+        return doc ? [{ collection: ENDPOINTS, doc: { ...doc } }] : [];
+      });
+      if (messages.length > 0 || upserts.length > 0 || this.unwritten >= UNWRITTEN_BATCHES) {
+        await this.deliveries.write({ upserts, deletes: [], checkpoint: { name: PUBLISHER_CHECKPOINT, position } });
+        this.unwritten = 0;
+      } else this.unwritten += 1;
+      messages = [];
+      changed.clear();
+    };
+    let previous = this.checkpoint;
     for (const event of batch) {
       if (event.position <= this.checkpoint) continue;
       if (isEndpointEvent(event)) {
@@ -230,28 +249,22 @@ export class WebhookPublisher implements ProjectorHandle {
         if (next) this.endpoints.set(next.id, next as EndpointDoc);
         changed.add(event.data.endpointId);
       } else if (isVoucherEvent(event)) {
-        const message = await this.message(event);
-        if (message) messages.push(message);
+        const made = await this.message(event);
+        if (made) {
+          if (made.endpoints.some((id) => changed.has(id))) await flush(previous);
+          messages.push(made.message);
+        }
       }
+      previous = event.position;
     }
-    if (messages.length > 0) await bus.publish(this.environment, messages);
-    const upserts = [...changed].flatMap((id) => {
-      const doc = this.endpoints.get(id);
-      return doc ? [{ collection: ENDPOINTS, doc: { ...doc } }] : [];
-    });
-    if (messages.length > 0 || upserts.length > 0 || this.unwritten >= UNWRITTEN_BATCHES) {
-      await this.deliveries.write({
-        upserts,
-        deletes: [],
-        checkpoint: { name: PUBLISHER_CHECKPOINT, position: batch.at(-1)!.position },
-      });
-      this.unwritten = 0;
-    } else this.unwritten += 1;
+    await flush(batch.at(-1)!.position);
     this.consumer.advance(batch.at(-1)!.position);
   }
 
   /** The bus message of a voucher event: its webhook body and the endpoints subscribed at it. */
-  private async message(event: RecordedEvent<VoucherEvent>): Promise<BusMessage | null> {
+  private async message(
+    event: RecordedEvent<VoucherEvent>,
+  ): Promise<{ message: BusMessage; endpoints: string[] } | null> {
     const type = WEBHOOK_TYPES[event.type];
     const voucherId = event.data.voucherId;
     const voucher = await this.stateAt(voucherId, event);
@@ -259,17 +272,14 @@ export class WebhookPublisher implements ProjectorHandle {
     const endpoints = [...this.endpoints.values()]
       .filter((e) => !e.deleted && e.status === 'enabled' && subscribes(e.events, type))
       .map((e) => e.id);
-    return {
-      key: voucherId,
-      value: encodePublishedEvent({
-        ...this.render(event, voucher),
-        type,
-        seq: event.position,
-        voucher_id: voucherId,
-        endpoints,
-      }),
-      headers: { 'event-type': type },
-    };
+    const value = encodePublishedEvent({
+      ...this.render(event, voucher),
+      type,
+      seq: event.position,
+      voucher_id: voucherId,
+      endpoints,
+    });
+    return { message: { key: voucherId, value, headers: { 'event-type': type } }, endpoints };
   }
 
   /** The webhook event's id, time and body (the same for every endpoint and every attempt). */
