@@ -47,6 +47,9 @@ import { localDeliveryControl, purgeDeliveries } from './application/webhooks/de
 import { webhookQueueStats, type EndpointQueueStats } from './application/webhooks/queueStats.ts';
 import { createHttpSender, type Resolve } from './infrastructure/webhooks/httpSender.ts';
 import { WebhookThread } from './infrastructure/webhooks/webhookThread.ts';
+import { BusDeliveries } from './application/webhooks/busDeliveries.ts';
+import type { Bus } from './core/bus.ts';
+import { createBus, type BusSettings } from './infrastructure/bus/createBus.ts';
 import fs from 'node:fs';
 
 /** Test seams of webhook delivery: DNS answers, the jitter's random source, timers. */
@@ -188,6 +191,14 @@ export interface EmbeddedOptions {
    * (WEBHOOK_DELIVERY=inline; always with test seams, which cannot cross to a thread).
    */
   webhookDelivery?: 'thread' | 'inline';
+  /**
+   * Kafka (KAFKA_*): the webhook publisher produces each voucher event to the environment's topic
+   * and the dispatcher consumes it as a consumer group (decision 051); unset: deliveries are made
+   * from the log directly.
+   */
+  kafka?: BusSettings;
+  /** A bus for inline webhook delivery instead of `kafka` (tests: the in-memory bus); its owner starts and closes it. */
+  webhookBus?: Bus;
   /** Told each append's duration in seconds, from the call to its durable commit (`GET /metrics`). */
   onAppend?: (environment: Environment, seconds: number) => void;
   /**
@@ -376,11 +387,15 @@ export const openEmbeddedEnvironment = async (
   };
   const hooks = options.webhookHooks ?? {};
   const inline =
-    !embedded || options.webhookDelivery === 'inline' || Object.values(hooks).some((hook) => hook !== undefined);
+    !embedded ||
+    options.webhookDelivery === 'inline' ||
+    options.webhookBus !== undefined ||
+    Object.values(hooks).some((hook) => hook !== undefined);
   if (inline) {
     const store = onMongo?.webhooks ?? SqliteReadStore.open(files.webhooks);
-    await startWebhooks(ctx, store, webhookSettings, hooks, logger);
-  } else webhookThread = await startWebhookThread(ctx, files, webhookSettings, options.logger.level, logger);
+    await startWebhooks(ctx, store, webhookSettings, hooks, logger, options);
+  } else
+    webhookThread = await startWebhookThread(ctx, files, webhookSettings, options.logger.level, logger, options.kafka);
   return ctx;
 };
 
@@ -394,6 +409,7 @@ const startWebhookThread = async (
   settings: WebhookSettings,
   logLevel: string,
   logger: Logger,
+  kafka: BusSettings | undefined,
 ): Promise<WebhookThread> => {
   const thread = await WebhookThread.start(
     {
@@ -408,6 +424,7 @@ const startWebhookThread = async (
       logLevel,
       pollIntervalMs: 200,
       nice: WEBHOOK_THREAD_NICE,
+      ...(kafka ? { kafka } : {}),
     },
     (endpointId, reason) => disableEndpoint(ctx, endpointId, reason),
     logger,
@@ -439,8 +456,15 @@ const startWebhooks = async (
   settings: WebhookSettings,
   hooks: WebhookHooks,
   logger: Logger,
+  buses: Pick<EmbeddedOptions, 'kafka' | 'webhookBus'>,
 ): Promise<void> => {
   const deliveries = new DeliveryStore(store);
+  const ownBus =
+    buses.webhookBus || !buses.kafka
+      ? undefined
+      : createBus(buses.kafka, (level, message, fields) => logger[level](fields, `kafka: ${message}`));
+  const bus = buses.webhookBus ?? ownBus;
+  await ownBus?.start([ctx.environment]);
   const dispatcher = new WebhookDispatcher({
     deliveries,
     clock: ctx.clock,
@@ -458,15 +482,23 @@ const startWebhooks = async (
     ctx.environment,
     (made) => dispatcher.enqueue(made),
     logger,
+    undefined,
+    bus,
   );
+  const fromBus = bus
+    ? new BusDeliveries(bus, deliveries, ctx.environment, (made) => dispatcher.enqueue(made), logger)
+    : undefined;
   await publisher.start();
+  void fromBus?.start(); // joins in the background
   Object.assign(ctx.webhooks, {
     publisher,
     deliveries,
     control: localDeliveryControl(deliveries, dispatcher),
     stop: async () => {
+      await fromBus?.stop();
       await dispatcher.stop();
       await publisher.stop();
+      await ownBus?.close();
       await deliveries.store.close();
     },
   });

@@ -405,6 +405,8 @@ export interface KafkaSettings {
   partitions: number;
   /** Replication factor of the topics the service creates; unset: 3, or fewer on a smaller cluster. */
   replication?: number;
+  /** Topics are `<prefix>.<environment>` (KAFKA_TOPIC_PREFIX; default `voucher-events`). */
+  topicPrefix?: string;
 }
 
 export const DEFAULT_KAFKA_PARTITIONS = 12;
@@ -414,7 +416,8 @@ const BROKER = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
 /**
  * KAFKA_BROKERS: comma-separated `host:port` bootstrap brokers (unset: no Kafka);
  * KAFKA_PARTITIONS (1 to 10000, default 12) and KAFKA_REPLICATION (1 to 32767, default 3 or
- * the cluster's broker count if smaller) for the topics created on start.
+ * the cluster's broker count if smaller) for the topics created on start; KAFKA_TOPIC_PREFIX
+ * (default `voucher-events`) names them `<prefix>.<environment>`, so deployments can share a cluster.
  */
 export const kafkaFrom = (env: NodeJS.ProcessEnv): KafkaSettings | undefined => {
   const bounded = (name: string, max: number): number | undefined => {
@@ -435,7 +438,17 @@ export const kafkaFrom = (env: NodeJS.ProcessEnv): KafkaSettings | undefined => 
     if (port === undefined || Number(port) < 1 || Number(port) > 65_535)
       throw new Error(`KAFKA_BROKERS must be comma-separated host:port pairs, got "${env.KAFKA_BROKERS}"`);
   }
-  return replication === undefined ? { brokers, partitions } : { brokers, partitions, replication };
+  const topicPrefix = env.KAFKA_TOPIC_PREFIX?.trim() ?? '';
+  if (topicPrefix !== '' && !/^[A-Za-z0-9._-]{1,100}$/.test(topicPrefix))
+    throw new Error(
+      `KAFKA_TOPIC_PREFIX must be 1 to 100 letters, digits, '.', '_' or '-', got "${env.KAFKA_TOPIC_PREFIX}"`,
+    );
+  return {
+    brokers,
+    partitions,
+    ...(replication === undefined ? {} : { replication }),
+    ...(topicPrefix === '' ? {} : { topicPrefix }),
+  };
 };
 
 // ---- MongoDB ---------------------------------------------------------------------------------

@@ -31,7 +31,8 @@ export const startChild = (
   spawnNode([script], {
     name,
     cwd,
-    env,
+    // a service goes through Kafka only where a scenario asks for it (KAFKA_BROKERS in its env)
+    env: { KAFKA_BROKERS: '', ...env },
     nodeFlags,
     keepChunks: 200,
     onError: (error) => void abort(new Error(`${name} could not be started: ${error.message}`)),

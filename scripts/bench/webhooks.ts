@@ -80,6 +80,7 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
       LOG_LEVEL: 'warn',
       RATE_LIMITS,
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
+      KAFKA_BROKERS: '',
     },
     PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [],
   );
@@ -129,7 +130,44 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
     );
   }
 
-  // latency: sequential applies, from the answer to the delivery at a receiver in this process
+  const latencies = await deliveryLatencies(baseUrl, apply);
+  const p99 = percentile99(latencies);
+  const ratio = median(rounds.map((r) => r.ratio));
+  log(
+    `webhooks: apply with ${ENDPOINTS} endpoints at ${ratio.toFixed(2)} of apply without (target 0.90: ${ratio >= 0.9 ? 'PASS' : 'MISS'}); answer to delivery: median ${median(latencies).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (${LATENCY_APPLIES} sequential applies; 1 ms polling)`,
+  );
+  await Promise.all([stopChild(service), stopChild(receiver)]);
+  if (PROFILE) reportWebhookProfiles(profDir, windows, log);
+  const kafka = process.env.KAFKA_BROKERS?.trim() ? await benchKafkaLatency(apply, log) : undefined;
+  if (kafka)
+    log(
+      `webhooks through Kafka: answer to delivery: median ${kafka.median.toFixed(1)} ms, p99 ${kafka.p99.toFixed(1)} ms (embedded in this run: median ${median(latencies).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms; ratio of medians ${(kafka.median / median(latencies)).toFixed(1)})`,
+    );
+  else
+    log('webhooks through Kafka: not measured (KAFKA_BROKERS is not set; scripts/kafka/broker.sh start runs a broker)');
+  const result = {
+    connections: CONNECTIONS,
+    rounds,
+    ratio,
+    target: 0.9,
+    verdict: ratio >= 0.9 ? 'PASS' : 'MISS',
+    latency_ms: { median: median(latencies), p99 },
+    ...(kafka ? { kafka_latency_ms: kafka } : {}),
+  };
+  fs.mkdirSync(path.join(ROOT, '.bench'), { recursive: true });
+  fs.writeFileSync(path.join(ROOT, '.bench', 'webhooks.json'), `${JSON.stringify(result, null, 2)}\n`);
+  return result;
+};
+
+type Scenario = (typeof SCENARIOS)[number];
+
+const percentile99 = (sorted: number[]): number => sorted[Math.ceil(sorted.length * 0.99) - 1]!;
+
+/**
+ * Sequential applies, each timed from its answer to the delivery at a receiver in this process
+ * (one endpoint subscribed to `voucher.applied`); sorted, in ms.
+ */
+const deliveryLatencies = async (baseUrl: string, apply: Scenario): Promise<number[]> => {
   const arrivals = new Map<string, number>();
   const local = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -159,25 +197,38 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
     latencies.push((arrivals.get(id) ?? deadline) - answered);
   }
   local.close();
-  latencies.sort((a, b) => a - b);
-  const p99 = latencies[Math.ceil(latencies.length * 0.99) - 1]!;
-  const ratio = median(rounds.map((r) => r.ratio));
-  log(
-    `webhooks: apply with ${ENDPOINTS} endpoints at ${ratio.toFixed(2)} of apply without (target 0.90: ${ratio >= 0.9 ? 'PASS' : 'MISS'}); answer to delivery: median ${median(latencies).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (${LATENCY_APPLIES} sequential applies; 1 ms polling)`,
-  );
-  await Promise.all([stopChild(service), stopChild(receiver)]);
-  if (PROFILE) reportWebhookProfiles(profDir, windows, log);
-  const result = {
-    connections: CONNECTIONS,
-    rounds,
-    ratio,
-    target: 0.9,
-    verdict: ratio >= 0.9 ? 'PASS' : 'MISS',
-    latency_ms: { median: median(latencies), p99 },
-  };
-  fs.mkdirSync(path.join(ROOT, '.bench'), { recursive: true });
-  fs.writeFileSync(path.join(ROOT, '.bench', 'webhooks.json'), `${JSON.stringify(result, null, 2)}\n`);
-  return result;
+  return latencies.sort((a, b) => a - b);
+};
+
+/**
+ * KAFKA_BROKERS set: a second service whose webhooks go through Kafka (topics of their own,
+ * KAFKA_TOPIC_PREFIX), and the same sequential latency measurement on it.
+ */
+const benchKafkaLatency = async (
+  apply: Scenario,
+  log: (msg: string) => void,
+): Promise<{ median: number; p99: number }> => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-webhooks-kafka-'));
+  if (!KEEP_DATA) tempDirs.push(dataDir);
+  const port = await freePort();
+  const service = startChild('service-kafka', SERVICE_ROOT, 'src/main.ts', {
+    PORT: String(port),
+    HOST,
+    DATA_DIR: dataDir,
+    VOUCHER_API_KEYS: API_KEY,
+    LOG_LEVEL: 'warn',
+    RATE_LIMITS,
+    WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
+    KAFKA_BROKERS: process.env.KAFKA_BROKERS!.trim(),
+    KAFKA_TOPIC_PREFIX: `bench-${process.pid}-${Date.now()}`,
+  });
+  const baseUrl = `http://${HOST}:${port}`;
+  await waitForHealth(service, baseUrl);
+  log(`webhooks through Kafka (${process.env.KAFKA_BROKERS}): ${LATENCY_APPLIES} sequential applies ...`);
+  await createVouchers(baseUrl, new Set(['spread']));
+  const latencies = await deliveryLatencies(baseUrl, apply);
+  await stopChild(service);
+  return { median: median(latencies), p99: percentile99(latencies) };
 };
 
 /**

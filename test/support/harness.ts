@@ -4,6 +4,7 @@ import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
+import type { Bus } from '../../src/core/bus.ts';
 import { openEmbedded, type Embedded, type ServerStores, type WebhookHooks } from '../../src/composition.ts';
 import { AdminAuth } from '../../src/application/adminAuth.ts';
 import type { Quotas } from '../../src/application/quotas.ts';
@@ -92,6 +93,8 @@ export class TestService {
       webhookDelivery?: 'thread' | 'inline';
       /** Servers in place of the embedded stores (EVENTSTORE_URL, MONGODB_URL; test/support/serverFakes.ts). */
       servers?: ServerStores;
+      /** Webhooks through this bus (inline delivery): the publisher produces, the dispatcher consumes. */
+      webhookBus?: Bus;
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -111,6 +114,7 @@ export class TestService {
       applyHooks: options.applyHooks,
       webhookDelivery: options.webhookDelivery,
       servers: options.servers,
+      webhookBus: options.webhookBus,
     });
     if (options.applyMode === 'two-append') {
       // As on EventStoreDB 24.10: no atomic append to several streams, so none may be asked for.

@@ -21,12 +21,13 @@ export const buildOnce = (): void => {
 
 /**
  * Runs `node --import tsx <args>` in the project root with extra environment variables; a script
- * under dist/ (the compiled build, built first) runs without tsx.
+ * under dist/ (the compiled build, built first) runs without tsx. A service goes through Kafka
+ * only where `env` sets KAFKA_BROKERS (CI exports it for the Kafka tests).
  */
 export const run = (args: string[], env: Record<string, string>): Proc => {
   const compiled = args[0]?.startsWith('dist/') ?? false;
   if (compiled) buildOnce();
-  return spawnNode(args, { cwd: ROOT, env, tsx: !compiled });
+  return spawnNode(args, { cwd: ROOT, env: { KAFKA_BROKERS: '', ...env }, tsx: !compiled });
 };
 
 export interface RunningService {

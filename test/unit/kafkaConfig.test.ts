@@ -33,6 +33,18 @@ describe('Kafka configuration (KAFKA_BROKERS, KAFKA_PARTITIONS, KAFKA_REPLICATIO
     expect(DEFAULT_KAFKA_PARTITIONS).to.equal(12);
   });
 
+  it('names the topics after KAFKA_TOPIC_PREFIX and refuses one Kafka would not accept', function () {
+    const config = loadConfig({ KAFKA_BROKERS: 'kafka:9092', KAFKA_TOPIC_PREFIX: 'shop-7.vouchers' });
+    expect(config.kafka?.topicPrefix).to.equal('shop-7.vouchers');
+    expect(createBus(config.kafka).topicOf('sandbox')).to.equal('shop-7.vouchers.sandbox');
+    expect(createBus(loadConfig({ KAFKA_BROKERS: 'kafka:9092' }).kafka).topicOf('sandbox')).to.equal(
+      'voucher-events.sandbox',
+    );
+    expect(() => loadConfig({ KAFKA_BROKERS: 'kafka:9092', KAFKA_TOPIC_PREFIX: 'a/b' })).to.throw(
+      `KAFKA_TOPIC_PREFIX must be 1 to 100 letters, digits, '.', '_' or '-', got "a/b"`,
+    );
+  });
+
   for (const value of ['kafka', 'kafka:', 'kafka:0', 'kafka:65536', 'kafka:9092,', 'http://kafka:9092', 'a b:1']) {
     it(`refuses KAFKA_BROKERS="${value}", naming it`, function () {
       expect(() => loadConfig({ KAFKA_BROKERS: value })).to.throw(

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Bus, BusMessage } from '../../core/bus.ts';
 import type { EventStore, RecordedEvent } from '../../core/eventStore.ts';
 import { LogConsumer } from '../../core/logConsumer.ts';
 import type { ProjectorHandle, RunnerLogger } from '../../core/projectionRunner.ts';
@@ -19,6 +20,7 @@ import {
   type DeliveryStore,
   type EndpointDoc,
 } from './deliveryStore.ts';
+import { encodePublishedEvent } from './publishedEvent.ts';
 
 /**
  * Where the publisher reads the environment's events: a catch-up subscription from a checkpoint,
@@ -108,6 +110,13 @@ const UNWRITTEN_BATCHES = 100;
  * read model) and one delivery per subscribed endpoint, and writes the deliveries, its copy of the
  * endpoints and its checkpoint in one transaction: a crash neither loses an event nor makes a
  * second delivery of one.
+ *
+ * Given a bus (KAFKA_BROKERS, decision 051), it makes no deliveries itself: it publishes every
+ * voucher event to the environment's topic, keyed by the voucher id, with the ids of the
+ * endpoints subscribed at that point of the log, and writes its checkpoint and its copy of the
+ * endpoints only after the bus stored the messages. A failed publish fails the batch: the
+ * consumer reads again from the stored checkpoint (a batch published twice is recorded once by
+ * `BusDeliveries`, whose delivery ids come from the event and the endpoint).
  */
 export class WebhookPublisher implements ProjectorHandle {
   private readonly consumer: LogConsumer<EnvironmentEvent>;
@@ -124,12 +133,13 @@ export class WebhookPublisher implements ProjectorHandle {
     private readonly onDeliveries: (deliveries: DeliveryDoc[]) => void,
     logger?: RunnerLogger,
     onAdvance?: (position: number) => void,
+    private readonly bus?: Pick<Bus, 'publish'>,
   ) {
     this.consumer = new LogConsumer<EnvironmentEvent>({
       events: source,
       maxBatchSize: 500,
       load: () => this.load(),
-      handle: (batch) => this.handle(batch),
+      handle: (batch) => (this.bus ? this.publish(batch, this.bus) : this.handle(batch)),
       failure: 'webhook publisher failed',
       logger,
       onAdvance,
@@ -208,6 +218,90 @@ export class WebhookPublisher implements ProjectorHandle {
     if (created.length > 0) this.onDeliveries(created);
   }
 
+  /**
+   * One batch onto the bus, then the endpoint copies and the checkpoint in one write. A message
+   * naming an endpoint whose copy changed in this batch is published only after that copy is
+   * written (with the checkpoint just before the message's event): the dispatcher reads the
+   * endpoint's URL and secrets from the copy when it attempts the delivery.
+   */
+  private async publish(batch: RecordedEvent<EnvironmentEvent>[], bus: Pick<Bus, 'publish'>): Promise<void> {
+    if (batch.length === 0) return;
+    let messages: BusMessage[] = [];
+    const changed = new Set<string>();
+    const flush = async (position: number): Promise<void> => {
+      if (messages.length > 0) await bus.publish(this.environment, messages);
+      const upserts = [...changed].flatMap((id) => {
+        const doc = this.endpoints.get(id);
+        return doc ? [{ collection: ENDPOINTS, doc: { ...doc } }] : [];
+      });
+      if (messages.length > 0 || upserts.length > 0 || this.unwritten >= UNWRITTEN_BATCHES) {
+        await this.deliveries.write({ upserts, deletes: [], checkpoint: { name: PUBLISHER_CHECKPOINT, position } });
+        this.unwritten = 0;
+      } else this.unwritten += 1;
+      messages = [];
+      changed.clear();
+    };
+    let previous = this.checkpoint;
+    for (const event of batch) {
+      if (event.position <= this.checkpoint) continue;
+      if (isEndpointEvent(event)) {
+        const next = evolveEndpoint(this.endpoints.get(event.data.endpointId) ?? null, event);
+        if (next) this.endpoints.set(next.id, next as EndpointDoc);
+        changed.add(event.data.endpointId);
+      } else if (isVoucherEvent(event)) {
+        const made = await this.message(event);
+        if (made) {
+          if (made.endpoints.some((id) => changed.has(id))) await flush(previous);
+          messages.push(made.message);
+        }
+      }
+      previous = event.position;
+    }
+    await flush(batch.at(-1)!.position);
+    this.consumer.advance(batch.at(-1)!.position);
+  }
+
+  /** The bus message of a voucher event: its webhook body and the endpoints subscribed at it. */
+  private async message(
+    event: RecordedEvent<VoucherEvent>,
+  ): Promise<{ message: BusMessage; endpoints: string[] } | null> {
+    const type = WEBHOOK_TYPES[event.type];
+    const voucherId = event.data.voucherId;
+    const voucher = await this.stateAt(voucherId, event);
+    if (!voucher) return null;
+    const endpoints = [...this.endpoints.values()]
+      .filter((e) => !e.deleted && e.status === 'enabled' && subscribes(e.events, type))
+      .map((e) => e.id);
+    const value = encodePublishedEvent({
+      ...this.render(event, voucher),
+      type,
+      seq: event.position,
+      voucher_id: voucherId,
+      endpoints,
+    });
+    return { message: { key: voucherId, value, headers: { 'event-type': type } }, endpoints };
+  }
+
+  /** The webhook event's id, time and body (the same for every endpoint and every attempt). */
+  private render(
+    event: RecordedEvent<VoucherEvent>,
+    voucher: Voucher,
+  ): { event_id: string; created_at: string; payload: string } {
+    const at = happenedAt(event);
+    const eventId = eventIdOf(event);
+    const data: Record<string, unknown> = renderVoucher(viewFromState(voucher), new Date(at));
+    if (event.type === 'VoucherApplied' || event.type === 'VoucherApplicationRolledBack') {
+      const application = voucher.applications.get(event.data.applicationId);
+      if (application) data.application = renderApplication(voucher, application);
+    }
+    const type = WEBHOOK_TYPES[event.type];
+    return {
+      event_id: eventId,
+      created_at: at,
+      payload: bounded({ id: eventId, type, created_at: at, environment: this.environment, data }),
+    };
+  }
+
   private async fanOut(
     event: RecordedEvent<VoucherEvent>,
     write: WriteBatch,
@@ -224,14 +318,7 @@ export class WebhookPublisher implements ProjectorHandle {
     }
     const voucher = await this.stateAt(voucherId, event);
     if (!voucher) return [];
-    const at = happenedAt(event);
-    const eventId = eventIdOf(event);
-    const data: Record<string, unknown> = renderVoucher(viewFromState(voucher), new Date(at));
-    if (event.type === 'VoucherApplied' || event.type === 'VoucherApplicationRolledBack') {
-      const application = voucher.applications.get(event.data.applicationId);
-      if (application) data.application = renderApplication(voucher, application);
-    }
-    const payload = bounded({ id: eventId, type, created_at: at, environment: this.environment, data });
+    const { event_id: eventId, created_at: at, payload } = this.render(event, voucher);
     const createdMs = Date.parse(at);
     const made: DeliveryDoc[] = [];
     for (const endpoint of targets) {

@@ -6,6 +6,7 @@ export interface BusSettings {
   brokers: readonly string[];
   partitions: number;
   replication?: number;
+  topicPrefix?: string;
 }
 
 /** The Kafka bus on `kafka`'s brokers, or, without them, a bus in this process's memory. */

@@ -23,6 +23,7 @@ import type { Logger } from 'pino';
 import type { CommittedEvents } from '../eventStore/sqliteGroupCommit.ts';
 import { CheckpointWaiters } from '../../core/checkpointWaiters.ts';
 import type { ProjectorHandle } from '../../core/projectionRunner.ts';
+import type { BusSettings } from '../bus/createBus.ts';
 
 export interface WebhookThreadOptions {
   environment: string;
@@ -37,6 +38,8 @@ export interface WebhookThreadOptions {
   pollIntervalMs: number;
   /** Scheduling priority (nice value) the thread gives itself on Linux; 0 leaves it as the process's. */
   nice: number;
+  /** The Kafka bus the publisher produces to and the dispatcher consumes from (KAFKA_*); unset: none. */
+  kafka?: BusSettings;
 }
 
 /** A change to deliveries the API asks of the thread: the name of a DeliveryControl method and its arguments. */

@@ -2,6 +2,9 @@
  * The webhook thread (see webhookThread.ts): an environment's publisher and dispatcher on their
  * own connections to the event store and the webhooks store, off the main thread.
  *
+ * With Kafka settings the publisher produces to the environment's topic and the thread's
+ * `BusDeliveries` member of the dispatcher group records the deliveries it consumes (decision 051).
+ *
  * Messages from the main thread: `committed` (rows it just committed, handed to the publisher's
  * subscription as if this store had committed them), `call` (a change to deliveries from the API,
  * answered with `result`), `disabled` (the answer to `disable`) and `stop`. To it: `ready`,
@@ -21,6 +24,8 @@ import { localDeliveryControl } from '../../application/webhooks/deliveries.ts';
 import { DeliveryStore, type DeliveryControl } from '../../application/webhooks/deliveryStore.ts';
 import { WebhookDispatcher } from '../../application/webhooks/dispatcher.ts';
 import { WebhookPublisher } from '../../application/webhooks/publisher.ts';
+import { BusDeliveries } from '../../application/webhooks/busDeliveries.ts';
+import { createBus } from '../bus/createBus.ts';
 import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
 import { createHttpSender } from './httpSender.ts';
@@ -67,6 +72,9 @@ const run = async () => {
       }),
     logger,
   });
+  const bus = options.kafka
+    ? createBus(options.kafka, (level, message, fields) => logger[level](fields, `kafka: ${message}`))
+    : undefined;
   const publisher = new WebhookPublisher(
     events,
     deliveries,
@@ -74,7 +82,11 @@ const run = async () => {
     (made) => dispatcher.enqueue(made),
     logger,
     (position) => send({ type: 'checkpoint', position }),
+    bus,
   );
+  const fromBus = bus
+    ? new BusDeliveries(bus, deliveries, options.environment, (made) => dispatcher.enqueue(made), logger)
+    : undefined;
   const control = localDeliveryControl(deliveries, dispatcher);
   const perform = async (call: ControlCall): Promise<unknown> => {
     const method = control[call.op as keyof DeliveryControl] as ((...args: unknown[]) => Promise<unknown>) | undefined;
@@ -84,8 +96,10 @@ const run = async () => {
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
+      await fromBus?.stop();
       await dispatcher.stop();
       await publisher.stop();
+      await bus?.close().catch((error: unknown) => logger.warn({ err: error }, 'closing the Kafka bus failed'));
       for (const pending of disabling.values()) pending.reject(new Error('the webhook thread is stopping'));
       await deliveries.store.close();
       await events.close();
@@ -116,7 +130,9 @@ const run = async () => {
     }
   });
   try {
+    await bus?.start([options.environment]);
     await publisher.start();
+    void fromBus?.start(); // joins in the background
   } catch (error) {
     send({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
     await stop();
