@@ -18,7 +18,9 @@ class SpecWithTotals extends Mocha.reporters.Spec {
       pending += 1;
     });
     runner.once(Mocha.Runner.constants.EVENT_RUN_END, () => {
-      process.stdout.write(`\n${passed} passed, ${failed} failed${pending ? `, ${pending} skipped` : ''}\n`);
+      // Tests that did not run (each says why above) get a line of their own: the last one stays plain.
+      if (pending) process.stdout.write(`\n${pending} not run (pending)`);
+      process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
     });
   }
 }
