@@ -1,7 +1,8 @@
 /**
  * `npm run replay [-- --env sandbox|production]`: rebuilds every read model of each environment from
  * its event log, in DATA_DIR (default ./data): the core group (vouchers, usage counts, applications;
- * read.db) and the analytics group (analytics aggregates, export records; analytics.db).
+ * read.db) and the analytics group (analytics aggregates, export records; analytics.db), in one
+ * pass over the log (src/core/projectionGroups.ts, rebuildGroups).
  *
  * Stop the service first. The embedded stores are plain SQLite files, so the replay could open them
  * while the service runs, but the service's projector would keep writing the same collections and
@@ -21,7 +22,7 @@ import type { Environment } from '../src/application/context.ts';
 import { ENVIRONMENTS, environmentFiles, openReadStores } from '../src/composition.ts';
 import { loadConfig } from '../src/config.ts';
 import { SqliteEventStore } from '../src/infrastructure/eventStore/sqliteEventStore.ts';
-import { rebuildReadModels } from '../src/core/projectionGroups.ts';
+import { rebuildGroups } from '../src/core/projectionGroups.ts';
 import { DataDirInUse, lockDataDir } from '../src/infrastructure/dataDirLock.ts';
 import { systemClock } from '../src/domain/clock.ts';
 
@@ -68,44 +69,38 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
   // Each group's read models live in their own file (composition.ts).
   const { byGroup } = openReadStores(files);
   const interactive = process.stdout.isTTY === true;
-  const bar = interactive
-    ? new cliProgress.SingleBar(
+  // One bar per group; the groups are rebuilt in one pass over the log, so they advance together.
+  const bars = interactive
+    ? new cliProgress.MultiBar(
         {
           format: `${environment.padEnd(10)} {group} [{bar}] {percentage}% | position {value}/{total} | {eta_formatted} left`,
           hideCursor: true,
+          // each line fits an 80-column terminal (the bars clip what goes past its width)
+          barsize: 24,
         },
         cliProgress.Presets.shades_classic,
       )
     : undefined;
+  let groupBars: cliProgress.SingleBar[] | undefined;
   const started = performance.now();
   try {
-    let result = { events: 0, position: 0 };
-    for (const group of PROJECTION_GROUPS) {
-      let barStarted = false;
-      const groupStarted = performance.now();
-      result = await rebuildReadModels(
-        events,
-        byGroup[group.name]!,
-        group.projections,
-        group.checkpoint,
-        (done, total) => {
-          if (!bar) return;
-          if (!barStarted) {
-            bar.start(total, done, { group: group.name });
-            barStarted = true;
-            return;
-          }
+    const result = await rebuildGroups(
+      events,
+      PROJECTION_GROUPS.map((group) => ({
+        reads: byGroup[group.name]!,
+        projections: group.projections,
+        checkpoint: group.checkpoint,
+      })),
+      (done, total) => {
+        if (!bars) return;
+        groupBars ??= PROJECTION_GROUPS.map((group) => bars.create(total, done, { group: group.name }));
+        for (const bar of groupBars) {
           bar.setTotal(total);
-          bar.update(done, { group: group.name });
-        },
-      );
-      bar?.stop();
-      if (!interactive) {
-        process.stdout.write(
-          `  ${environment} ${group.name} group: ${result.events} events folded in ${(performance.now() - groupStarted).toFixed(0)} ms\n`,
-        );
-      }
-    }
+          bar.update(done);
+        }
+      },
+    );
+    bars?.stop();
     const ms = performance.now() - started;
     if (!interactive) {
       process.stdout.write(
@@ -114,7 +109,7 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
     }
     return { environment, ...result, ms };
   } catch (error) {
-    bar?.stop();
+    bars?.stop();
     throw error;
   } finally {
     await events.close();
