@@ -1,8 +1,8 @@
 /**
  * `npm run replay [-- --env sandbox|production]`: rebuilds every read model of each environment from
  * its event log, in DATA_DIR (default ./data): the core group (vouchers, usage counts, applications;
- * read.db) and the analytics group (analytics aggregates, export records; analytics.db), in one
- * pass over the log (src/core/projectionGroups.ts, rebuildGroups).
+ * read.db) and the analytics group (analytics aggregates, export records; analytics.db), each on a
+ * thread of its own (scripts/replayWorker.ts), side by side.
  *
  * Stop the service first. The embedded stores are plain SQLite files, so the replay could open them
  * while the service runs, but the service's projector would keep writing the same collections and
@@ -14,15 +14,16 @@
  */
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { PROJECTION_GROUPS } from '../src/projections/index.ts';
 import { collectionsOf } from '../src/core/projection.ts';
 import type { Environment } from '../src/application/context.ts';
-import { ENVIRONMENTS, environmentFiles, openReadStores } from '../src/composition.ts';
+import { ENVIRONMENTS, environmentFiles, groupReadFiles } from '../src/composition.ts';
 import { loadConfig } from '../src/config.ts';
-import { SqliteEventStore } from '../src/infrastructure/eventStore/sqliteEventStore.ts';
-import { rebuildGroups } from '../src/core/projectionGroups.ts';
+import type { RebuildResult } from '../src/core/projectionGroups.ts';
+import type { FromReplayWorker, ReplayJob } from './replayWorker.ts';
 import { DataDirInUse, lockDataDir } from '../src/infrastructure/dataDirLock.ts';
 import { systemClock } from '../src/domain/clock.ts';
 
@@ -59,17 +60,25 @@ const selectedEnvironments = (argv: string[]): Environment[] => {
   return [values.env as Environment];
 };
 
+const WORKER_URL = new URL(`./replayWorker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+
+/** Run from the .ts sources (under tsx), the worker registers tsx's loader first. */
+const startWorker = (job: ReplayJob): Worker =>
+  WORKER_URL.pathname.endsWith('.ts')
+    ? new Worker(
+        `import('tsx/esm/api').then((api) => { api.register(); return import(${JSON.stringify(WORKER_URL.href)}); })`,
+        { eval: true, workerData: job },
+      )
+    : new Worker(WORKER_URL, { workerData: job });
+
 const replayEnvironment = async (dataDir: string, environment: Environment): Promise<Summary> => {
   const files = environmentFiles(dataDir, environment);
   if (!fs.existsSync(files.events)) {
     process.stdout.write(`${environment}: no event store at ${files.events}, skipped\n`);
     return { environment, events: 0, position: 0, ms: 0, skipped: true };
   }
-  const events = SqliteEventStore.open(files.events);
-  // Each group's read models live in their own file (composition.ts).
-  const { byGroup } = openReadStores(files);
+  const readFiles = groupReadFiles(files);
   const interactive = process.stdout.isTTY === true;
-  // One bar per group; the groups are rebuilt in one pass over the log, so they advance together.
   const bars = interactive
     ? new cliProgress.MultiBar(
         {
@@ -81,27 +90,36 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
         cliProgress.Presets.shades_classic,
       )
     : undefined;
-  let groupBars: cliProgress.SingleBar[] | undefined;
   const started = performance.now();
+  const workers: Worker[] = [];
   try {
-    const result = await rebuildGroups(
-      events,
-      PROJECTION_GROUPS.map((group) => ({
-        reads: byGroup[group.name]!,
-        projections: group.projections,
-        checkpoint: group.checkpoint,
-      })),
-      (done, total) => {
-        if (!bars) return;
-        groupBars ??= PROJECTION_GROUPS.map((group) => bars.create(total, done, { group: group.name }));
-        for (const bar of groupBars) {
-          bar.setTotal(total);
-          bar.update(done);
-        }
-      },
+    // Each group on a thread of its own (scripts/replayWorker.ts), side by side.
+    const results = await Promise.all(
+      PROJECTION_GROUPS.map((group) => {
+        const worker = startWorker({ group: group.name, eventsFile: files.events, readsFile: readFiles[group.name]! });
+        workers.push(worker);
+        let bar: cliProgress.SingleBar | undefined;
+        return new Promise<RebuildResult>((resolve, reject) => {
+          worker.on('message', (message: FromReplayWorker) => {
+            if (message.type === 'progress') {
+              if (!bars) return;
+              bar ??= bars.create(message.total, message.done, { group: group.name });
+              bar.setTotal(message.total);
+              bar.update(message.done);
+            } else if (message.type === 'done') resolve({ events: message.events, position: message.position });
+            else reject(new Error(`${group.name} group: ${message.message}`));
+          });
+          worker.on('error', reject);
+          worker.on('exit', (code) =>
+            reject(new Error(`${group.name} group: its thread exited (${code}) before it was done`)),
+          );
+        });
+      }),
     );
     bars?.stop();
     const ms = performance.now() - started;
+    // Every group replays the whole log: the same events, up to the same position.
+    const result = results[0] ?? { events: 0, position: 0 };
     if (!interactive) {
       process.stdout.write(
         `${environment}: replayed ${result.events} events (up to position ${result.position}) in ${ms.toFixed(0)} ms\n`,
@@ -112,8 +130,7 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
     bars?.stop();
     throw error;
   } finally {
-    await events.close();
-    for (const store of Object.values(byGroup)) await store.close();
+    await Promise.all(workers.map((worker) => worker.terminate()));
   }
 };
 

@@ -150,7 +150,10 @@ export class SqliteReadStore implements ReadStore {
   async writeBatch(batch: WriteBatch): Promise<void> {
     // Create tables before the transaction: a rollback would undo a CREATE TABLE that
     // `this.tables` already remembers.
-    for (const { collection } of [...(batch.upserts ?? []), ...(batch.deletes ?? [])]) this.table(collection);
+    const collections = new Set<string>();
+    for (const { collection } of batch.upserts ?? []) collections.add(collection);
+    for (const { collection } of batch.deletes ?? []) collections.add(collection);
+    for (const collection of collections) this.table(collection);
     this.applyBatch.immediate(batch);
   }
 
