@@ -43,10 +43,16 @@
  *   --max-connections=<n>     with --open-loop: the generator's connection cap (default 512)
  *   --b-root=<dir>, --b-env=NAME=value,...  with --open-loop: a second service B (another checkout,
  *                       or other environment variables) measured in the same rounds at the same rates
+ *   --scale             the scale bench instead (scripts/bench/scale.ts): applications over 1,000
+ *                       vouchers and on one voucher, per tenth the req/s, p99 and RSS, then a
+ *                       restart's first apply on the hot voucher, the disk used and a replay's events/s
+ *   --scale-applications=<n>  with --scale: applications per phase (default 1,000,000)
+ *   --scale-replays=<n> with --scale and --b-root=<dir>: replays of each checkout, alternating (default 2)
  */
-import { OPEN_LOOP } from './bench/cli.ts';
+import { OPEN_LOOP, SCALE } from './bench/cli.ts';
 import { mainOpenLoop } from './bench/openLoopRun.ts';
 import { runBench } from './bench/processes.ts';
 import { main } from './bench/run.ts';
+import { mainScale } from './bench/scale.ts';
 
-runBench(OPEN_LOOP ? mainOpenLoop : main);
+runBench(SCALE ? mainScale : OPEN_LOOP ? mainOpenLoop : main);

@@ -1,7 +1,8 @@
 /**
  * `npm run replay [-- --env sandbox|production]`: rebuilds every read model of each environment from
  * its event log, in DATA_DIR (default ./data): the core group (vouchers, usage counts, applications;
- * read.db) and the analytics group (analytics aggregates, export records; analytics.db).
+ * read.db) and the analytics group (analytics aggregates, export records; analytics.db), each on a
+ * thread of its own (scripts/replayWorker.ts), side by side.
  *
  * Stop the service first. The embedded stores are plain SQLite files, so the replay could open them
  * while the service runs, but the service's projector would keep writing the same collections and
@@ -13,15 +14,16 @@
  */
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { PROJECTION_GROUPS } from '../src/projections/index.ts';
 import { collectionsOf } from '../src/core/projection.ts';
 import type { Environment } from '../src/application/context.ts';
-import { ENVIRONMENTS, environmentFiles, openReadStores } from '../src/composition.ts';
+import { ENVIRONMENTS, environmentFiles, groupReadFiles } from '../src/composition.ts';
 import { loadConfig } from '../src/config.ts';
-import { SqliteEventStore } from '../src/infrastructure/eventStore/sqliteEventStore.ts';
-import { rebuildReadModels } from '../src/core/projectionGroups.ts';
+import type { RebuildResult } from '../src/core/projectionGroups.ts';
+import type { FromReplayWorker, ReplayJob } from './replayWorker.ts';
 import { DataDirInUse, lockDataDir } from '../src/infrastructure/dataDirLock.ts';
 import { systemClock } from '../src/domain/clock.ts';
 
@@ -58,55 +60,66 @@ const selectedEnvironments = (argv: string[]): Environment[] => {
   return [values.env as Environment];
 };
 
+const WORKER_URL = new URL(`./replayWorker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+
+/** Run from the .ts sources (under tsx), the worker registers tsx's loader first. */
+const startWorker = (job: ReplayJob): Worker =>
+  WORKER_URL.pathname.endsWith('.ts')
+    ? new Worker(
+        `import('tsx/esm/api').then((api) => { api.register(); return import(${JSON.stringify(WORKER_URL.href)}); })`,
+        { eval: true, workerData: job },
+      )
+    : new Worker(WORKER_URL, { workerData: job });
+
 const replayEnvironment = async (dataDir: string, environment: Environment): Promise<Summary> => {
   const files = environmentFiles(dataDir, environment);
   if (!fs.existsSync(files.events)) {
     process.stdout.write(`${environment}: no event store at ${files.events}, skipped\n`);
     return { environment, events: 0, position: 0, ms: 0, skipped: true };
   }
-  const events = SqliteEventStore.open(files.events);
-  // Each group's read models live in their own file (composition.ts).
-  const { byGroup } = openReadStores(files);
+  const readFiles = groupReadFiles(files);
   const interactive = process.stdout.isTTY === true;
-  const bar = interactive
-    ? new cliProgress.SingleBar(
+  const bars = interactive
+    ? new cliProgress.MultiBar(
         {
           format: `${environment.padEnd(10)} {group} [{bar}] {percentage}% | position {value}/{total} | {eta_formatted} left`,
           hideCursor: true,
+          // each line fits an 80-column terminal (the bars clip what goes past its width)
+          barsize: 24,
         },
         cliProgress.Presets.shades_classic,
       )
     : undefined;
   const started = performance.now();
+  const workers: Worker[] = [];
   try {
-    let result = { events: 0, position: 0 };
-    for (const group of PROJECTION_GROUPS) {
-      let barStarted = false;
-      const groupStarted = performance.now();
-      result = await rebuildReadModels(
-        events,
-        byGroup[group.name]!,
-        group.projections,
-        group.checkpoint,
-        (done, total) => {
-          if (!bar) return;
-          if (!barStarted) {
-            bar.start(total, done, { group: group.name });
-            barStarted = true;
-            return;
-          }
-          bar.setTotal(total);
-          bar.update(done, { group: group.name });
-        },
-      );
-      bar?.stop();
-      if (!interactive) {
-        process.stdout.write(
-          `  ${environment} ${group.name} group: ${result.events} events folded in ${(performance.now() - groupStarted).toFixed(0)} ms\n`,
-        );
-      }
-    }
+    // Each group on a thread of its own (scripts/replayWorker.ts), side by side.
+    const results = await Promise.all(
+      PROJECTION_GROUPS.map((group) => {
+        const worker = startWorker({ group: group.name, eventsFile: files.events, readsFile: readFiles[group.name]! });
+        workers.push(worker);
+        let bar: cliProgress.SingleBar | undefined;
+        return new Promise<RebuildResult>((resolve, reject) => {
+          worker.on('message', (message: FromReplayWorker) => {
+            if (message.type === 'progress') {
+              if (!bars) return;
+              bar ??= bars.create(message.total, message.done, { group: group.name });
+              bar.setTotal(message.total);
+              bar.update(message.done);
+            } else if (message.type === 'done') resolve({ events: message.events, position: message.position });
+            else reject(new Error(`${group.name} group: ${message.message}`));
+          });
+          worker.on('error', reject);
+          worker.on('exit', (code) =>
+            reject(new Error(`${group.name} group: its thread exited (${code}) before it was done`)),
+          );
+        });
+      }),
+    );
+    bars?.stop();
     const ms = performance.now() - started;
+    // Every group replays the whole log: the same events, up to the same position.
+    const result = results[0] ?? { events: 0, position: 0 };
     if (!interactive) {
       process.stdout.write(
         `${environment}: replayed ${result.events} events (up to position ${result.position}) in ${ms.toFixed(0)} ms\n`,
@@ -114,11 +127,10 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
     }
     return { environment, ...result, ms };
   } catch (error) {
-    bar?.stop();
+    bars?.stop();
     throw error;
   } finally {
-    await events.close();
-    for (const store of Object.values(byGroup)) await store.close();
+    await Promise.all(workers.map((worker) => worker.terminate()));
   }
 };
 

@@ -264,6 +264,12 @@ export const environmentFiles = (dataDir: string, environment: Environment) => (
   exports: path.join(dataDir, environment, 'exports'),
 });
 
+/** The read store file of each projection group: `core` (read.db) and `analytics` (analytics.db). */
+export const groupReadFiles = (files: ReturnType<typeof environmentFiles>): Record<string, string> => ({
+  [CORE_GROUP.name]: files.reads,
+  [ANALYTICS_GROUP.name]: files.analytics,
+});
+
 /** Opens an environment's read stores, one per projection group: `core` (read.db) and `analytics` (analytics.db). */
 export const openReadStores = (files: ReturnType<typeof environmentFiles>) => {
   const core = SqliteReadStore.open(files.reads);

@@ -93,3 +93,13 @@ export const RATE_LIMITS =
         read: 1_000_000_000,
         performance: 1_000_000_000,
       });
+/**
+ * `--scale`: the scale bench (scripts/bench/scale.ts) instead of the scenarios: `--scale-applications`
+ * applications over 1,000 vouchers, then as many on one voucher (default 1,000,000 each), a
+ * restart, the disk used and a replay; `--scale-replays` replays of each checkout with --b-root.
+ */
+export const SCALE = args.has('scale');
+export const SCALE_APPLICATIONS = Number(args.get('scale-applications') ?? 1_000_000);
+if (SCALE && !(Number.isSafeInteger(SCALE_APPLICATIONS) && SCALE_APPLICATIONS >= 10))
+  throw new Error(`--scale-applications takes a whole number of at least 10, got ${args.get('scale-applications')}`);
+export const SCALE_REPLAYS = Math.max(1, Math.floor(Number(args.get('scale-replays') ?? 2)));

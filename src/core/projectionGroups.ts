@@ -3,8 +3,12 @@ import type { ReadStore } from './readStore.ts';
 import { collectionsOf, indexesOf, type AnyProjection } from './projection.ts';
 import { ProjectionRunner, type RunnerLogger } from './projectionRunner.ts';
 
-/** Events read from the log and folded per transaction while rebuilding. */
-export const REBUILD_PAGE_SIZE = 2_000;
+/**
+ * Events read from the log and folded per transaction while rebuilding. Larger pages rewrite a
+ * document that many events touch (a voucher's usage) once per page instead of once per 2,000
+ * events, and commit less often; a page's events and documents are held in memory at once.
+ */
+export const REBUILD_PAGE_SIZE = 10_000;
 
 export interface RebuildResult {
   /** Events read from the log (every event, also those no projection handles). */
@@ -13,12 +17,29 @@ export interface RebuildResult {
   position: number;
 }
 
+/** One group to rebuild: its read store, projections and checkpoint. */
+export interface RebuildTarget {
+  reads: ReadStore;
+  projections: AnyProjection[];
+  checkpoint: string;
+}
+
+/** Runs `work` inside every store's bulkWrites (where a store has it), outermost first. */
+const inBulk = <T>(stores: ReadStore[], work: () => Promise<T>): Promise<T> => {
+  const [first, ...rest] = stores;
+  if (first === undefined) return work();
+  const inner = () => inBulk(rest, work);
+  return first.bulkWrites ? first.bulkWrites(inner) : inner();
+};
+
 /**
- * Rebuilds a group of read models from scratch: removes every document of the projections'
- * collections and their checkpoint (one transaction), then replays the whole log from position 0
- * in pages through `ProjectionRunner.handle`, so the fold is exactly the one the live projector
- * runs. Each page is written with its checkpoint in one transaction, so an interrupted rebuild
- * leaves a consistent prefix that the service's projector simply continues from.
+ * Rebuilds groups of read models from scratch, reading the log once for all of them: removes
+ * every document of each group's collections and its checkpoint (one transaction per group),
+ * then replays the whole log from position 0 in pages, each page through each group's
+ * `ProjectionRunner.handle`, so the fold is exactly the one the live projector runs. Each page
+ * is written with its checkpoint in one transaction per group, so an interrupted rebuild leaves
+ * a consistent prefix that the service's projector simply continues from. The stores run the
+ * replay in their bulk-write mode (ReadStore.bulkWrites) where they have one.
  *
  * Progress is measured in positions, not event counts (positions need not be contiguous):
  * `done` is the last position handled, `total` the head position when the rebuild started (or
@@ -28,32 +49,45 @@ export interface RebuildResult {
  * Run it with the service stopped: a running projector writing the same collections would race
  * with the reset.
  */
-export const rebuildReadModels = async (
+export const rebuildGroups = async (
+  events: EventLog,
+  targets: RebuildTarget[],
+  onProgress?: (done: number, total: number) => void,
+  pageSize = REBUILD_PAGE_SIZE,
+): Promise<RebuildResult> => {
+  for (const { reads, projections, checkpoint } of targets) {
+    await reads.reset(collectionsOf(projections), checkpoint);
+    for (const [collection, fields] of indexesOf(projections)) await reads.ensureIndex(collection, fields);
+  }
+  const runners = targets.map((t) => new ProjectionRunner(events, t.reads, t.projections, t.checkpoint));
+  const head = await events.headPosition();
+  const replay = async (): Promise<RebuildResult> => {
+    let position = 0;
+    let count = 0;
+    onProgress?.(0, head);
+    for (;;) {
+      const page = await events.readAll({ after: position, maxCount: pageSize });
+      if (page.length === 0) break;
+      for (const runner of runners) await runner.handle(page);
+      position = page.at(-1)!.position;
+      count += page.length;
+      onProgress?.(position, Math.max(head, position));
+    }
+    return { events: count, position };
+  };
+  return inBulk([...new Set(targets.map((t) => t.reads))], replay);
+};
+
+/** Rebuilds one group of read models (rebuildGroups with a single group). */
+export const rebuildReadModels = (
   events: EventLog,
   reads: ReadStore,
   projections: AnyProjection[],
   checkpointName: string,
   onProgress?: (done: number, total: number) => void,
   pageSize = REBUILD_PAGE_SIZE,
-): Promise<RebuildResult> => {
-  await reads.reset(collectionsOf(projections), checkpointName);
-  for (const [collection, fields] of indexesOf(projections)) await reads.ensureIndex(collection, fields);
-
-  const runner = new ProjectionRunner(events, reads, projections, checkpointName);
-  const head = await events.headPosition();
-  let position = 0;
-  let count = 0;
-  onProgress?.(0, head);
-  for (;;) {
-    const page = await events.readAll({ after: position, maxCount: pageSize });
-    if (page.length === 0) break;
-    await runner.handle(page);
-    position = page.at(-1)!.position;
-    count += page.length;
-    onProgress?.(position, Math.max(head, position));
-  }
-  return { events: count, position };
-};
+): Promise<RebuildResult> =>
+  rebuildGroups(events, [{ reads, projections, checkpoint: checkpointName }], onProgress, pageSize);
 
 /** A projection group as the runners need it (projections/index.ts defines the service's). */
 export interface GroupDefinition {

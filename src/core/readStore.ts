@@ -64,5 +64,11 @@ export interface ReadStore {
   ensureIndex(collection: string, fields: string[]): Promise<void>;
   /** Removes every document of the collections and the checkpoint, atomically (for rebuilds). */
   reset(collections: string[], checkpointName: string): Promise<void>;
+  /**
+   * Runs `work` (a rebuild's writes) with the store tuned for bulk writes, then restores its
+   * settings and makes what was written durable before resolving. Optional: a store without it
+   * runs the rebuild with its usual settings.
+   */
+  bulkWrites?<T>(work: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }

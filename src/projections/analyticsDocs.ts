@@ -156,8 +156,28 @@ export const dailyId = (voucherId: string, day: string): string => `${voucherId}
 export const voucherCustomerId = (voucherId: string, customerId: string): string => `${voucherId}|${customerId}`;
 export const orderAttemptId = (voucherId: string, orderId: string): string => `${voucherId}|${orderId}`;
 
-/** The UTC day of an ISO timestamp. */
-export const dayOf = (iso: string): string => new Date(iso).toISOString().slice(0, 10);
+/** An ISO timestamp in UTC with a time of day that stays within its date (as the service writes them). */
+const UTC_TIMESTAMP = /^(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?Z$/;
+/** The day of each date part seen (bounded: cleared when full). */
+const daysOfDates = new Map<string, string>();
+const DAYS_OF_DATES_MAX = 10_000;
+
+/**
+ * The UTC day of an ISO timestamp. Every event of a replay asks for one: a timestamp in UTC whose
+ * time of day stays within its date has the day of its date part at midnight, computed once per
+ * date; any other form is parsed whole.
+ */
+export const dayOf = (iso: string): string => {
+  const date = UTC_TIMESTAMP.exec(iso)?.[1];
+  if (date === undefined) return new Date(iso).toISOString().slice(0, 10);
+  let day = daysOfDates.get(date);
+  if (day === undefined) {
+    day = new Date(`${date}T00:00:00Z`).toISOString().slice(0, 10);
+    if (daysOfDates.size >= DAYS_OF_DATES_MAX) daysOfDates.clear();
+    daysOfDates.set(date, day);
+  }
+  return day;
+};
 
 export const UNKNOWN = 'unknown';
 

@@ -1,0 +1,265 @@
+/**
+ * `npm run bench -- --scale`: how the service behaves as history grows. On one fresh DATA_DIR:
+ *
+ * 1. `spread`: N applications spread over 1,000 vouchers, then `hot`: N on one voucher, each phase
+ *    in ten segments of N/10 applications, with each segment's throughput, p99 and the service's
+ *    RSS right after it;
+ * 2. the service stopped, the disk used per file of DATA_DIR (and per application);
+ * 3. the service started again on the same DATA_DIR, the first apply on the hot voucher timed
+ *    (its whole history is loaded then), with RSS before and after;
+ * 4. the service stopped, `scripts/replay.ts` rebuilding every read model of that DATA_DIR, its
+ *    events per second (with --b-root=<dir>: the replay of that checkout too, alternating A and B
+ *    on the same data, `--scale-replays` times each).
+ *
+ * Options: --scale-applications=<N> (default 1,000,000), --connections, --warmup (seconds of apply
+ * on a voucher of its own before the first segment, default 15), --keep-data, --b-root.
+ * Loopback only; every child stops at the end. Results in .bench/scale.json.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import autocannon from 'autocannon';
+import {
+  B_ROOT,
+  CONNECTIONS,
+  HOST,
+  KEEP_DATA,
+  RATE_LIMITS,
+  ROOT,
+  SCALE_APPLICATIONS,
+  SCALE_REPLAYS,
+  SERVICE_ROOT,
+  WARMUP_S,
+} from './cli.ts';
+import { takeBody } from './load.ts';
+import { freePort, startChild, stopChild, tempDirs, waitForHealth, type Child } from './processes.ts';
+import { API_KEY, HEADERS, HOT_CODE, RUN, SPREAD_POOL, spreadCode, voucherBody } from './scenarios.ts';
+import {
+  SCALE_TARGETS,
+  diskReport,
+  parseReplayOutput,
+  phaseReport,
+  segmentSizes,
+  verdicts,
+  type PhaseReport,
+  type SegmentRun,
+} from './scaleReport.ts';
+import { api, createVouchers } from './vouchers.ts';
+
+const log = (msg: string): void => {
+  process.stdout.write(`${msg}\n`);
+};
+
+const ORDER_JSON = JSON.stringify({
+  value: 11_100,
+  currency: 'USD',
+  items: [
+    { id: 'sku_shoes', price: 5_000, quantity: 1, category: 'footwear' },
+    { id: 'sku_socks', price: 800, quantity: 3, category: 'apparel' },
+    { id: 'sku_cap', price: 1_500, quantity: 2, category: 'apparel' },
+  ],
+});
+const WARM_CODE = `BWARM${RUN}`;
+const spreadPrefixes = Array.from(
+  { length: SPREAD_POOL },
+  (_, i) => `{"code":"${spreadCode(i)}","order_id":"sc_${RUN}_`,
+);
+const bodies = {
+  warm: (n: number) => `{"code":"${WARM_CODE}","order_id":"sw_${RUN}_${n}","order":${ORDER_JSON}}`,
+  spread: (n: number) => `${spreadPrefixes[n % SPREAD_POOL]}${n}","order":${ORDER_JSON}}`,
+  hot: (n: number) => `{"code":"${HOT_CODE}","order_id":"sh_${RUN}_${n}","order":${ORDER_JSON}}`,
+};
+
+/** Resident set size of a process (Linux /proc), bytes; null elsewhere. */
+const rssOf = (pid: number | undefined): number | null => {
+  if (pid === undefined) return null;
+  try {
+    const match = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+};
+
+const startOn = async (dataDir: string): Promise<{ proc: Child; baseUrl: string }> => {
+  const port = await freePort();
+  const proc = startChild('service', SERVICE_ROOT, 'src/main.ts', {
+    PORT: String(port),
+    HOST,
+    DATA_DIR: dataDir,
+    VOUCHER_API_KEYS: API_KEY,
+    LOG_LEVEL: 'warn',
+    RATE_LIMITS,
+  });
+  const baseUrl = `http://${HOST}:${port}`;
+  await waitForHealth(proc, baseUrl, 120_000);
+  return { proc, baseUrl };
+};
+
+/** Sends `amount` applies (or, with `seconds`, as many as fit) with distinct order ids. */
+const load = async (url: string, body: (n: number) => string, amount: number | null, seconds = 0) => {
+  const started = performance.now();
+  const result = await autocannon({
+    url: `${url}/v1/vouchers/apply`,
+    connections: CONNECTIONS,
+    pipelining: 1,
+    timeout: 10,
+    ...(amount === null ? { duration: seconds } : { amount }),
+    requests: [
+      {
+        method: 'POST',
+        headers: HEADERS,
+        setupRequest: (req: { body?: string | Buffer }) => {
+          req.body = takeBody(body);
+          return req;
+        },
+      },
+    ],
+  });
+  return { result, seconds: (performance.now() - started) / 1000 };
+};
+
+const runPhase = async (
+  id: PhaseReport['id'],
+  title: string,
+  service: { proc: Child; baseUrl: string },
+  body: (n: number) => string,
+): Promise<PhaseReport> => {
+  const runs: SegmentRun[] = [];
+  for (const size of segmentSizes(SCALE_APPLICATIONS)) {
+    const { result, seconds } = await load(service.baseUrl, body, size);
+    const run: SegmentRun = {
+      requests: result.requests.total,
+      ok2xx: result['2xx'],
+      failures: result.non2xx + result.errors + result.timeouts,
+      seconds,
+      p99Ms: result.latency.p99,
+      rssBytes: rssOf(service.proc.child.pid),
+    };
+    runs.push(run);
+    const done = runs.reduce((n, r) => n + r.ok2xx, 0);
+    log(
+      `  ${id} ${String(done).padStart(9)}: ${(run.requests / seconds).toFixed(0)} req/s, p99 ${run.p99Ms} ms, RSS ${run.rssBytes === null ? '?' : (run.rssBytes / 2 ** 20).toFixed(0)} MB${run.failures > 0 ? `, ${run.failures} failed` : ''}`,
+    );
+  }
+  return phaseReport(id, title, runs);
+};
+
+const filesOf = (dir: string, base = dir): Array<{ file: string; bytes: number }> =>
+  fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return filesOf(full, base);
+    return entry.isFile() ? [{ file: path.relative(base, full), bytes: fs.statSync(full).size }] : [];
+  });
+
+/** The first apply on the hot voucher after a restart: its time, and RSS before and after. */
+const firstApplyAfterRestart = async (dataDir: string) => {
+  const started = performance.now();
+  const service = await startOn(dataDir);
+  const startMs = performance.now() - started;
+  const rssBefore = rssOf(service.proc.child.pid);
+  const applyOnce = async (n: number) => {
+    const t = performance.now();
+    const res = await api(service.baseUrl, 'POST', '/v1/vouchers/apply', JSON.parse(bodies.hot(n)));
+    if (res.status >= 300) throw new Error(`apply after restart: ${res.status} ${JSON.stringify(res.body)}`);
+    return performance.now() - t;
+  };
+  const firstMs = await applyOnce(1_000_000_000);
+  const rssAfter = rssOf(service.proc.child.pid);
+  const secondMs = await applyOnce(1_000_000_001);
+  await stopChild(service.proc);
+  return { startMs, firstMs, secondMs, rssBeforeMb: mbOf(rssBefore), rssAfterMb: mbOf(rssAfter) };
+};
+
+const mbOf = (bytes: number | null) => (bytes === null ? null : bytes / 2 ** 20);
+
+/** `scripts/replay.ts` from `root` on `dataDir`: its events per second. */
+const replay = async (root: string, dataDir: string) => {
+  const proc = startChild('replay', root, 'scripts/replay.ts', { DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
+  const { code } = await proc.exited;
+  if (code !== 0) throw new Error(`replay from ${root} failed (${code}):\n${proc.output()}`);
+  return parseReplayOutput(proc.stdout());
+};
+
+export const mainScale = async (): Promise<void> => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-scale-'));
+  if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);
+  else tempDirs.push(dataDir);
+  log(
+    `scale bench: ${os.cpus().length} CPUs, node ${process.version}, ${CONNECTIONS} connections, ` +
+      `${SCALE_APPLICATIONS} applications over ${SPREAD_POOL} vouchers, then ${SCALE_APPLICATIONS} on one voucher`,
+  );
+  const service = await startOn(dataDir);
+  log(`creating ${SPREAD_POOL + 2} vouchers through the API (not timed) ...`);
+  await createVouchers(service.baseUrl, new Set(['spread', 'hot']));
+  const warm = await api(service.baseUrl, 'POST', '/v1/vouchers', voucherBody(WARM_CODE, 1, false));
+  if (warm.status !== 201) throw new Error(`creating ${WARM_CODE}: ${warm.status} ${JSON.stringify(warm.body)}`);
+  let warmApplications = 0;
+  if (WARMUP_S > 0) {
+    log(`warming up: ${WARMUP_S} s of apply on a voucher of its own ...`);
+    warmApplications = (await load(service.baseUrl, bodies.warm, null, WARMUP_S)).result['2xx'];
+  }
+  const rssStartMb = mbOf(rssOf(service.proc.child.pid));
+  log(`spread: ${SCALE_APPLICATIONS} applications over ${SPREAD_POOL} vouchers ...`);
+  const spread = await runPhase('spread', `${SPREAD_POOL} vouchers`, service, bodies.spread);
+  log(`hot: ${SCALE_APPLICATIONS} applications on one voucher ...`);
+  const hot = await runPhase('hot', 'one voucher', service, bodies.hot);
+  await stopChild(service.proc);
+
+  const applications = warmApplications + spread.segments.at(-1)!.upTo + hot.segments.at(-1)!.upTo;
+  const disk = diskReport(filesOf(dataDir), applications);
+  log(
+    `disk: ${(disk.totalBytes / 2 ** 20).toFixed(0)} MB, ${disk.bytesPerApplication.toFixed(0)} bytes per application`,
+  );
+  for (const f of disk.files)
+    log(
+      `  ${f.file.padEnd(32)} ${(f.bytes / 2 ** 20).toFixed(1).padStart(8)} MB ${f.bytesPerApplication.toFixed(0).padStart(6)} B/application`,
+    );
+
+  log('restarting the service, then the first apply on the hot voucher ...');
+  const restart = await firstApplyAfterRestart(dataDir);
+  log(
+    `  started in ${restart.startMs.toFixed(0)} ms; first apply ${restart.firstMs.toFixed(1)} ms, second ${restart.secondMs.toFixed(1)} ms; ` +
+      `RSS ${restart.rssBeforeMb?.toFixed(0)} → ${restart.rssAfterMb?.toFixed(0)} MB`,
+  );
+
+  const roots: Array<[string, string]> = [['A', SERVICE_ROOT]];
+  if (B_ROOT) roots.push(['B', B_ROOT]);
+  const replays: Array<{ label: string; root: string; events: number; ms: number; eventsPerSec: number | null }> = [];
+  for (let round = 0; round < (B_ROOT ? SCALE_REPLAYS : 1); round += 1)
+    for (const [label, root] of round % 2 === 0 ? roots : [...roots].reverse()) {
+      log(`replay ${label}${B_ROOT ? ` (${root})` : ''} ...`);
+      const r = await replay(root, dataDir);
+      log(`  ${r.events} events in ${r.ms} ms: ${r.eventsPerSec?.toFixed(0)} events/s`);
+      replays.push({ label, root, ...r });
+    }
+  const replayA = replays.filter((r) => r.label === 'A').map((r) => r.eventsPerSec ?? 0);
+  const result = {
+    applications: SCALE_APPLICATIONS,
+    warmApplications,
+    rssStartMb,
+    phases: [spread, hot],
+    disk,
+    restart,
+    replays,
+    targets: SCALE_TARGETS,
+    verdicts: verdicts({
+      phases: [spread, hot],
+      firstApplyMs: restart.firstMs,
+      replayEventsPerSec: replayA.length > 0 ? Math.max(...replayA) : null,
+    }),
+  };
+  log('');
+  for (const phase of [spread, hot])
+    log(
+      `${phase.id.padEnd(6)} throughput ${pct(phase.throughputDrift)} and p99 ${pct(phase.p99Drift)} from the first segment to the last, peak RSS ${phase.peakRssMb?.toFixed(0)} MB`,
+    );
+  log(`verdicts: ${JSON.stringify(result.verdicts)}`);
+  const out = path.join(ROOT, '.bench', 'scale.json');
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
+  log(`results written to ${out}`);
+};
+
+const pct = (x: number | null) => (x === null ? 'n/a' : `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)} %`);
