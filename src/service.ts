@@ -31,6 +31,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
   const servers = await openServers(config, systemClock);
   const service = await openEmbedded({
     servers,
+    role: config.role,
     dataDir: config.dataDir,
     clock: systemClock,
     logger,

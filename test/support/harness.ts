@@ -4,7 +4,13 @@ import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
-import { openEmbedded, type Embedded, type ServerStores, type WebhookHooks } from '../../src/composition.ts';
+import {
+  openEmbedded,
+  type Embedded,
+  type EmbeddedOptions,
+  type ServerStores,
+  type WebhookHooks,
+} from '../../src/composition.ts';
 import { AdminAuth } from '../../src/application/adminAuth.ts';
 import type { Quotas } from '../../src/application/quotas.ts';
 import type { ApplyHooks, ApplyMode } from '../../src/application/context.ts';
@@ -92,6 +98,11 @@ export class TestService {
       webhookDelivery?: 'thread' | 'inline';
       /** Servers in place of the embedded stores (EVENTSTORE_URL, MONGODB_URL; test/support/serverFakes.ts). */
       servers?: ServerStores;
+      /** What this instance runs (ROLE; needs `servers`) and its lease settings. */
+      role?: EmbeddedOptions['role'];
+      leases?: EmbeddedOptions['leases'];
+      /** READ_YOUR_WRITES_MS (default 5 s). */
+      readYourWritesMs?: number;
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -111,6 +122,9 @@ export class TestService {
       applyHooks: options.applyHooks,
       webhookDelivery: options.webhookDelivery,
       servers: options.servers,
+      role: options.role,
+      leases: options.leases,
+      readYourWritesMs: options.readYourWritesMs,
     });
     if (options.applyMode === 'two-append') {
       // As on EventStoreDB 24.10: no atomic append to several streams, so none may be asked for.
