@@ -51,6 +51,12 @@ import { BusDeliveries } from './application/webhooks/busDeliveries.ts';
 import type { Bus } from './core/bus.ts';
 import { createBus, type BusSettings } from './infrastructure/bus/createBus.ts';
 import fs from 'node:fs';
+import os from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { Lease, LeasedRunner } from './core/lease.ts';
+import { CheckpointWatcher } from './core/checkpointWatcher.ts';
+import type { GroupDefinition } from './core/projectionGroups.ts';
+import type { Role } from './config.ts';
 
 /** Test seams of webhook delivery: DNS answers, the jitter's random source, timers. */
 export interface WebhookHooks {
@@ -207,6 +213,15 @@ export interface EmbeddedOptions {
    * files). The caller closes the servers' connections after `close()`.
    */
   servers?: ServerStores;
+  /**
+   * What this process runs (ROLE, decision 053; default `all`). Other roles need both servers:
+   * `api` answers writes once the core group's checkpoint in the read store reaches them
+   * (CheckpointWatcher); `projector` runs the projection groups, `dispatcher` webhook delivery,
+   * each group under a lease (Lease) so one process at a time writes it.
+   */
+  role?: Role;
+  /** Lease settings of the roles: TTL (default 15 s); `timers: false` leaves the checks to the caller (tests). */
+  leases?: { ttlMs?: number; timers?: boolean; holder?: string };
 }
 
 /**
@@ -303,11 +318,22 @@ export const openEmbeddedEnvironment = async (
   const kv = onMongo?.kv ?? SqliteKvStore.open(files.kv, options.clock, { relaxedNamespaces: ['quotes'] }); // quotes can be recomputed
   // The threads open the SQLite files themselves: with a server, their work runs here.
   const embedded = !servers?.eventStore && !servers?.mongo;
+  const role = options.role ?? 'all';
+  if (role !== 'all' && (!servers?.eventStore || !onMongo))
+    throw new Error(`ROLE=${role} needs EVENTSTORE_URL and MONGODB_URL: the embedded SQLite files are one process's`);
+  const roleGroups =
+    role === 'all'
+      ? undefined
+      : {
+          core: await roleGroup(role === 'projector', events, reads, CORE_GROUP, options, logger),
+          analytics: await roleGroup(role === 'projector', events, analyticsReads, ANALYTICS_GROUP, options, logger),
+        };
   // The core group (what a write's response waits for: read-your-writes) runs here, so that it
   // folds a commit in the same turn; the heavier analytics group runs on the projector thread.
-  const projector = await startGroup(events, reads, CORE_GROUP, logger);
+  const projector = roleGroups?.core ?? (await startGroup(events, reads, CORE_GROUP, logger));
   let analytics: ProjectorHandle;
-  if (embedded && (options.projectors ?? 'thread') === 'thread') {
+  if (roleGroups) analytics = roleGroups.analytics;
+  else if (embedded && (options.projectors ?? 'thread') === 'thread') {
     thread = await ProjectorThread.start(
       {
         environment,
@@ -392,6 +418,10 @@ export const openEmbeddedEnvironment = async (
     },
   };
   const hooks = options.webhookHooks ?? {};
+  if (role !== 'all') {
+    await startRoleWebhooks(ctx, onMongo!.webhooks, role === 'dispatcher', webhookSettings, hooks, options, logger);
+    return ctx;
+  }
   const inline =
     !embedded ||
     options.webhookDelivery === 'inline' ||
@@ -403,6 +433,135 @@ export const openEmbeddedEnvironment = async (
   } else
     webhookThread = await startWebhookThread(ctx, files, webhookSettings, options.logger.level, logger, options.kafka);
   return ctx;
+};
+
+/** A process's name as a lease holder: host, pid and a random part (two processes never share one). */
+const leaseHolder = (options: EmbeddedOptions): string =>
+  options.leases?.holder ?? `${os.hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+
+/**
+ * A projection group in a role other than `all`, as the rest of the service sees it: its
+ * checkpoint read from the read store (CheckpointWatcher); in the `projector` role the group also
+ * runs, under the lease named after the group (`runner`), writing only while it holds it.
+ */
+export class RoleGroup implements ProjectorHandle {
+  constructor(
+    readonly watcher: CheckpointWatcher,
+    readonly runner?: LeasedRunner,
+  ) {}
+
+  get checkpoint(): number {
+    return this.watcher.checkpoint;
+  }
+
+  waitFor(position: number, timeoutMs?: number): Promise<boolean> {
+    return this.watcher.waitFor(position, timeoutMs);
+  }
+
+  async stop(): Promise<void> {
+    await this.runner?.stop();
+    await this.watcher.stop();
+  }
+}
+
+const roleGroup = async (
+  runs: boolean,
+  events: EventStore<EnvironmentEvent>,
+  reads: ReadStore,
+  group: GroupDefinition,
+  options: EmbeddedOptions,
+  logger: Logger,
+): Promise<RoleGroup> => {
+  const watcher = await new CheckpointWatcher(reads, group.checkpoint).start();
+  if (!runs) return new RoleGroup(watcher);
+  const lease = new Lease({
+    store: reads,
+    name: group.name,
+    holder: leaseHolder(options),
+    clock: options.clock,
+    ttlMs: options.leases?.ttlMs,
+  });
+  const runner = new LeasedRunner(lease, { start: (fenced) => startGroup(events, fenced, group, logger) }, logger);
+  await runner.start(options.leases?.timers ?? true);
+  return new RoleGroup(watcher, runner);
+};
+
+/** How often the `dispatcher` role reads the deliveries store for changes the API made (resend, recover, test events). */
+const DISPATCHER_REFILL_MS = 1_000;
+
+/**
+ * Webhooks in a role other than `all`: every role reads deliveries from the webhooks store; the
+ * API's changes are written there and picked up by the `dispatcher` role's next refill. In the
+ * `dispatcher` role the publisher and the dispatcher run under the lease `publisher`, on the
+ * fenced store (their writes are refused once another process holds it).
+ */
+const startRoleWebhooks = async (
+  ctx: EnvContext,
+  store: ReadStore,
+  runs: boolean,
+  settings: WebhookSettings,
+  hooks: WebhookHooks,
+  options: EmbeddedOptions,
+  logger: Logger,
+): Promise<void> => {
+  const deliveries = new DeliveryStore(store);
+  let runner: LeasedRunner | undefined;
+  if (runs) {
+    const lease = new Lease({
+      store,
+      name: 'publisher',
+      holder: leaseHolder(options),
+      clock: options.clock,
+      ttlMs: options.leases?.ttlMs,
+    });
+    runner = new LeasedRunner(
+      lease,
+      {
+        start: async (fenced) => {
+          const leased = new DeliveryStore(fenced);
+          const dispatcher = new WebhookDispatcher({
+            deliveries: leased,
+            clock: ctx.clock,
+            sender: createHttpSender(hooks.resolve),
+            settings,
+            version: VERSION,
+            disable: (endpointId, reason) => disableEndpoint(ctx, endpointId, reason),
+            random: hooks.random,
+            scheduler: hooks.scheduler,
+            logger,
+          });
+          const publisher = new WebhookPublisher(
+            ctx.events,
+            leased,
+            ctx.environment,
+            (made) => dispatcher.enqueue(made),
+            logger,
+          );
+          await publisher.start();
+          dispatcher.start();
+          const refill = setInterval(() => dispatcher.wake(true), DISPATCHER_REFILL_MS);
+          refill.unref();
+          return {
+            stop: async () => {
+              clearInterval(refill);
+              await dispatcher.stop();
+              await publisher.stop();
+            },
+          };
+        },
+      },
+      logger,
+    );
+    await runner.start(options.leases?.timers ?? true);
+  }
+  Object.assign(ctx.webhooks, {
+    deliveries,
+    control: localDeliveryControl(deliveries, { wake: () => {} }),
+    stop: async () => {
+      await runner?.stop();
+      await store.close();
+    },
+  });
 };
 
 /** Nice value of the webhook threads: under saturation deliveries lag, then catch up (decision 032). */

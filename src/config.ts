@@ -16,8 +16,18 @@ import { parseCidrs } from './domain/webhooks/targets.ts';
 import { assertMongoUrl, databaseBaseName } from './infrastructure/mongo/mongoUrl.ts';
 import { DEFAULT_OPS_SETTINGS, type OpsSettings } from './http/ops.ts';
 
+/**
+ * What one process runs (ROLE): `all` everything (the default); `api` the HTTP API and command
+ * handlers; `projector` the projection groups; `dispatcher` webhook delivery (publisher and
+ * dispatcher). Roles other than `all` need EVENTSTORE_URL and MONGODB_URL (decision 053).
+ */
+export const ROLES = ['all', 'api', 'projector', 'dispatcher'] as const;
+export type Role = (typeof ROLES)[number];
+
 /** Everything the service reads from its environment, read in one place. */
 export interface Config {
+  /** ROLE (see ROLES). */
+  role: Role;
   port: number;
   host: string;
   // --- addresses the service is reached at (TRUST_PROXY, PUBLIC_BASE_URL) ---
@@ -149,6 +159,7 @@ export const publicBaseUrlFrom = (raw: string | undefined): string | undefined =
 // --- end of addresses ----------------------------------------------------------------------------
 
 export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
+  role: roleFrom(env),
   port: integer(env.PORT, 3000, 'PORT'),
   host: env.HOST ?? '0.0.0.0',
   trustProxy: trustProxyFrom(env.TRUST_PROXY),
@@ -178,6 +189,22 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   applyMode: applyModeFrom(env.APPLY_MODE),
   webhookDelivery: threadOrInline(env.WEBHOOK_DELIVERY, 'WEBHOOK_DELIVERY'),
 });
+
+/**
+ * ROLE: one of ROLES (default `all`). Any other role shares the stores with other processes, so
+ * it needs both servers: the embedded SQLite files are one process's.
+ */
+export const roleFrom = (env: NodeJS.ProcessEnv): Role => {
+  const raw = env.ROLE?.trim() ?? '';
+  if (raw === '' || raw === 'all') return 'all';
+  if (!(ROLES as readonly string[]).includes(raw))
+    throw new Error(`ROLE must be one of ${ROLES.join(', ')}, got "${raw}"`);
+  if (!env.EVENTSTORE_URL || !env.MONGODB_URL)
+    throw new Error(
+      `ROLE=${raw} needs EVENTSTORE_URL and MONGODB_URL: the embedded SQLite files are one process's (use ROLE=all without servers)`,
+    );
+  return raw as Role;
+};
 
 // ---- Operations endpoints -------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
   const servers = await openServers(config, systemClock);
   const service = await openEmbedded({
     servers,
+    role: config.role,
     dataDir: config.dataDir,
     clock: systemClock,
     logger,
@@ -46,7 +47,9 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     onAppend: metrics ? (environment, seconds) => metrics.appended(environment, seconds) : undefined,
   });
   metrics?.observe({ environments: service.environments, webhookQueues: webhookQueues(service.environments), logger });
-  const firstKeys = service.keys.size === 0 ? await createFirstKeys(service.keys) : undefined;
+  // the first keys are made by a process that serves the API (ROLE all or api), not by projector or dispatcher
+  const servesApi = config.role === 'all' || config.role === 'api';
+  const firstKeys = servesApi && service.keys.size === 0 ? await createFirstKeys(service.keys) : undefined;
   // ADMIN_PASSWORD wins; else the stored hash; else a new password, shown once below (never logged)
   const admin = await AdminAuth.open(service.account.kv, config.adminPassword);
   // PUBLIC_BASE_URL, else the listen address (its port known once listening: PORT=0 picks one)

@@ -48,6 +48,21 @@ export interface WriteBatch {
   deletes?: Array<{ collection: string; id: string }>;
   /** Stored in the same transaction as the document writes. */
   checkpoint?: { name: string; position: number };
+  /**
+   * A condition checked in the same transaction: the batch is written only while document `id`
+   * of `collection` has `field` equal to `value` (`null`: the document is absent); otherwise
+   * nothing is written and writeBatch rejects with FencedWriteError. Leases use it (lease.ts):
+   * a writer that lost its lease cannot write, however late its write arrives.
+   */
+  fence?: { collection: string; id: string; field: string; value: string | null };
+}
+
+/** A write refused because its fence no longer holds (another writer took the lease). */
+export class FencedWriteError extends Error {
+  constructor(collection: string, id: string) {
+    super(`write refused: ${collection}/${id} no longer holds this writer's fence`);
+    this.name = 'FencedWriteError';
+  }
 }
 
 export interface ReadStore {

@@ -5,7 +5,13 @@ import os from 'node:os';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { Bus } from '../../src/core/bus.ts';
-import { openEmbedded, type Embedded, type ServerStores, type WebhookHooks } from '../../src/composition.ts';
+import {
+  openEmbedded,
+  type Embedded,
+  type EmbeddedOptions,
+  type ServerStores,
+  type WebhookHooks,
+} from '../../src/composition.ts';
 import { AdminAuth } from '../../src/application/adminAuth.ts';
 import type { Quotas } from '../../src/application/quotas.ts';
 import type { ApplyHooks, ApplyMode } from '../../src/application/context.ts';
@@ -95,6 +101,11 @@ export class TestService {
       servers?: ServerStores;
       /** Webhooks through this bus (inline delivery): the publisher produces, the dispatcher consumes. */
       webhookBus?: Bus;
+      /** What this instance runs (ROLE; needs `servers`) and its lease settings. */
+      role?: EmbeddedOptions['role'];
+      leases?: EmbeddedOptions['leases'];
+      /** READ_YOUR_WRITES_MS (default 5 s). */
+      readYourWritesMs?: number;
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -115,6 +126,9 @@ export class TestService {
       webhookDelivery: options.webhookDelivery,
       servers: options.servers,
       webhookBus: options.webhookBus,
+      role: options.role,
+      leases: options.leases,
+      readYourWritesMs: options.readYourWritesMs,
     });
     if (options.applyMode === 'two-append') {
       // As on EventStoreDB 24.10: no atomic append to several streams, so none may be asked for.

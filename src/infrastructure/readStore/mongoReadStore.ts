@@ -20,7 +20,14 @@
  * array matches when any element matches (read models keep no arrays they filter on).
  */
 import type { AnyBulkWriteOperation, ClientSession, Collection, Db } from 'mongodb';
-import type { Document, Filter, FindOptions, ReadStore, WriteBatch } from '../../core/readStore.ts';
+import {
+  FencedWriteError,
+  type Document,
+  type Filter,
+  type FindOptions,
+  type ReadStore,
+  type WriteBatch,
+} from '../../core/readStore.ts';
 import { guarded, inTransaction } from '../mongo/mongoConnection.ts';
 import { collectionName, indexKey, mongoFilter, mongoSort } from './mongoFilter.ts';
 
@@ -165,8 +172,11 @@ export class MongoReadStore implements ReadStore {
       assertId(checkpoint.name, 'checkpoint');
       nonNegativeInteger(checkpoint.position, `checkpoint ${checkpoint.name} position`);
     }
+    const fence = batch.fence;
+    if (fence) assertId(fence.id, `fence in ${fence.collection}`);
     if (byCollection.size === 0 && checkpoint === undefined) return;
     await this.transaction(async (session) => {
+      if (fence) await this.checkFence(fence, session);
       for (const [name, list] of byCollection) {
         await this.db.collection<Stored>(name).bulkWrite(list, { session, ordered: true });
       }
@@ -178,6 +188,23 @@ export class MongoReadStore implements ReadStore {
         );
       }
     });
+  }
+
+  /**
+   * The fence's document, written in the transaction (a counter incremented): a transaction that
+   * changes it meanwhile (a lease taken over) conflicts with this one, so one of them fails.
+   */
+  private async checkFence(fence: NonNullable<WriteBatch['fence']>, session: ClientSession): Promise<void> {
+    const c = this.collection(fence.collection);
+    if (fence.value === null) {
+      if ((await c.findOne({ _id: fence.id }, { session })) !== null)
+        throw new FencedWriteError(fence.collection, fence.id);
+      return;
+    }
+    const result = await this.db
+      .collection(this.prefix + collectionName(fence.collection))
+      .updateOne({ _id: fence.id as never, [fence.field]: fence.value }, { $inc: { fenced_writes: 1 } }, { session });
+    if (result.matchedCount === 0) throw new FencedWriteError(fence.collection, fence.id);
   }
 
   async getCheckpoint(name: string): Promise<number> {

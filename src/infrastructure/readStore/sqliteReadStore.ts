@@ -11,7 +11,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { closeWal, useWal } from '../sqliteWal.ts';
-import type { Document, Filter, FindOptions, ReadStore, WriteBatch } from '../../core/readStore.ts';
+import {
+  FencedWriteError,
+  type Document,
+  type Filter,
+  type FindOptions,
+  type ReadStore,
+  type WriteBatch,
+} from '../../core/readStore.ts';
 import { compileFilter, compileSort, indexDdl, tableName, type SqlParam } from './sqlFilter.ts';
 
 /** getMany asks for ids in chunks padded to a power of two, so few distinct statements get cached. */
@@ -52,6 +59,7 @@ export class SqliteReadStore implements ReadStore {
   private constructor(private readonly db: Database.Database) {
     db.exec('CREATE TABLE IF NOT EXISTS checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)');
     this.applyBatch = db.transaction((batch: WriteBatch) => {
+      if (batch.fence) this.checkFence(batch.fence);
       for (const { collection, doc } of batch.upserts ?? []) {
         if (!isPlainObject(doc)) throw new Error(`upsert into ${collection}: document must be a plain object`);
         assertId(doc.id, `upsert into ${collection}`);
@@ -154,7 +162,15 @@ export class SqliteReadStore implements ReadStore {
     for (const { collection } of batch.upserts ?? []) collections.add(collection);
     for (const { collection } of batch.deletes ?? []) collections.add(collection);
     for (const collection of collections) this.table(collection);
+    if (batch.fence) this.table(batch.fence.collection);
     this.applyBatch.immediate(batch);
+  }
+
+  /** Throws FencedWriteError unless the fence's document holds its value (inside the batch's transaction). */
+  private checkFence({ collection, id, field, value }: NonNullable<WriteBatch['fence']>): void {
+    const row = this.stmt(`SELECT doc FROM ${this.table(collection)} WHERE id = ?`).get(id) as string | undefined;
+    const held = row ? ((JSON.parse(row) as Record<string, unknown>)[field] ?? null) : null;
+    if (value === null ? row !== undefined : held !== value) throw new FencedWriteError(collection, id);
   }
 
   async getCheckpoint(name: string): Promise<number> {
