@@ -114,6 +114,29 @@ describe('npm run replay on EventStoreDB and MongoDB (in-memory stand-ins)', fun
     await held.release();
   });
 
+  it('refuses while a service in the projector role runs, naming its process', async () => {
+    const projector = await TestService.start({
+      clock,
+      servers,
+      role: 'projector',
+      leases: { holder: 'projector-host-7', timers: false },
+    });
+    try {
+      const failure = await replayOnServers({
+        servers,
+        dataDir: '/nonexistent',
+        environments: ['sandbox'],
+        clock,
+      }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(String(failure)).to.include('sandbox: the core projector lease is held by projector-host-7');
+    } finally {
+      await projector.stop();
+    }
+  });
+
   it('rebuilds each environment the documents and checkpoints the live projectors wrote', async () => {
     for (const environment of ENVIRONMENTS) {
       expect(live[environment]!.core!.collections.vouchers).to.have.length(3);
