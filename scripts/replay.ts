@@ -11,6 +11,11 @@
  * knows: it refuses, naming the lock, when a service (or another replay) holds it, and says
  * nothing about it otherwise. It holds the lock itself while it rebuilds, so a service started
  * meanwhile refuses to start.
+ *
+ * With EVENTSTORE_URL or MONGODB_URL set, the stores are on the servers: the replay reads each
+ * environment's events from EventStoreDB and rebuilds its read models in MONGODB_URL's database,
+ * on the main thread, under the projector leases (scripts/replayServers.ts), with the same
+ * progress bars and summary.
  */
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -20,20 +25,13 @@ import cliProgress from 'cli-progress';
 import { PROJECTION_GROUPS } from '../src/projections/index.ts';
 import { collectionsOf } from '../src/core/projection.ts';
 import type { Environment } from '../src/application/context.ts';
-import { ENVIRONMENTS, environmentFiles, groupReadFiles } from '../src/composition.ts';
+import { ENVIRONMENTS, environmentFiles, groupReadFiles, openServers } from '../src/composition.ts';
 import { loadConfig } from '../src/config.ts';
 import type { RebuildResult } from '../src/core/projectionGroups.ts';
 import type { FromReplayWorker, ReplayJob } from './replayWorker.ts';
 import { DataDirInUse, lockDataDir } from '../src/infrastructure/dataDirLock.ts';
 import { systemClock } from '../src/domain/clock.ts';
-
-interface Summary {
-  environment: Environment;
-  events: number;
-  position: number;
-  ms: number;
-  skipped?: boolean;
-}
+import { LeaseHeld, replayOnServers, type Summary } from './replayServers.ts';
 
 const USAGE = 'usage: npm run replay [-- --env sandbox|production]';
 
@@ -71,6 +69,18 @@ const startWorker = (job: ReplayJob): Worker =>
       )
     : new Worker(WORKER_URL, { workerData: job });
 
+/** An environment's progress bars: a line per group. */
+const progressBars = (environment: Environment): cliProgress.MultiBar =>
+  new cliProgress.MultiBar(
+    {
+      format: `${environment.padEnd(10)} {group} [{bar}] {percentage}% | position {value}/{total} | {eta_formatted} left`,
+      hideCursor: true,
+      // each line fits an 80-column terminal (the bars clip what goes past its width)
+      barsize: 24,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+
 const replayEnvironment = async (dataDir: string, environment: Environment): Promise<Summary> => {
   const files = environmentFiles(dataDir, environment);
   if (!fs.existsSync(files.events)) {
@@ -79,17 +89,7 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
   }
   const readFiles = groupReadFiles(files);
   const interactive = process.stdout.isTTY === true;
-  const bars = interactive
-    ? new cliProgress.MultiBar(
-        {
-          format: `${environment.padEnd(10)} {group} [{bar}] {percentage}% | position {value}/{total} | {eta_formatted} left`,
-          hideCursor: true,
-          // each line fits an 80-column terminal (the bars clip what goes past its width)
-          barsize: 24,
-        },
-        cliProgress.Presets.shades_classic,
-      )
-    : undefined;
+  const bars = interactive ? progressBars(environment) : undefined;
   const started = performance.now();
   const workers: Worker[] = [];
   try {
@@ -134,13 +134,70 @@ const replayEnvironment = async (dataDir: string, environment: Environment): Pro
   }
 };
 
+const groupsLine = () =>
+  PROJECTION_GROUPS.map((g) => `${g.name}: ${collectionsOf(g.projections).join(', ')}`).join('; ');
+
 const replayAll = async (dataDir: string, environments: Environment[]): Promise<void> => {
-  process.stdout.write(
-    `Rebuilding read models (${PROJECTION_GROUPS.map((g) => `${g.name}: ${collectionsOf(g.projections).join(', ')}`).join('; ')}) in ${dataDir}\n`,
-  );
+  process.stdout.write(`Rebuilding read models (${groupsLine()}) in ${dataDir}\n`);
   const started = performance.now();
   const summaries: Summary[] = [];
   for (const environment of environments) summaries.push(await replayEnvironment(dataDir, environment));
+  writeSummary(summaries, started);
+};
+
+/**
+ * The replay on the servers (scripts/replayServers.ts): a progress bar per environment and group
+ * on a terminal, a line per environment otherwise, then the summary.
+ */
+const replayServers = async (config: ReturnType<typeof loadConfig>, environments: Environment[]): Promise<void> => {
+  const where = [
+    config.eventstoreUrl ? 'events from EventStoreDB' : `events from ${config.dataDir}`,
+    config.mongodbUrl ? 'read models in MongoDB' : `read models in ${config.dataDir}`,
+  ].join(', ');
+  process.stdout.write(`Rebuilding read models (${groupsLine()}): ${where}\n`);
+  const servers = await openServers(config, systemClock);
+  const interactive = process.stdout.isTTY === true;
+  const started = performance.now();
+  let bars:
+    { environment: Environment; multi: cliProgress.MultiBar; of: Map<string, cliProgress.SingleBar> } | undefined;
+  const stopBars = () => {
+    bars?.multi.stop();
+    bars = undefined;
+  };
+  try {
+    const summaries = await replayOnServers({
+      servers,
+      dataDir: config.dataDir,
+      environments,
+      clock: systemClock,
+      onProgress: (environment, group, done, total) => {
+        if (!interactive) return;
+        if (bars?.environment !== environment) {
+          stopBars();
+          bars = { environment, multi: progressBars(environment), of: new Map() };
+        }
+        let bar = bars.of.get(group);
+        if (!bar) bars.of.set(group, (bar = bars.multi.create(total, done, { group })));
+        bar.setTotal(total);
+        bar.update(done);
+      },
+      onEnvironment: (s) => {
+        stopBars();
+        if (s.skipped) process.stdout.write(`${s.environment}: no event store, skipped\n`);
+        else if (!interactive)
+          process.stdout.write(
+            `${s.environment}: replayed ${s.events} events (up to position ${s.position}) in ${s.ms.toFixed(0)} ms\n`,
+          );
+      },
+    });
+    writeSummary(summaries, started);
+  } finally {
+    stopBars();
+    await servers.close();
+  }
+};
+
+const writeSummary = (summaries: Summary[], started: number): void => {
   process.stdout.write('\nSummary\n');
   for (const s of summaries) {
     process.stdout.write(
@@ -156,11 +213,13 @@ const replayAll = async (dataDir: string, environments: Environment[]): Promise<
 
 const main = async (): Promise<void> => {
   const environments = selectedEnvironments(process.argv.slice(2));
-  const { dataDir } = loadConfig();
+  const config = loadConfig();
+  const { dataDir } = config;
   // Nothing to protect (or rebuild) in a DATA_DIR that does not exist: no lock file is made there.
   const lock = fs.existsSync(dataDir) ? lockDataDir(dataDir, 'replay', systemClock) : undefined;
   try {
-    await replayAll(dataDir, environments);
+    if (config.eventstoreUrl || config.mongodbUrl) await replayServers(config, environments);
+    else await replayAll(dataDir, environments);
   } finally {
     lock?.release();
   }
@@ -170,6 +229,12 @@ main().catch((error: unknown) => {
   if (error instanceof DataDirInUse) {
     process.stderr.write(
       `replay refused: ${error.message}: a running service keeps projecting into the read models the replay rebuilds\n`,
+    );
+    process.exit(1);
+  }
+  if (error instanceof LeaseHeld) {
+    process.stderr.write(
+      `replay refused: ${error.message}: stop the projector processes (ROLE=projector) of the environment first\n`,
     );
     process.exit(1);
   }
