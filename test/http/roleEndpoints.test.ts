@@ -4,6 +4,8 @@
  * webhook delivery split between a `publisher` and a `dispatcher` instance.
  */
 import { expect } from 'chai';
+import { storedCheckpoints } from '../../src/composition.ts';
+import { ServiceMetrics } from '../../src/http/metrics.ts';
 import { parseCidrs } from '../../src/domain/webhooks/targets.ts';
 import type { WebhookSettings } from '../../src/application/webhooks/settings.ts';
 import { fixedVoucher } from '../fixtures/vouchers.ts';
@@ -116,6 +118,23 @@ describe('process roles: routes, /readyz and webhook delivery per role', functio
     expect(behind.body.failures).to.have.length(1); // only the sandbox environment was written to
     const core = behind.body.failures!.find((f) => f.check === 'sandbox.projector.core');
     expect(core?.reason).to.match(/^lag \d+ > 0 positions$/);
+  });
+
+  it('/metrics in a role reads projector_lag from the stored checkpoints: 0 on an api instance that made no write once the projector caught up', async () => {
+    const clock = new FakeClock();
+    fakes = await fakeServers(clock);
+    const { servers } = fakes;
+    await start({ clock, servers, role: 'projector' });
+    const idle = await start({ clock, servers, role: 'api' });
+    const writer = await start({ clock, servers, role: 'api' });
+    expect((await writer.post('/v1/vouchers', fixedVoucher('METRIC-1'))).status).to.equal(201);
+    const metrics = new ServiceMetrics();
+    metrics.observe({ environments: idle.embedded.environments, storedCheckpoints });
+    const text = await metrics.scrape();
+    const lag = (group: string) =>
+      Number(new RegExp(`^projector_lag\\{environment="sandbox",group="${group}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
+    expect(lag('core')).to.equal(0);
+    expect(lag('analytics')).to.equal(0);
   });
 
   it('a publisher instance and a dispatcher instance together deliver a webhook, signed, to a receiver on 127.0.0.1; the publisher alone makes no attempt', async () => {
