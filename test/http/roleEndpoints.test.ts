@@ -4,7 +4,10 @@
  * webhook delivery split between a `publisher` and a `dispatcher` instance.
  */
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { storedCheckpoints } from '../../src/composition.ts';
+import { roleFrom } from '../../src/config.ts';
+import { InMemoryBroker, InMemoryBus } from '../../src/infrastructure/bus/inMemoryBus.ts';
 import { ServiceMetrics } from '../../src/http/metrics.ts';
 import { parseCidrs } from '../../src/domain/webhooks/targets.ts';
 import type { WebhookSettings } from '../../src/application/webhooks/settings.ts';
@@ -168,5 +171,50 @@ describe('process roles: routes, /readyz and webhook delivery per role', functio
     } finally {
       await receiver.stop();
     }
+  });
+
+  it('through the bus: the publisher instance produces to the topic and makes no delivery; the dispatcher instance consumes it into a delivery and attempts it', async () => {
+    const clock = new RealClock();
+    fakes = await fakeServers(clock);
+    const { servers } = fakes;
+    const receiver = await WebhookReceiver.start();
+    const broker = new InMemoryBroker();
+    const buses = [new InMemoryBus({ broker }), new InMemoryBus({ broker })];
+    for (const bus of buses) await bus.start(['sandbox', 'production']);
+    const published = sinon.spy(buses[0]!, 'publish');
+    try {
+      const common = { clock, servers, webhooks: webhookSettings(), webhookHooks: { random: () => 0.5 } };
+      await start({ ...common, role: 'projector' });
+      const api = await start({ ...common, role: 'api' });
+      await start({ ...common, role: 'publisher', webhookBus: buses[0] });
+      const registered = await api.post('/v1/webhooks', { url: receiver.url('/bus'), events: ['voucher.created'] });
+      expect(registered.status, JSON.stringify(registered.body)).to.equal(201);
+      const { id, secret } = registered.body as { id: string; secret: string };
+      expect((await api.post('/v1/vouchers', fixedVoucher('BUS-1'))).status).to.equal(201);
+      await until(() => published.calledWith('sandbox'), 'the voucher event on the topic');
+      expect(
+        (await api.get(`/v1/webhooks/${id}/deliveries`)).body.data,
+        'no delivery before a dispatcher',
+      ).to.have.length(0);
+
+      await start({ ...common, role: 'dispatcher', webhookBus: buses[1] });
+      await until(() => receiver.accepted('/bus').length === 1, 'the webhook consumed and attempted by the dispatcher');
+      const [got] = receiver.accepted('/bus');
+      expect(() => verify(secret, got!)).to.not.throw();
+      expect(got!.json.data.code).to.equal('BUS-1');
+      expect((await api.get(`/v1/webhooks/${id}/deliveries`)).body.data).to.have.length(1);
+    } finally {
+      published.restore();
+      for (const bus of buses) await bus.close();
+      await receiver.stop();
+    }
+  });
+
+  it('ROLE accepts publisher (with both servers) and names it among the roles', () => {
+    const servers = { EVENTSTORE_URL: 'esdb://127.0.0.1:2113?tls=false', MONGODB_URL: 'mongodb://127.0.0.1:27017/v' };
+    expect(roleFrom({ ROLE: 'publisher', ...servers })).to.equal('publisher');
+    expect(() => roleFrom({ ROLE: 'pub', ...servers })).to.throw(
+      'ROLE must be one of all, api, projector, publisher, dispatcher, got "pub"',
+    );
   });
 });
