@@ -170,7 +170,8 @@ export class LeasedRunner {
     } else if (!this.lease.held && this.running) {
       const running = this.running;
       this.running = undefined;
-      await running.stop();
+      // its last writes (a checkpoint) are refused once another process holds the lease
+      await running.stop().catch((error: unknown) => this.logger?.error({ err: error }, 'leased work failed to stop'));
     }
   }
 
