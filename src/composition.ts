@@ -39,8 +39,14 @@ import type { RateLimitStoreFactory } from './http/rateLimits.ts';
 import { endpointDecider, type EndpointCommand, type EndpointState } from './domain/webhooks/endpoint.ts';
 import type { WebhookEndpointEvent } from './domain/webhooks/events.ts';
 import { defaultWebhookSettings, type WebhookSettings } from './application/webhooks/settings.ts';
-import { DeliveryStore, type DeliveryControl, type DeliveryDoc } from './application/webhooks/deliveryStore.ts';
+import {
+  DeliveryStore,
+  PUBLISHER_CHECKPOINT,
+  type DeliveryControl,
+  type DeliveryDoc,
+} from './application/webhooks/deliveryStore.ts';
 import { WebhookPublisher } from './application/webhooks/publisher.ts';
+import type { ReadinessProbe, RoleReadiness } from './http/ops.ts';
 import { WebhookDispatcher, type Scheduler } from './application/webhooks/dispatcher.ts';
 import { disableEndpoint } from './application/webhooks/endpoints.ts';
 import { localDeliveryControl, purgeDeliveries } from './application/webhooks/deliveries.ts';
@@ -419,7 +425,12 @@ export const openEmbeddedEnvironment = async (
   };
   const hooks = options.webhookHooks ?? {};
   if (role !== 'all') {
-    await startRoleWebhooks(ctx, onMongo!.webhooks, role === 'dispatcher', webhookSettings, hooks, options, logger);
+    const probes: ReadinessProbe[] = [];
+    if (roleGroups)
+      for (const [name, group] of Object.entries(roleGroups))
+        if (group.runner) probes.push(leaseProbe(`${environment}.lease.${name}`, group.runner));
+    probes.push(...(await startRoleWebhooks(ctx, onMongo!.webhooks, role, webhookSettings, hooks, options, logger)));
+    roleProbes.set(ctx, probes);
     return ctx;
   }
   const inline =
@@ -486,83 +497,153 @@ const roleGroup = async (
   return new RoleGroup(watcher, runner);
 };
 
-/** How often the `dispatcher` role reads the deliveries store for changes the API made (resend, recover, test events). */
+/** How often the `dispatcher` role reads the deliveries store for new deliveries and the API's changes (resend, recover, test events). */
 const DISPATCHER_REFILL_MS = 1_000;
+
+/** The readiness probes of each environment in a process role other than `all` (leases, the bus). */
+const roleProbes = new WeakMap<EnvContext, ReadinessProbe[]>();
+
+/** Ready while this process holds the lease or could take it now (a stand-by behind a live holder is not). */
+const leaseProbe = (check: string, runner: LeasedRunner): ReadinessProbe => ({
+  check,
+  probe: async () => (runner.active || (await runner.lease.available()) ? undefined : 'held by another process'),
+});
 
 /**
  * Webhooks in a role other than `all`: every role reads deliveries from the webhooks store; the
- * API's changes are written there and picked up by the `dispatcher` role's next refill. In the
- * `dispatcher` role the publisher and the dispatcher run under the lease `publisher`, on the
- * fenced store (their writes are refused once another process holds it).
+ * API's changes are written there and picked up by the `dispatcher` role's next refill. The
+ * `publisher` role runs the publisher under the lease `publisher` (log → deliveries, or → the
+ * environment's topic with a bus); the `dispatcher` role runs the attempts under the lease
+ * `dispatcher`, reading new deliveries from the store every second, or, with a bus, consuming the
+ * topic as a group into the store first. Both write through the fenced store (refused once
+ * another process holds the lease). Resolves with the role's readiness probes.
  */
 const startRoleWebhooks = async (
   ctx: EnvContext,
   store: ReadStore,
-  runs: boolean,
+  role: Exclude<Role, 'all'>,
   settings: WebhookSettings,
   hooks: WebhookHooks,
   options: EmbeddedOptions,
   logger: Logger,
-): Promise<void> => {
+): Promise<ReadinessProbe[]> => {
   const deliveries = new DeliveryStore(store);
+  const runs = role === 'publisher' || role === 'dispatcher';
+  const probes: ReadinessProbe[] = [];
+  const ownBus =
+    !runs || options.webhookBus || !options.kafka
+      ? undefined
+      : createBus(options.kafka, (level, message, fields) => logger[level](fields, `kafka: ${message}`));
+  const bus = runs ? (options.webhookBus ?? ownBus) : undefined;
+  let busUp = ownBus === undefined;
+  if (ownBus) {
+    probes.push({ check: `${ctx.environment}.bus`, probe: async () => (busUp ? undefined : 'not connected') });
+    void ownBus.start([ctx.environment]).then(
+      () => (busUp = true),
+      (error: unknown) => logger.error({ err: error }, 'kafka: could not connect'),
+    );
+  }
+  const work = (fenced: ReadStore): Promise<{ stop(): Promise<void> }> => {
+    const leased = new DeliveryStore(fenced);
+    return role === 'publisher' ? startPublisher(leased) : startDispatcher(leased);
+  };
+  const startPublisher = async (leased: DeliveryStore) => {
+    // the dispatcher (another process) reads the new deliveries from the store
+    const publisher = new WebhookPublisher(ctx.events, leased, ctx.environment, () => {}, logger, undefined, bus);
+    await publisher.start();
+    return { stop: () => publisher.stop() };
+  };
+  const startDispatcher = async (leased: DeliveryStore) => {
+    const dispatcher = new WebhookDispatcher({
+      deliveries: leased,
+      clock: ctx.clock,
+      sender: createHttpSender(hooks.resolve),
+      settings,
+      version: VERSION,
+      disable: (endpointId, reason) => disableEndpoint(ctx, endpointId, reason),
+      random: hooks.random,
+      scheduler: hooks.scheduler,
+      logger,
+    });
+    const fromBus = bus
+      ? new BusDeliveries(bus, leased, ctx.environment, (made) => dispatcher.enqueue(made), logger)
+      : undefined;
+    await leased.start();
+    void fromBus?.start(); // joins in the background
+    dispatcher.start();
+    const refill = setInterval(() => dispatcher.wake(true), DISPATCHER_REFILL_MS);
+    refill.unref();
+    return {
+      stop: async () => {
+        clearInterval(refill);
+        await fromBus?.stop();
+        await dispatcher.stop();
+      },
+    };
+  };
   let runner: LeasedRunner | undefined;
   if (runs) {
     const lease = new Lease({
       store,
-      name: 'publisher',
+      name: role,
       holder: leaseHolder(options),
       clock: options.clock,
       ttlMs: options.leases?.ttlMs,
     });
-    runner = new LeasedRunner(
-      lease,
-      {
-        start: async (fenced) => {
-          const leased = new DeliveryStore(fenced);
-          const dispatcher = new WebhookDispatcher({
-            deliveries: leased,
-            clock: ctx.clock,
-            sender: createHttpSender(hooks.resolve),
-            settings,
-            version: VERSION,
-            disable: (endpointId, reason) => disableEndpoint(ctx, endpointId, reason),
-            random: hooks.random,
-            scheduler: hooks.scheduler,
-            logger,
-          });
-          const publisher = new WebhookPublisher(
-            ctx.events,
-            leased,
-            ctx.environment,
-            (made) => dispatcher.enqueue(made),
-            logger,
-          );
-          await publisher.start();
-          dispatcher.start();
-          const refill = setInterval(() => dispatcher.wake(true), DISPATCHER_REFILL_MS);
-          refill.unref();
-          return {
-            stop: async () => {
-              clearInterval(refill);
-              await dispatcher.stop();
-              await publisher.stop();
-            },
-          };
-        },
-      },
-      logger,
-    );
+    runner = new LeasedRunner(lease, { start: work }, logger);
     await runner.start(options.leases?.timers ?? true);
+    probes.push(leaseProbe(`${ctx.environment}.lease.${role}`, runner));
   }
   Object.assign(ctx.webhooks, {
     deliveries,
     control: localDeliveryControl(deliveries, { wake: () => {} }),
     stop: async () => {
       await runner?.stop();
+      await ownBus?.close();
       await store.close();
     },
   });
+  return probes;
 };
+
+/**
+ * What `/readyz` checks in each process role (decision 056): `api` every store and the core
+ * group's lag from its stored checkpoint; `projector` the event store and both read stores, the
+ * stored lag, and its leases; `publisher` the event store, the deliveries store, its lease and the
+ * bus; `dispatcher` the deliveries store, its lease and the bus. `all`: undefined (every store
+ * and the core group this process runs).
+ */
+export const roleReadiness = (role: Role): RoleReadiness | undefined => {
+  const probes = (ctx: EnvContext) => roleProbes.get(ctx) ?? [];
+  const coreCheckpoint = (ctx: EnvContext) => ctx.reads.getCheckpoint(CORE_GROUP.checkpoint);
+  switch (role) {
+    case 'all':
+      return undefined;
+    case 'api':
+      return { stores: ['events', 'reads', 'analytics_reads', 'kv', 'webhooks'], coreCheckpoint };
+    case 'projector':
+      return { stores: ['events', 'reads', 'analytics_reads'], coreCheckpoint, probes };
+    case 'publisher':
+      return { stores: ['events', 'webhooks'], probes };
+    case 'dispatcher':
+      return { stores: ['webhooks'], probes };
+  }
+};
+
+/** How createApp serves a process role: the API only in `all` and `api`; the role's `/readyz` checks. */
+export const appRoleOptions = (role: Role): { opsOnly: boolean; readiness?: RoleReadiness } => ({
+  opsOnly: role !== 'all' && role !== 'api',
+  readiness: roleReadiness(role),
+});
+
+/** The projection groups' checkpoints as stored in the read stores (`projector_lag` in a role other than `all`). */
+export const storedCheckpoints = async (ctx: EnvContext): Promise<Array<[string, number]>> => [
+  ['core', await ctx.reads.getCheckpoint(CORE_GROUP.checkpoint)],
+  ['analytics', await ctx.analyticsReads.getCheckpoint(ANALYTICS_GROUP.checkpoint)],
+  ...(ctx.webhooks.deliveries
+    ? [['webhooks', await ctx.webhooks.deliveries.store.getCheckpoint(PUBLISHER_CHECKPOINT)] as [string, number]]
+    : []),
+];
 
 /** Nice value of the webhook threads: under saturation deliveries lag, then catch up (decision 032). */
 const WEBHOOK_THREAD_NICE = 10;

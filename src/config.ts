@@ -18,10 +18,12 @@ import { DEFAULT_OPS_SETTINGS, type OpsSettings } from './http/ops.ts';
 
 /**
  * What one process runs (ROLE): `all` everything (the default); `api` the HTTP API and command
- * handlers; `projector` the projection groups; `dispatcher` webhook delivery (publisher and
- * dispatcher). Roles other than `all` need EVENTSTORE_URL and MONGODB_URL (decision 053).
+ * handlers; `projector` the projection groups; `publisher` the webhook publisher (log →
+ * deliveries, or → the Kafka topic); `dispatcher` the webhook attempts. Roles other than `all`
+ * need EVENTSTORE_URL and MONGODB_URL and serve only the operator's endpoints, except `api`
+ * (decisions 053, 056).
  */
-export const ROLES = ['all', 'api', 'projector', 'dispatcher'] as const;
+export const ROLES = ['all', 'api', 'projector', 'publisher', 'dispatcher'] as const;
 export type Role = (typeof ROLES)[number];
 
 /** Everything the service reads from its environment, read in one place. */

@@ -1,6 +1,13 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { openEmbedded, openServers, startExpiryJob, webhookQueues } from './composition.ts';
+import {
+  appRoleOptions,
+  openEmbedded,
+  openServers,
+  startExpiryJob,
+  storedCheckpoints,
+  webhookQueues,
+} from './composition.ts';
 import { loadConfig } from './config.ts';
 import { systemClock } from './domain/clock.ts';
 import { listenBaseUrl } from './http/addresses.ts';
@@ -46,8 +53,14 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     beforeExportJob: hooks.beforeExportJob,
     onAppend: metrics ? (environment, seconds) => metrics.appended(environment, seconds) : undefined,
   });
-  metrics?.observe({ environments: service.environments, webhookQueues: webhookQueues(service.environments), logger });
-  // the first keys are made by a process that serves the API (ROLE all or api), not by projector or dispatcher
+  metrics?.observe({
+    environments: service.environments,
+    webhookQueues: webhookQueues(service.environments),
+    // in a role other than `all` the groups run in another process: their lag is read from the stores
+    storedCheckpoints: config.role === 'all' ? undefined : storedCheckpoints,
+    logger,
+  });
+  // the first keys are made by a process that serves the API (ROLE all or api), not by the other roles
   const servesApi = config.role === 'all' || config.role === 'api';
   const firstKeys = servesApi && service.keys.size === 0 ? await createFirstKeys(service.keys) : undefined;
   // ADMIN_PASSWORD wins; else the stored hash; else a new password, shown once below (never logged)
@@ -66,6 +79,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     metrics,
     ops: config.ops,
     stopping: () => stopping,
+    ...appRoleOptions(config.role),
   });
   /** Secrets to a terminal, or to a 0600 file in DATA_DIR; never to the log (welcome.ts). */
   const welcome = (root: string) =>

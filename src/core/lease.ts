@@ -93,6 +93,13 @@ export class Lease {
     });
   }
 
+  /** True when this process holds the lease, or could take it now (none stored, expired, or given up). */
+  async available(): Promise<boolean> {
+    if (this.held) return true;
+    const current = await this.options.store.get<LeaseDoc>(LEASES, this.options.name);
+    return current === null || current.expiresAt <= this.options.clock.now().getTime();
+  }
+
   /** Gives the lease up (when stopping), so another process takes it without waiting for the expiry. */
   async release(): Promise<void> {
     if (this.token === null) return;
@@ -163,7 +170,8 @@ export class LeasedRunner {
     } else if (!this.lease.held && this.running) {
       const running = this.running;
       this.running = undefined;
-      await running.stop();
+      // its last writes (a checkpoint) are refused once another process holds the lease
+      await running.stop().catch((error: unknown) => this.logger?.error({ err: error }, 'leased work failed to stop'));
     }
   }
 

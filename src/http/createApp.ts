@@ -16,7 +16,7 @@ import {
   type RateLimitStoreFactory,
 } from './rateLimits.ts';
 import type { ServiceMetrics } from './metrics.ts';
-import { opsRoutes, type OpsSettings } from './ops.ts';
+import { opsRoutes, type OpsSettings, type RoleReadiness } from './ops.ts';
 import { installRequestLogger, requestLog } from './requestLog.ts';
 import { analyticsRoutes } from './routes/analytics.ts';
 import { voucherRoutes } from './routes/vouchers.ts';
@@ -51,6 +51,13 @@ export interface AppDeps {
   ops?: OpsSettings;
   /** True once the service is shutting down (`/readyz` answers 503). */
   stopping?: () => boolean;
+  /** `/readyz`'s checks of the process role (see RoleReadiness); absent: ROLE=all's. */
+  readiness?: RoleReadiness;
+  /**
+   * Serve only the operator's endpoints (`/healthz`, `/readyz`, `/metrics`), every other path
+   * 404 (the `projector`, `publisher` and `dispatcher` roles); absent or false: the whole API.
+   */
+  opsOnly?: boolean;
 }
 
 type BaseUrl = (req: Request) => string;
@@ -61,7 +68,7 @@ const notFound: RequestHandler = (req) => {
   });
 };
 
-/** The HTTP API under /v1. Builds nothing itself: every adapter arrives in `deps`. */
+/** The HTTP API under /v1 (or only the operator's endpoints: `opsOnly`). Builds nothing itself: every adapter arrives in `deps`. */
 export const createApp = (deps: AppDeps): Express => {
   const app = express();
   app.disable('x-powered-by');
@@ -83,8 +90,14 @@ export const createApp = (deps: AppDeps): Express => {
       settings: deps.ops,
       metrics: deps.metrics,
       stopping: deps.stopping,
+      readiness: deps.readiness,
     }),
   );
+  if (deps.opsOnly) {
+    app.use(notFound);
+    app.use(errorHandler);
+    return app;
+  }
   // Serialized once (about 290 kB): each request sends the same bytes instead of stringifying again.
   const openapi = JSON.stringify(buildOpenApi());
   app.get('/v1/openapi.json', (_req, res) => {

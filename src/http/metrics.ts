@@ -12,6 +12,12 @@ export interface MetricsSources {
    * says where they are counted); absent: no webhook metrics.
    */
   webhookQueues?: (environment: Environment) => Promise<EndpointQueueStats[]>;
+  /**
+   * The projection groups' checkpoints as stored (`core`, `analytics`, `webhooks`), for
+   * `projector_lag` in a process role other than `all`, where the groups run in another process;
+   * absent: the checkpoints of the groups this process runs.
+   */
+  storedCheckpoints?: (ctx: EnvContext) => Promise<Array<[string, number]>>;
   /** Where a source that could not be read is reported (its samples are left out of that scrape). */
   logger?: Pick<Logger, 'warn'>;
 }
@@ -36,7 +42,8 @@ type Routed = { baseUrl: string; [ROUTE]?: unknown; [ROUTE_PATTERN]?: string };
  * - `event_store_append_duration_seconds{environment}`: each append to an environment's event
  *   store, from the call to its durable commit (group commit included).
  * - `projector_lag{environment,group}`: head position − the group's checkpoint (`core`,
- *   `analytics`, and `webhooks`, the webhook publisher), read at each scrape.
+ *   `analytics`, and `webhooks`, the webhook publisher), read at each scrape (in a process role
+ *   other than `all`: the checkpoints stored in the read stores).
  * - `webhook_deliveries_pending{environment,endpoint}` and
  *   `webhook_deliveries_failed{environment,endpoint}`: read at each scrape.
  * - with `defaultMetrics`, prom-client's process and Node.js metrics (CPU, memory, event loop lag,
@@ -82,13 +89,23 @@ export class ServiceMetrics {
             failed(error, 'the event store head', environment);
             continue;
           }
-          const groups: Array<[string, { checkpoint: number } | undefined]> = [
-            ['core', ctx.projector],
-            ['analytics', ctx.analytics],
-            ['webhooks', ctx.webhooks.publisher],
-          ];
-          for (const [group, handle] of groups)
-            if (handle) this.set({ environment, group }, Math.max(0, head - handle.checkpoint));
+          const stored = sources()?.storedCheckpoints;
+          let groups: Array<[string, number]>;
+          try {
+            groups = stored
+              ? await stored(ctx)
+              : (
+                  [
+                    ['core', ctx.projector],
+                    ['analytics', ctx.analytics],
+                    ['webhooks', ctx.webhooks.publisher],
+                  ] as Array<[string, { checkpoint: number } | undefined]>
+                ).flatMap(([group, handle]) => (handle ? [[group, handle.checkpoint] as [string, number]] : []));
+          } catch (error) {
+            failed(error, 'the stored checkpoints', environment);
+            continue;
+          }
+          for (const [group, checkpoint] of groups) this.set({ environment, group }, Math.max(0, head - checkpoint));
         }
       },
     });

@@ -68,7 +68,7 @@ export const opsPaths = {
       responses: {
         200: {
           description:
-            "Every environment's stores answered a cheap read within 2 s, and each environment's core projection group is at most READY_MAX_PROJECTOR_LAG positions behind the event store's head.",
+            "Every environment's stores answered a cheap read within 2 s, and each environment's core projection group is at most READY_MAX_PROJECTOR_LAG positions behind the event store's head. In a process role (ROLE) the role's checks: `api` the stored core checkpoint's lag; `projector` the event store, read stores, lag and its leases (`<env>.lease.core`, `<env>.lease.analytics`); `publisher` the event store, deliveries store, `<env>.lease.publisher` and `<env>.bus` with Kafka; `dispatcher` the deliveries store, `<env>.lease.dispatcher` and `<env>.bus`. The `projector`, `publisher` and `dispatcher` roles serve only /healthz, /health, /readyz and /metrics.",
           content: { 'application/json': { schema: status('ready') } },
         },
         503: {

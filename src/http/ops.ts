@@ -17,6 +17,30 @@ export interface OpsSettings {
 
 export const DEFAULT_OPS_SETTINGS: OpsSettings = { readyMaxProjectorLag: 1_000, readyCheckTimeoutMs: 2_000 };
 
+/** A store `/readyz` reads (per environment): event store head, read stores, key-value store, deliveries. */
+export type ReadinessStore = 'events' | 'reads' | 'analytics_reads' | 'kv' | 'webhooks';
+
+/** One more readiness check of an environment: resolves with why it is not ready, or undefined. */
+export interface ReadinessProbe {
+  check: string;
+  probe(): Promise<string | undefined>;
+}
+
+/**
+ * What `/readyz` checks in a process role other than `all` (the composition root says, per role):
+ * which stores must answer, where the core group's checkpoint is read (the read store's stored
+ * checkpoint, the one every process shares), and the role's own checks (leases, the bus).
+ * Absent: every store, and the core group's checkpoint in this process.
+ */
+export interface RoleReadiness {
+  stores: readonly ReadinessStore[];
+  /** The core group's stored checkpoint; absent: no lag check. */
+  coreCheckpoint?: (ctx: EnvContext) => Promise<number>;
+  probes?: (ctx: EnvContext) => ReadinessProbe[];
+}
+
+const ALL_STORES: readonly ReadinessStore[] = ['events', 'reads', 'analytics_reads', 'kv', 'webhooks'];
+
 export interface OpsDeps {
   environments: Record<Environment, EnvContext>;
   logger: Logger;
@@ -25,6 +49,8 @@ export interface OpsDeps {
   metrics?: ServiceMetrics;
   /** True once the service is shutting down: `/readyz` answers 503 so that traffic goes elsewhere. */
   stopping?: () => boolean;
+  /** The role's checks; absent: every store and this process's core checkpoint (ROLE=all). */
+  readiness?: RoleReadiness;
 }
 
 /** One failed readiness check: its name (`sandbox.events`) and why, in a few words. */
@@ -49,11 +75,12 @@ const withTimeout = <T>(promise: Promise<T>, ms: number): Promise<T> =>
   });
 
 /**
- * Runs every readiness check of every environment at once: each store answers a cheap read within
- * the timeout (event store head, core and analytics read stores, key-value store, webhook
- * deliveries store), and the core projection group (what reads and read-your-writes wait for) is
- * at most `readyMaxProjectorLag` positions behind the head. Resolves with the failures ([] when
- * ready); the errors themselves go to the log, not to the answer.
+ * Runs every readiness check of every environment at once: each store of the role (`readiness`;
+ * ROLE=all: event store head, core and analytics read stores, key-value store, webhook deliveries
+ * store) answers a cheap read within the timeout, the core projection group (what reads and
+ * read-your-writes wait for) is at most `readyMaxProjectorLag` positions behind the head, and the
+ * role's own probes pass. Resolves with the failures ([] when ready); the errors themselves go to
+ * the log, not to the answer.
  */
 export const readinessFailures = async (deps: OpsDeps): Promise<NotReady[]> => {
   const settings = deps.settings ?? DEFAULT_OPS_SETTINGS;
@@ -70,20 +97,39 @@ export const readinessFailures = async (deps: OpsDeps): Promise<NotReady[]> => {
       return undefined;
     }
   };
+  const role = deps.readiness;
+  const stores = role?.stores ?? ALL_STORES;
+  const probes: Record<ReadinessStore, (ctx: EnvContext) => (() => Promise<unknown>) | undefined> = {
+    events: (ctx) => () => ctx.events.headPosition(),
+    reads: (ctx) => () => ctx.reads.getCheckpoint('readiness'),
+    analytics_reads: (ctx) => () => ctx.analyticsReads.getCheckpoint('readiness'),
+    kv: (ctx) => () => ctx.kv.get('readiness', 'readiness'),
+    webhooks: (ctx) => {
+      const deliveries = ctx.webhooks.deliveries;
+      return deliveries ? () => deliveries.store.getCheckpoint('readiness') : undefined;
+    },
+  };
   await Promise.all(
     Object.values(deps.environments).map(async (ctx) => {
       const env = ctx.environment;
-      const [head] = await Promise.all([
-        check(`${env}.events`, () => ctx.events.headPosition()),
-        check(`${env}.reads`, () => ctx.reads.getCheckpoint('readiness')),
-        check(`${env}.analytics_reads`, () => ctx.analyticsReads.getCheckpoint('readiness')),
-        check(`${env}.kv`, () => ctx.kv.get('readiness', 'readiness')),
-        ...(ctx.webhooks.deliveries
-          ? [check(`${env}.webhooks`, () => ctx.webhooks.deliveries!.store.getCheckpoint('readiness'))]
-          : []),
+      const coreCheckpoint = role ? role.coreCheckpoint : async () => ctx.projector.checkpoint;
+      const lagged = stores.includes('events') && coreCheckpoint !== undefined;
+      const [head, checkpoint] = await Promise.all([
+        lagged ? check(`${env}.events`, () => ctx.events.headPosition()) : undefined,
+        lagged ? check(`${env}.projector.core`, () => coreCheckpoint(ctx)) : undefined,
+        ...stores
+          .filter((store) => !(lagged && store === 'events'))
+          .map((store) => {
+            const probe = probes[store](ctx);
+            return probe ? check(`${env}.${store}`, probe) : undefined;
+          }),
+        ...(role?.probes?.(ctx) ?? []).map(async ({ check: name, probe }) => {
+          const reason = await check(name, probe);
+          if (typeof reason === 'string') failures.push({ check: name, reason });
+        }),
       ]);
-      if (typeof head === 'number') {
-        const lag = head - ctx.projector.checkpoint;
+      if (typeof head === 'number' && typeof checkpoint === 'number') {
+        const lag = head - checkpoint;
         if (lag > settings.readyMaxProjectorLag)
           failures.push({
             check: `${env}.projector.core`,

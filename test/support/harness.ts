@@ -11,12 +11,14 @@ import {
   type EmbeddedOptions,
   type ServerStores,
   type WebhookHooks,
+  appRoleOptions,
 } from '../../src/composition.ts';
 import { AdminAuth } from '../../src/application/adminAuth.ts';
 import type { Quotas } from '../../src/application/quotas.ts';
 import type { ApplyHooks, ApplyMode } from '../../src/application/context.ts';
 import type { WebhookSettings } from '../../src/application/webhooks/settings.ts';
 import { createApp } from '../../src/http/createApp.ts';
+import type { OpsSettings } from '../../src/http/ops.ts';
 import { createHttpServer } from '../../src/http/server.ts';
 import type { TrustProxy } from '../../src/http/addresses.ts';
 import {
@@ -106,6 +108,8 @@ export class TestService {
       leases?: EmbeddedOptions['leases'];
       /** READ_YOUR_WRITES_MS (default 5 s). */
       readYourWritesMs?: number;
+      /** `/readyz`'s settings (READY_MAX_PROJECTOR_LAG, …); absent: DEFAULT_OPS_SETTINGS. */
+      ops?: OpsSettings;
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -151,6 +155,8 @@ export class TestService {
       clock,
       trustProxy: options.trustProxy,
       publicBaseUrl: options.publicBaseUrl === undefined ? undefined : () => options.publicBaseUrl!,
+      ops: options.ops,
+      ...appRoleOptions(options.role ?? 'all'),
     });
     const server = await new Promise<Server>((resolve) => {
       const s = createHttpServer(app).listen(0, '127.0.0.1', () => resolve(s));

@@ -121,7 +121,7 @@ describe('docker-compose.yml', () => {
   };
   const { services } = compose;
 
-  it('runs EventStoreDB 24.10, a single-node MongoDB replica set, Kafka 3.9 in KRaft mode and the service in three roles', () => {
+  it('runs EventStoreDB 24.10, a single-node MongoDB replica set, Kafka 3.9 in KRaft mode and the service in four roles', () => {
     expect(Object.keys(services).sort()).to.deep.equal([
       'api',
       'dispatcher',
@@ -129,6 +129,7 @@ describe('docker-compose.yml', () => {
       'kafka',
       'mongo',
       'projector',
+      'publisher',
     ]);
     expect(services.eventstore.image).to.equal('eventstore/eventstore:24.10');
     expect(services.mongo.command).to.include('--replSet');
@@ -140,7 +141,7 @@ describe('docker-compose.yml', () => {
     expect(kafka.environment).to.not.have.property('KAFKA_ZOOKEEPER_CONNECT');
   });
 
-  for (const role of ['api', 'projector', 'dispatcher']) {
+  for (const role of ['api', 'projector', 'publisher', 'dispatcher']) {
     it(`builds \`${role}\` from the Dockerfile with ROLE=${role}, pointed at the servers by their service names`, () => {
       const service = services[role];
       expect(service.build).to.equal('.');
