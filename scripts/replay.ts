@@ -19,7 +19,7 @@
  */
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { PROJECTION_GROUPS } from '../src/projections/index.ts';
@@ -30,6 +30,7 @@ import { loadConfig } from '../src/config.ts';
 import type { RebuildResult } from '../src/core/projectionGroups.ts';
 import type { FromReplayWorker, ReplayJob } from './replayWorker.ts';
 import { DataDirInUse, lockDataDir } from '../src/infrastructure/dataDirLock.ts';
+import { siblingWorkerUrl, spawnWorker } from '../src/infrastructure/supervisedWorker.ts';
 import { systemClock } from '../src/domain/clock.ts';
 import { LeaseHeld, replayOnServers, type Summary } from './replayServers.ts';
 
@@ -58,16 +59,9 @@ const selectedEnvironments = (argv: string[]): Environment[] => {
   return [values.env as Environment];
 };
 
-const WORKER_URL = new URL(`./replayWorker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+const WORKER_URL = siblingWorkerUrl('replayWorker', import.meta.url);
 
-/** Run from the .ts sources (under tsx), the worker registers tsx's loader first. */
-const startWorker = (job: ReplayJob): Worker =>
-  WORKER_URL.pathname.endsWith('.ts')
-    ? new Worker(
-        `import('tsx/esm/api').then((api) => { api.register(); return import(${JSON.stringify(WORKER_URL.href)}); })`,
-        { eval: true, workerData: job },
-      )
-    : new Worker(WORKER_URL, { workerData: job });
+const startWorker = (job: ReplayJob): Worker => spawnWorker(WORKER_URL, job);
 
 /** An environment's progress bars: a line per group. */
 const progressBars = (environment: Environment): cliProgress.MultiBar =>

@@ -95,7 +95,7 @@ describe('ProjectorThread', function () {
     const analytics = thread.group(ANALYTICS_GROUP.name);
     const first = await events.appendToStream('voucher-v_T', [applied(1)]);
     expect(await analytics.waitFor(first.position, 10_000)).to.equal(true);
-    await (thread as unknown as { worker: Worker }).worker.terminate();
+    await (thread as unknown as { thread: { worker: Worker } }).thread.worker.terminate();
     const second = await events.appendToStream('voucher-v_T', [applied(2)]); // committed while no thread runs
     expect(await analytics.waitFor(second.position, 10_000)).to.equal(true);
     expect(await usesOf()).to.equal(2);
@@ -106,7 +106,7 @@ describe('ProjectorThread', function () {
     thread = await start();
     const analytics = thread.group(ANALYTICS_GROUP.name);
     const waiting = analytics.waitFor(1_000_000, 10_000);
-    const worker = (thread as unknown as { worker: Worker }).worker;
+    const worker = (thread as unknown as { thread: { worker: Worker } }).thread.worker;
     const exited = new Promise((resolve) => worker.once('exit', resolve));
     await thread.stop();
     expect(await waiting).to.equal(false);

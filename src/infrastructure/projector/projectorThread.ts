@@ -16,11 +16,11 @@
  * checkpoints in the read store (documents remember their last position, so nothing is applied
  * twice); writes meanwhile wait for their read models as long as they would for a slow projector.
  */
-import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { CommittedEvents } from '../eventStore/sqliteGroupCommit.ts';
 import { CheckpointWaiters } from '../../core/checkpointWaiters.ts';
 import type { ProjectorHandle } from '../../core/projectionRunner.ts';
+import { SupervisedWorker, siblingWorkerUrl } from '../supervisedWorker.ts';
 
 export interface ProjectorThreadOptions {
   environment: string;
@@ -39,21 +39,7 @@ export type FromProjectorThread =
   | { type: 'checkpoint'; group: string; position: number }
   | { type: 'failed'; message: string };
 
-const WORKER_URL = new URL(
-  `./projectorThread.worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`,
-  import.meta.url,
-);
-
-/** Run from the .ts sources (development and tests, under tsx), the worker registers tsx's loader first. */
-const spawn = (options: ProjectorThreadOptions): Worker =>
-  WORKER_URL.pathname.endsWith('.ts')
-    ? new Worker(
-        `import('tsx/esm/api').then((api) => { api.register(); return import(${JSON.stringify(WORKER_URL.href)}); })`,
-        { eval: true, workerData: options },
-      )
-    : new Worker(WORKER_URL, { workerData: options });
-
-const RESTART_DELAY_MS = 1_000;
+const WORKER_URL = siblingWorkerUrl('projectorThread.worker', import.meta.url);
 
 /** One projection group as the main thread sees it: the checkpoint the thread last reported. */
 class GroupHandle implements ProjectorHandle {
@@ -88,21 +74,32 @@ class GroupHandle implements ProjectorHandle {
 }
 
 export class ProjectorThread {
-  private worker!: Worker;
   private readonly groups = new Map<string, GroupHandle>();
-  private stopping: Promise<void> | undefined;
-  private restartTimer: NodeJS.Timeout | undefined;
-  private running = false;
+  private readonly thread: SupervisedWorker<FromProjectorThread, ToProjectorThread>;
 
-  private constructor(
-    private readonly options: ProjectorThreadOptions,
-    private readonly logger: Logger,
-  ) {}
+  private constructor(options: ProjectorThreadOptions, logger: Logger) {
+    this.thread = new SupervisedWorker<FromProjectorThread, ToProjectorThread>({
+      url: WORKER_URL,
+      workerData: options,
+      name: 'projector thread',
+      logger,
+      onMessage: (message) => {
+        switch (message.type) {
+          case 'ready':
+            for (const [name, position] of Object.entries(message.checkpoints)) this.handle(name).advance(position);
+            break;
+          case 'checkpoint': // also before `ready`: a group catching up starts at once
+            this.handle(message.group).advance(message.position);
+            break;
+        }
+      },
+    });
+  }
 
   /** Starts the thread; resolves once every group runs (older folds retired), with its checkpoint. */
   static async start(options: ProjectorThreadOptions, logger: Logger): Promise<ProjectorThread> {
     const thread = new ProjectorThread(options, logger);
-    await thread.launch();
+    await thread.thread.start();
     return thread;
   }
 
@@ -118,70 +115,18 @@ export class ProjectorThread {
    * thread need not read them back from the file while the main thread writes it.
    */
   committed(committed: CommittedEvents): void {
-    if (!this.stopping && this.running)
-      this.worker.postMessage({ type: 'committed', committed } satisfies ToProjectorThread);
+    this.thread.post({ type: 'committed', committed });
   }
 
   /** Stops the groups (waiting for a batch being written) and the thread. */
   stop(): Promise<void> {
-    this.stopping ??= new Promise<void>((resolve) => {
-      clearTimeout(this.restartTimer);
-      for (const handle of this.groups.values()) handle.release();
-      if (!this.running) {
-        resolve();
-        return;
-      } // died, restart pending: nothing to stop
-      this.worker.once('exit', () => resolve());
-      this.worker.postMessage({ type: 'stop' } satisfies ToProjectorThread);
-    });
-    return this.stopping;
+    for (const handle of this.groups.values()) handle.release();
+    return this.thread.stop({ type: 'stop' });
   }
 
   private handle(name: string): GroupHandle {
     let handle = this.groups.get(name);
     if (!handle) this.groups.set(name, (handle = new GroupHandle(this)));
     return handle;
-  }
-
-  private launch(): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      let started = false;
-      const worker = spawn(this.options);
-      this.worker = worker;
-      this.running = true;
-      worker.on('message', (message: FromProjectorThread) => {
-        switch (message.type) {
-          case 'ready':
-            for (const [name, position] of Object.entries(message.checkpoints)) this.handle(name).advance(position);
-            started = true;
-            resolve();
-            break;
-          case 'checkpoint': // also before `ready`: a group catching up starts at once
-            this.handle(message.group).advance(message.position);
-            break;
-          case 'failed':
-            if (!started) reject(new Error(`the projector thread could not start: ${message.message}`));
-            break;
-        }
-      });
-      worker.on('error', (error) => {
-        this.logger.error({ err: error, environment: this.options.environment }, 'projector thread failed');
-        if (!started) reject(error);
-      });
-      worker.on('exit', (code) => {
-        this.running = false;
-        if (this.stopping || !started) return;
-        this.logger.error(
-          { code, environment: this.options.environment },
-          'projector thread ended; starting a new one',
-        );
-        this.restartTimer = setTimeout(() => {
-          this.launch().catch((error: unknown) =>
-            this.logger.error({ err: error }, 'projector thread could not be restarted'),
-          );
-        }, RESTART_DELAY_MS);
-        this.restartTimer.unref();
-      });
-    });
   }
 }

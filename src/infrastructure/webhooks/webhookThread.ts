@@ -18,11 +18,12 @@
  * deliveries and the checkpoint are written together; attempts not recorded are made again with
  * the same webhook-id).
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { CommittedEvents } from '../eventStore/sqliteGroupCommit.ts';
 import { CheckpointWaiters } from '../../core/checkpointWaiters.ts';
 import type { ProjectorHandle } from '../../core/projectionRunner.ts';
+import { SupervisedWorker, siblingWorkerUrl } from '../supervisedWorker.ts';
 import type { BusSettings } from '../bus/createBus.ts';
 
 export interface WebhookThreadOptions {
@@ -61,34 +62,32 @@ export type FromWebhookThread =
   | { type: 'disable'; id: number; endpointId: string; reason: string }
   | { type: 'failed'; message: string };
 
-const WORKER_URL = new URL(`./webhookThread.worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
-
-/** Run from the .ts sources (development and tests, under tsx), the worker registers tsx's loader first. */
-const spawn = (options: WebhookThreadOptions): Worker =>
-  WORKER_URL.pathname.endsWith('.ts')
-    ? new Worker(
-        `import('tsx/esm/api').then((api) => { api.register(); return import(${JSON.stringify(WORKER_URL.href)}); })`,
-        { eval: true, workerData: options },
-      )
-    : new Worker(WORKER_URL, { workerData: options });
-
-const RESTART_DELAY_MS = 1_000;
+const WORKER_URL = siblingWorkerUrl('webhookThread.worker', import.meta.url);
 
 export class WebhookThread implements ProjectorHandle {
-  private worker!: Worker;
   private position = 0;
   private readonly waiters = new CheckpointWaiters();
   private readonly calls = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
   private nextId = 1;
-  private stopping: Promise<void> | undefined;
-  private restartTimer: NodeJS.Timeout | undefined;
-  private running = false;
+  private readonly thread: SupervisedWorker<FromWebhookThread, ToWebhookThread>;
 
   private constructor(
-    private readonly options: WebhookThreadOptions,
+    options: WebhookThreadOptions,
     private readonly disable: (endpointId: string, reason: string) => Promise<void>,
-    private readonly logger: Logger,
-  ) {}
+    logger: Logger,
+  ) {
+    this.thread = new SupervisedWorker<FromWebhookThread, ToWebhookThread>({
+      url: WORKER_URL,
+      workerData: options,
+      name: 'webhook thread',
+      logger,
+      onMessage: (message, worker) => this.receive(message, worker),
+      onExit: () => {
+        for (const pending of this.calls.values()) pending.reject(new Error('the webhook thread ended'));
+        this.calls.clear();
+      },
+    });
+  }
 
   /** Starts the thread; resolves once its publisher runs, with its checkpoint. */
   static async start(
@@ -97,7 +96,7 @@ export class WebhookThread implements ProjectorHandle {
     logger: Logger,
   ): Promise<WebhookThread> {
     const thread = new WebhookThread(options, disable, logger);
-    await thread.launch();
+    await thread.thread.start();
     return thread;
   }
 
@@ -113,98 +112,58 @@ export class WebhookThread implements ProjectorHandle {
 
   /** The main thread committed these rows: they are handed over, so the thread need not poll for them. */
   committed(committed: CommittedEvents): void {
-    if (!this.stopping && this.running)
-      this.worker.postMessage({ type: 'committed', committed } satisfies ToWebhookThread);
+    this.thread.post({ type: 'committed', committed });
   }
 
   /** Stops the publisher (after the batch being written) and the dispatcher, then the thread. */
   stop(): Promise<void> {
-    this.stopping ??= new Promise<void>((resolve) => {
-      clearTimeout(this.restartTimer);
-      this.waiters.releaseAll();
-      if (!this.running) {
-        resolve();
-        return;
-      }
-      this.worker.once('exit', () => resolve());
-      this.worker.postMessage({ type: 'stop' } satisfies ToWebhookThread);
-    });
-    return this.stopping;
+    this.waiters.releaseAll();
+    return this.thread.stop({ type: 'stop' });
   }
 
   /** Runs a change to deliveries on the thread (one of its DeliveryControl's methods); resolves with its result. */
   call(op: string, ...args: unknown[]): Promise<unknown> {
-    if (this.stopping || !this.running)
+    if (!this.thread.available)
       return Promise.reject(new Error('webhook delivery is not running (its thread is stopped or restarting)'));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.calls.set(id, { resolve, reject });
-      this.worker.postMessage({ type: 'call', id, call: { op, args } } satisfies ToWebhookThread);
+      this.thread.post({ type: 'call', id, call: { op, args } });
     });
+  }
+
+  private receive(message: FromWebhookThread, worker: Worker): void {
+    switch (message.type) {
+      case 'ready':
+        this.advance(message.checkpoint);
+        break;
+      case 'checkpoint':
+        this.advance(message.position);
+        break;
+      case 'result': {
+        const pending = this.calls.get(message.id);
+        this.calls.delete(message.id);
+        if (message.error === undefined) pending?.resolve(message.value ?? null);
+        else pending?.reject(new Error(message.error));
+        break;
+      }
+      case 'disable':
+        void this.disable(message.endpointId, message.reason).then(
+          () => worker.postMessage({ type: 'disabled', id: message.id } satisfies ToWebhookThread),
+          (error: unknown) =>
+            worker.postMessage({
+              type: 'disabled',
+              id: message.id,
+              error: error instanceof Error ? error.message : String(error),
+            } satisfies ToWebhookThread),
+        );
+        break;
+    }
   }
 
   private advance(position: number): void {
     if (position <= this.position) return;
     this.position = position;
     this.waiters.reached(position);
-  }
-
-  private launch(): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      let started = false;
-      const worker = spawn(this.options);
-      this.worker = worker;
-      this.running = true;
-      worker.on('message', (message: FromWebhookThread) => {
-        switch (message.type) {
-          case 'ready':
-            this.advance(message.checkpoint);
-            started = true;
-            resolve();
-            break;
-          case 'checkpoint':
-            this.advance(message.position);
-            break;
-          case 'result': {
-            const pending = this.calls.get(message.id);
-            this.calls.delete(message.id);
-            if (message.error === undefined) pending?.resolve(message.value ?? null);
-            else pending?.reject(new Error(message.error));
-            break;
-          }
-          case 'disable':
-            void this.disable(message.endpointId, message.reason).then(
-              () => worker.postMessage({ type: 'disabled', id: message.id } satisfies ToWebhookThread),
-              (error: unknown) =>
-                worker.postMessage({
-                  type: 'disabled',
-                  id: message.id,
-                  error: error instanceof Error ? error.message : String(error),
-                } satisfies ToWebhookThread),
-            );
-            break;
-          case 'failed':
-            if (!started) reject(new Error(`the webhook thread could not start: ${message.message}`));
-            break;
-        }
-      });
-      worker.on('error', (error) => {
-        this.logger.error({ err: error, environment: this.options.environment }, 'webhook thread failed');
-        if (!started) reject(error);
-      });
-      worker.on('exit', (code) => {
-        this.running = false;
-        for (const pending of this.calls.values()) pending.reject(new Error('the webhook thread ended'));
-        this.calls.clear();
-        if (this.stopping || !started) return;
-        this.logger.error({ code, environment: this.options.environment }, 'webhook thread ended; starting a new one');
-        this.restartTimer = setTimeout(() => {
-          this.launch().catch((error: unknown) =>
-            this.logger.error({ err: error }, 'webhook thread could not be restarted'),
-          );
-        }, RESTART_DELAY_MS);
-        this.restartTimer.unref();
-      });
-    });
   }
 }
