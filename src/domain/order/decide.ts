@@ -1,7 +1,7 @@
 import { isoSeconds } from '../clock.ts';
 import { DomainError } from '../errors.ts';
 import { stackContext, type StackProfile } from '../discount/stacking.ts';
-import type { OrderEvent, OrderVoucherDetached, OrderVoucherProfile } from './events.ts';
+import type { OrderEvent, OrderVoucherConfirmed, OrderVoucherDetached, OrderVoucherProfile } from './events.ts';
 import { evolveOrder, initialOrderState, liveVouchers, reservationsOf, type OrderState } from './state.ts';
 import type { Decider } from '../../core/decider.ts';
 
@@ -55,6 +55,32 @@ const profile = (v: StackProfile, orderValue: number): OrderVoucherProfile => ({
 });
 
 /**
+ * The order's confirmation of an application; the same voucher still live on the order (its
+ * rollback's detach was lost) is detached first as superseded.
+ */
+const confirmed = (
+  live: ReadonlyArray<{ voucherId: string; applicationId: string }>,
+  data: OrderVoucherConfirmed['data'],
+): OrderEvent[] => {
+  const same = live.find((v) => v.voucherId === data.voucherId);
+  const superseded: OrderEvent[] = same
+    ? [
+        {
+          type: 'OrderVoucherDetached',
+          data: {
+            orderId: data.orderId,
+            voucherId: same.voucherId,
+            applicationId: same.applicationId,
+            reason: 'superseded',
+            detachedAt: data.confirmedAt,
+          },
+        },
+      ]
+    : [];
+  return [...superseded, { type: 'OrderVoucherConfirmed', data }];
+};
+
+/**
  * Record: the voucher's application, written in the same atomic append as its VoucherApplied
  * (both are written or neither). The stacking rules apply; the same voucher already on the order
  * (its rollback's detach was lost) is superseded.
@@ -62,32 +88,13 @@ const profile = (v: StackProfile, orderValue: number): OrderVoucherProfile => ({
 const record = ({ data, metadata }: Command<'RecordApplication'>, state: OrderState): OrderEvent[] => {
   const live = liveVouchers(state);
   stackContext(live, data.voucher, data.orderValue);
-  const at = isoSeconds(metadata.now);
-  const same = live.find((v) => v.voucherId === data.voucher.voucherId);
-  const events: OrderEvent[] = [];
-  if (same) {
-    events.push({
-      type: 'OrderVoucherDetached',
-      data: {
-        orderId: data.orderId,
-        voucherId: same.voucherId,
-        applicationId: same.applicationId,
-        reason: 'superseded',
-        detachedAt: at,
-      },
-    });
-  }
-  events.push({
-    type: 'OrderVoucherConfirmed',
-    data: {
-      ...profile(data.voucher, data.orderValue),
-      orderId: data.orderId,
-      applicationId: data.applicationId,
-      discountAmount: data.discountAmount,
-      confirmedAt: at,
-    },
+  return confirmed(live, {
+    ...profile(data.voucher, data.orderValue),
+    orderId: data.orderId,
+    applicationId: data.applicationId,
+    discountAmount: data.discountAmount,
+    confirmedAt: isoSeconds(metadata.now),
   });
-  return events;
 };
 
 /**
@@ -125,32 +132,13 @@ const reserve = ({ data, metadata }: Command<'ReserveApplication'>, state: Order
 const confirm = ({ data, metadata }: Command<'ConfirmApplication'>, state: OrderState): OrderEvent[] => {
   const reserved = reservationsOf(state).find((r) => r.applicationId === data.applicationId);
   if (!reserved) return [];
-  const at = isoSeconds(metadata.now);
-  const same = liveVouchers(state).find((v) => v.voucherId === reserved.voucherId);
-  const events: OrderEvent[] = [];
-  if (same) {
-    events.push({
-      type: 'OrderVoucherDetached',
-      data: {
-        orderId: data.orderId,
-        voucherId: same.voucherId,
-        applicationId: same.applicationId,
-        reason: 'superseded',
-        detachedAt: at,
-      },
-    });
-  }
-  events.push({
-    type: 'OrderVoucherConfirmed',
-    data: {
-      ...profile(reserved, reserved.orderValue),
-      orderId: data.orderId,
-      applicationId: data.applicationId,
-      discountAmount: data.discountAmount,
-      confirmedAt: at,
-    },
+  return confirmed(liveVouchers(state), {
+    ...profile(reserved, reserved.orderValue),
+    orderId: data.orderId,
+    applicationId: data.applicationId,
+    discountAmount: data.discountAmount,
+    confirmedAt: isoSeconds(metadata.now),
   });
-  return events;
 };
 
 /** Detach only the named application or reservation (another request's attachment of the voucher stays). */
