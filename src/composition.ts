@@ -55,7 +55,7 @@ import { createHttpSender, type Resolve } from './infrastructure/webhooks/httpSe
 import { WebhookThread } from './infrastructure/webhooks/webhookThread.ts';
 import { BusDeliveries } from './application/webhooks/busDeliveries.ts';
 import type { Bus } from './core/bus.ts';
-import { createBus, type BusSettings } from './infrastructure/bus/createBus.ts';
+import { createBus, kafkaLogTo, type BusSettings } from './infrastructure/bus/createBus.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
@@ -531,9 +531,7 @@ const startRoleWebhooks = async (
   const runs = role === 'publisher' || role === 'dispatcher';
   const probes: ReadinessProbe[] = [];
   const ownBus =
-    !runs || options.webhookBus || !options.kafka
-      ? undefined
-      : createBus(options.kafka, (level, message, fields) => logger[level](fields, `kafka: ${message}`));
+    !runs || options.webhookBus || !options.kafka ? undefined : createBus(options.kafka, kafkaLogTo(logger));
   const bus = runs ? (options.webhookBus ?? ownBus) : undefined;
   let busUp = ownBus === undefined;
   if (ownBus) {
@@ -554,17 +552,7 @@ const startRoleWebhooks = async (
     return { stop: () => publisher.stop() };
   };
   const startDispatcher = async (leased: DeliveryStore) => {
-    const dispatcher = new WebhookDispatcher({
-      deliveries: leased,
-      clock: ctx.clock,
-      sender: createHttpSender(hooks.resolve),
-      settings,
-      version: VERSION,
-      disable: (endpointId, reason) => disableEndpoint(ctx, endpointId, reason),
-      random: hooks.random,
-      scheduler: hooks.scheduler,
-      logger,
-    });
+    const dispatcher = newDispatcher(ctx, leased, settings, hooks, logger);
     const fromBus = bus
       ? new BusDeliveries(bus, leased, ctx.environment, (made) => dispatcher.enqueue(made), logger)
       : undefined;
@@ -695,23 +683,15 @@ const startWebhookThread = async (
   return thread;
 };
 
-/** The publisher (fan-out from the log, own checkpoint) and the dispatcher (attempts) of one environment, on the main thread. */
-const startWebhooks = async (
+/** The dispatcher of one environment on this thread: attempts over HTTP, endpoints disabled through the command handler. */
+const newDispatcher = (
   ctx: EnvContext,
-  store: ReadStore,
+  deliveries: DeliveryStore,
   settings: WebhookSettings,
   hooks: WebhookHooks,
   logger: Logger,
-  buses: Pick<EmbeddedOptions, 'kafka' | 'webhookBus'>,
-): Promise<void> => {
-  const deliveries = new DeliveryStore(store);
-  const ownBus =
-    buses.webhookBus || !buses.kafka
-      ? undefined
-      : createBus(buses.kafka, (level, message, fields) => logger[level](fields, `kafka: ${message}`));
-  const bus = buses.webhookBus ?? ownBus;
-  await ownBus?.start([ctx.environment]);
-  const dispatcher = new WebhookDispatcher({
+): WebhookDispatcher =>
+  new WebhookDispatcher({
     deliveries,
     clock: ctx.clock,
     sender: createHttpSender(hooks.resolve),
@@ -722,6 +702,21 @@ const startWebhooks = async (
     scheduler: hooks.scheduler,
     logger,
   });
+
+/** The publisher (fan-out from the log, own checkpoint) and the dispatcher (attempts) of one environment, on the main thread. */
+const startWebhooks = async (
+  ctx: EnvContext,
+  store: ReadStore,
+  settings: WebhookSettings,
+  hooks: WebhookHooks,
+  logger: Logger,
+  buses: Pick<EmbeddedOptions, 'kafka' | 'webhookBus'>,
+): Promise<void> => {
+  const deliveries = new DeliveryStore(store);
+  const ownBus = buses.webhookBus || !buses.kafka ? undefined : createBus(buses.kafka, kafkaLogTo(logger));
+  const bus = buses.webhookBus ?? ownBus;
+  await ownBus?.start([ctx.environment]);
+  const dispatcher = newDispatcher(ctx, deliveries, settings, hooks, logger);
   const publisher = new WebhookPublisher(
     ctx.events,
     deliveries,

@@ -1,5 +1,6 @@
 import type { Bus } from '../../core/bus.ts';
 import { InMemoryBus } from './inMemoryBus.ts';
+import type { Logger } from 'pino';
 import { KafkaBus, type KafkaLog } from './kafkaBus.ts';
 
 export interface BusSettings {
@@ -14,3 +15,9 @@ export function createBus(kafka: BusSettings | undefined, log?: KafkaLog): Bus {
   if (!kafka) return new InMemoryBus();
   return new KafkaBus({ ...kafka, log });
 }
+
+/** The Kafka client's log lines on `logger`, each message prefixed `kafka: `. */
+export const kafkaLogTo =
+  (logger: Logger): KafkaLog =>
+  (level, message, fields) =>
+    logger[level](fields, `kafka: ${message}`);

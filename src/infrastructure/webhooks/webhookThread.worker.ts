@@ -25,7 +25,7 @@ import { DeliveryStore, type DeliveryControl } from '../../application/webhooks/
 import { WebhookDispatcher } from '../../application/webhooks/dispatcher.ts';
 import { WebhookPublisher } from '../../application/webhooks/publisher.ts';
 import { BusDeliveries } from '../../application/webhooks/busDeliveries.ts';
-import { createBus } from '../bus/createBus.ts';
+import { createBus, kafkaLogTo } from '../bus/createBus.ts';
 import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
 import { createHttpSender } from './httpSender.ts';
@@ -72,9 +72,7 @@ const run = async () => {
       }),
     logger,
   });
-  const bus = options.kafka
-    ? createBus(options.kafka, (level, message, fields) => logger[level](fields, `kafka: ${message}`))
-    : undefined;
+  const bus = options.kafka ? createBus(options.kafka, kafkaLogTo(logger)) : undefined;
   const publisher = new WebhookPublisher(
     events,
     deliveries,
