@@ -23,7 +23,10 @@ import type { OrderEvent } from './domain/order/events.ts';
 import { orderDecider, type OrderCommand } from './domain/order/decide.ts';
 import type { OrderState } from './domain/order/state.ts';
 import { SqliteEventStore, type SqliteEventStoreOptions } from './infrastructure/eventStore/sqliteEventStore.ts';
+import { DEFAULT_SNAPSHOT_EVERY, type SnapshotStore } from './core/snapshotStore.ts';
 import { SqliteKvStore } from './infrastructure/kvStore/sqliteKvStore.ts';
+import { SqliteSnapshotStore } from './infrastructure/snapshots/sqliteSnapshotStore.ts';
+import { voucherSnapshots } from './domain/voucher/snapshot.ts';
 import type { ProjectorHandle } from './core/projectionRunner.ts';
 import { ProjectorThread } from './infrastructure/projector/projectorThread.ts';
 import { startGroup } from './core/projectionGroups.ts';
@@ -109,6 +112,8 @@ export interface MongoServer {
     kv: KvStore;
     /** Webhook deliveries and the publisher's checkpoint (collections prefixed `webhooks_`). */
     webhooks: ReadStore;
+    /** Voucher snapshots (decision 059); absent: in the SQLite file of DATA_DIR. */
+    snapshots?: SnapshotStore;
   }>;
   /** The account's key-value records (key last-used times, the operator's settings), in the shared database. */
   account(): Promise<KvStore>;
@@ -211,6 +216,11 @@ export interface EmbeddedOptions {
   kafka?: BusSettings;
   /** A bus for inline webhook delivery instead of `kafka` (tests: the in-memory bus); its owner starts and closes it. */
   webhookBus?: Bus;
+  /**
+   * Events between two snapshots of a voucher (SNAPSHOT_EVERY; default DEFAULT_SNAPSHOT_EVERY);
+   * 0: no snapshots, a voucher is folded from its stream's start and kept whole in memory.
+   */
+  snapshotEvery?: number;
   /** Told each append's duration in seconds, from the call to its durable commit (`GET /metrics`). */
   onAppend?: (environment: Environment, seconds: number) => void;
   /**
@@ -282,6 +292,8 @@ export const environmentFiles = (dataDir: string, environment: Environment) => (
   kv: path.join(dataDir, environment, 'state.db'),
   /** Webhook deliveries and the publisher's checkpoint: the service's own state, not a read model (replay leaves it). */
   webhooks: path.join(dataDir, environment, 'webhooks.db'),
+  /** Voucher snapshots (decision 059): derived from the event log, deleted without loss. */
+  snapshots: path.join(dataDir, environment, 'snapshots.db'),
   exports: path.join(dataDir, environment, 'exports'),
 });
 
@@ -322,6 +334,8 @@ export const openEmbeddedEnvironment = async (
   const onMongo = await servers?.mongo?.environment(environment);
   const { core: reads, analytics: analyticsReads } = onMongo ?? openReadStores(files);
   const kv = onMongo?.kv ?? SqliteKvStore.open(files.kv, options.clock, { relaxedNamespaces: ['quotes'] }); // quotes can be recomputed
+  const snapshotEvery = options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
+  const snapshots = snapshotEvery > 0 ? (onMongo?.snapshots ?? SqliteSnapshotStore.open(files.snapshots)) : undefined;
   // The threads open the SQLite files themselves: with a server, their work runs here.
   const embedded = !servers?.eventStore && !servers?.mongo;
   const role = options.role ?? 'all';
@@ -380,6 +394,7 @@ export const openEmbeddedEnvironment = async (
     reads,
     analyticsReads,
     kv,
+    ...(snapshots ? { snapshots } : {}),
     projector,
     clock: options.clock,
     ids: options.ids ?? randomIds,
@@ -387,6 +402,8 @@ export const openEmbeddedEnvironment = async (
       events,
       voucherDecider,
       {
+        ...(snapshots ? { snapshots: { store: snapshots, codec: voucherSnapshots, every: snapshotEvery } } : {}),
+        onSnapshotError: (err, stream) => logger.warn({ err, stream }, 'voucher snapshot not written or read'),
         conflictError: () =>
           new DomainError(
             'CONCURRENT_MODIFICATION',
@@ -770,6 +787,7 @@ export const closeEnvironment = async (ctx: EnvContext): Promise<void> => {
   await ctx.reads.close();
   await ctx.analyticsReads.close();
   await ctx.kv.close();
+  await ctx.snapshots?.close();
 };
 
 export interface Embedded {

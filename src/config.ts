@@ -8,6 +8,7 @@ import {
   type RateLimitConfig,
 } from './http/rateLimits.ts';
 import { DEFAULT_QUOTAS, QUOTAS, type Quotas } from './application/quotas.ts';
+import { DEFAULT_SNAPSHOT_EVERY } from './core/snapshotStore.ts';
 import { APPLY_MODES, type ApplyMode } from './application/context.ts';
 import type { TrustProxy } from './http/addresses.ts';
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from './http/server.ts';
@@ -73,6 +74,8 @@ export interface Config {
   ops: OpsSettings;
   /** APPLY_MODE: how apply writes the voucher and order streams; unset: as the event store allows. */
   applyMode?: ApplyMode;
+  /** SNAPSHOT_EVERY: events between two snapshots of a voucher (0: none; default 1,000; decision 059). */
+  snapshotEvery: number;
   /** WEBHOOK_DELIVERY: `thread` (default) runs each environment's webhook publisher and dispatcher on a worker thread, `inline` on the main thread. */
   webhookDelivery: 'thread' | 'inline';
 }
@@ -190,6 +193,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   ops: opsFrom(env),
   applyMode: applyModeFrom(env.APPLY_MODE),
   webhookDelivery: threadOrInline(env.WEBHOOK_DELIVERY, 'WEBHOOK_DELIVERY'),
+  snapshotEvery: integer(env.SNAPSHOT_EVERY, DEFAULT_SNAPSHOT_EVERY, 'SNAPSHOT_EVERY'),
 });
 
 /**

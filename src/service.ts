@@ -49,6 +49,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     webhooks: config.webhooks,
     applyMode: config.applyMode,
     webhookDelivery: config.webhookDelivery,
+    snapshotEvery: config.snapshotEvery,
     kafka: config.kafka,
     beforeExportJob: hooks.beforeExportJob,
     onAppend: metrics ? (environment, seconds) => metrics.appended(environment, seconds) : undefined,

@@ -7,6 +7,7 @@ import type { EventStore } from '../core/eventStore.ts';
 import type { EnvironmentEvent } from './events.ts';
 import type { VoucherCommand } from '../domain/voucher/commands.ts';
 import type { OrderCommand } from '../domain/order/decide.ts';
+import type { SnapshotStore } from '../core/snapshotStore.ts';
 import type { KvStore } from '../core/kvStore.ts';
 import type { ProjectorHandle } from '../core/projectionRunner.ts';
 import type { ReadStore } from '../core/readStore.ts';
@@ -60,6 +61,8 @@ export interface EnvContext {
   /** The analytics group's read models: analytics aggregates and export records. */
   analyticsReads: ReadStore;
   kv: KvStore;
+  /** Where voucher snapshots are kept (absent: none are); closed with the environment. */
+  snapshots?: SnapshotStore;
   vouchers: CommandHandler<VoucherCommand, VoucherStreamEvent, VoucherState, EnvironmentEvent>;
   /**
    * How apply writes the voucher's and the order's records (application/orders.ts): `atomic`, in

@@ -39,6 +39,7 @@ import {
 import type { StackProfile } from '../domain/discount/stacking.ts';
 import { DomainError } from '../domain/errors.ts';
 import { decide } from '../domain/voucher/decide.ts';
+import { commandKeys } from '../domain/voucher/snapshot.ts';
 import { voucherStream } from '../domain/voucher/events.ts';
 import type { CallMetadata, EnvContext } from './context.ts';
 
@@ -267,9 +268,10 @@ export const settleReservation = async (
   meta: CallMetadata,
 ): Promise<void> => {
   const { voucherId, applicationId } = reservation;
+  const command = { type: 'VoidReservation' as const, data: { voucherId, applicationId, orderId }, metadata: { now } };
   const { result: application } = await ctx.vouchers.execute(voucherStream(voucherId), {
-    decide: (state) =>
-      decide({ type: 'VoidReservation', data: { voucherId, applicationId, orderId }, metadata: { now } }, state),
+    decide: (state) => decide(command, state),
+    keys: (state) => commandKeys(command, state),
     result: (state) => state?.applications.get(applicationId),
     metadata: { ...meta },
   });

@@ -4,6 +4,7 @@ import type { Customer, Order } from '../domain/discount/types.ts';
 import { decide } from '../domain/voucher/decide.ts';
 import { evaluate, stackProfile, type Evaluation } from '../domain/voucher/evaluate.ts';
 import { voucherStream, type VoucherStreamEvent } from '../domain/voucher/events.ts';
+import { commandKeys, customerKey, orderKeys } from '../domain/voucher/snapshot.ts';
 import { orderStream } from '../domain/order/events.ts';
 import { WrongExpectedRevisionError, type StreamAppend } from '../core/eventStore.ts';
 import type { StackProfile } from '../domain/discount/stacking.ts';
@@ -124,10 +125,17 @@ export const validateVoucher = async (
   const now = ctx.clock.now();
   // With order.id, stacking is checked against the vouchers the order carries (orders.ts).
   const onOrder = order.id !== undefined ? await vouchersOnOrder(ctx, order.id) : [];
-  const result = await ctx.vouchers.read(voucherStream(voucherId), (state: VoucherState) => {
-    if (order.id !== undefined) refuseOtherOrderOnSameId(state!, order, customer);
-    return evaluate(state!, order, customer, now, onOrder);
-  });
+  const result = await ctx.vouchers.read(
+    voucherStream(voucherId),
+    (state: VoucherState) => {
+      if (order.id !== undefined) refuseOtherOrderOnSameId(state!, order, customer);
+      return evaluate(state!, order, customer, now, onOrder);
+    },
+    (state) => [
+      ...(order.id !== undefined ? orderKeys(order.id, state) : []),
+      ...(customer?.id !== undefined ? [customerKey(customer.id)] : []),
+    ],
+  );
   if (order.id !== undefined) await keepQuote(ctx, voucherId, order.id, order, customer, owner, now);
   return result;
 };
@@ -200,6 +208,10 @@ class ApplyWork implements Work<VoucherStreamEvent, VoucherState, ApplyResult, E
     return decide(this.command, state);
   }
 
+  keys(state: VoucherState): string[] {
+    return commandKeys(this.command, state);
+  }
+
   result(state: VoucherState, events: VoucherStreamEvent[]): ApplyResult {
     return answer(state, this.command.data.orderId, events.length === 0);
   }
@@ -250,12 +262,16 @@ const runTwoAppends = async (
   const { orderId, voucherId, applicationId } = command.data;
   const stream = voucherStream(voucherId);
   type Plan = { voucher: StackProfile; orderValue: number } | { repeat: ApplyResult };
-  const planned = await ctx.vouchers.read(stream, (state): Plan => {
-    const applied = decide(command, state).find((e) => e.type === 'VoucherApplied');
-    return applied
-      ? { voucher: stackProfile(state!), orderValue: applied.data.orderValue }
-      : { repeat: answer(state, orderId, true) };
-  });
+  const planned = await ctx.vouchers.read(
+    stream,
+    (state): Plan => {
+      const applied = decide(command, state).find((e) => e.type === 'VoucherApplied');
+      return applied
+        ? { voucher: stackProfile(state!), orderValue: applied.data.orderValue }
+        : { repeat: answer(state, orderId, true) };
+    },
+    (state) => commandKeys(command, state),
+  );
   const now = command.metadata.now;
   if ('repeat' in planned) {
     // A repeat after a crash: the order, not read yet, may still hold the first attempt's reservation.
@@ -393,6 +409,7 @@ export const rollbackApplication = async (
   };
   const { result, position } = await ctx.vouchers.execute(voucherStream(view.voucher_id), {
     decide: (state) => decide(command, state),
+    keys: (state) => commandKeys(command, state),
     result: (state) => renderApplication(state!, state!.applications.get(applicationId)!),
     metadata: { ...meta },
   });

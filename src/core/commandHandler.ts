@@ -7,6 +7,7 @@ import {
   type NewEvent,
   type StreamAppend,
 } from './eventStore.ts';
+import type { Snapshotting } from './snapshotStore.ts';
 
 /**
  * One unit of work on a stream: decide events from the state, then read a result. `X` is the
@@ -25,6 +26,11 @@ export interface Work<E extends DomainEvent, S, R, X extends DomainEvent = E> {
    * rest of the batch is written without it.
    */
   also?(events: E[], stateBefore: S): StreamAppend<X>[];
+  /**
+   * With snapshots: the keyed entries `decide` reads on a partial state (core/snapshotStore.ts).
+   * Called again on the state with them loaded until it names nothing new.
+   */
+  keys?(state: S): readonly string[];
 }
 
 export interface Outcome<R> {
@@ -70,9 +76,32 @@ interface CacheEntry<S> {
   state: S;
   revision: number;
   token?: number;
+  /** With snapshots: what the state holds of its keyed entries. */
+  snap?: SnapshotProgress;
 }
 
-export interface CommandHandlerOptions {
+/**
+ * Where a cached state stands against its snapshot: `base`, the revision of the snapshot it was
+ * loaded from (-1: folded from the stream's start); `loaded`, the keys its partial state holds
+ * (undefined: folded from the start, every key is there); `dirty`, the keys events changed since
+ * `base` (the entries the next snapshot writes). The sets belong to the stream's cache entry and
+ * grow as its state does; a new snapshot starts them afresh.
+ */
+interface SnapshotProgress {
+  base: number;
+  loaded?: Set<string>;
+  dirty: Set<string>;
+}
+
+/** A stored entry written after the snapshot a cached state was loaded from: load it again. */
+class StaleSnapshotError extends Error {
+  override readonly name = 'StaleSnapshotError';
+}
+
+/** Loads of a stream whose snapshot moved under them (another process wrote one) before giving up. */
+const SNAPSHOT_LOAD_ATTEMPTS = 5;
+
+export interface CommandHandlerOptions<E extends DomainEvent = DomainEvent, S = unknown> {
   /** Aggregates kept in memory (least recently used dropped first). */
   cacheSize?: number;
   /** Attempts on a revision conflict with another writer before giving up. */
@@ -84,6 +113,13 @@ export interface CommandHandlerOptions {
    * (the HTTP layer answers it as 409). Default: a StreamConflictError.
    */
   conflictError?: (streamId: string) => Error;
+  /**
+   * Snapshots of the aggregate (core/snapshotStore.ts): loaded in place of the stream's start,
+   * written every `every` events after a batch, keyed entries loaded on demand (`Work.keys`).
+   */
+  snapshots?: Snapshotting<E, S>;
+  /** A snapshot that could not be written or read (the command goes on without it). */
+  onSnapshotError?: (error: unknown, streamId: string) => void;
 }
 
 /** The default error for a stream that kept changing under the handler (see `conflictError`). */
@@ -117,6 +153,8 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
   private readonly maxAttempts: number;
   private readonly maxBatch: number;
   private readonly conflictError: (streamId: string) => Error;
+  private readonly snapshots: Snapshotting<E, S> | undefined;
+  private readonly onSnapshotError: (error: unknown, streamId: string) => void;
 
   /**
    * `store` holds the aggregate's events `E` and those (`X`) that works append to other streams
@@ -126,12 +164,14 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
   constructor(
     private readonly store: EventStore<E | X>,
     private readonly decider: Decider<C, E, S>,
-    options: CommandHandlerOptions = {},
+    options: CommandHandlerOptions<E, S> = {},
   ) {
     this.cacheSize = options.cacheSize ?? 10_000;
     this.maxAttempts = options.maxAttempts ?? 5;
     this.maxBatch = options.maxBatch ?? 256;
     this.conflictError = options.conflictError ?? ((streamId) => new StreamConflictError(streamId));
+    this.snapshots = options.snapshots;
+    this.onSnapshotError = options.onSnapshotError ?? (() => undefined);
   }
 
   execute<R>(streamId: string, work: Work<E, S, R, E | X>): Promise<Outcome<R>> {
@@ -155,16 +195,23 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
    * after the works queued before it. A read that arrives while a batch is being written waits
    * for that append and sees its events once they are durable, never before.
    */
-  read<R>(streamId: string, view: (state: S) => R): Promise<R> {
+  read<R>(streamId: string, view: (state: S) => R, keys?: (state: S) => readonly string[]): Promise<R> {
     const cached = this.writing.has(streamId) ? undefined : this.cache.get(streamId);
-    if (cached && cached.token !== undefined && cached.token === this.store.externalChangeToken?.()) {
+    if (
+      cached &&
+      cached.token !== undefined &&
+      cached.token === this.store.externalChangeToken?.() &&
+      (keys === undefined || missingKeys(cached, keys(cached.state)).length === 0)
+    ) {
       try {
         return Promise.resolve(view(cached.state));
       } catch (error) {
         return Promise.reject(error);
       }
     }
-    return this.execute(streamId, { decide: () => [], result: view }).then((outcome) => outcome.result);
+    return this.execute(streamId, { decide: () => [], result: view, ...(keys ? { keys } : {}) }).then(
+      (outcome) => outcome.result,
+    );
   }
 
   /** Resolves once no work is queued or running on any stream (before closing the store). */
@@ -214,16 +261,23 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
       // A stream written new (expected: no stream): these events are its whole history.
       let state = this.decider.initialState();
       for (const event of events) state = this.decider.evolve(state, event);
-      this.remember(streamId, { state, revision: nextRevision, token: this.store.externalChangeToken?.() });
+      const entry: CacheEntry<S> = { state, revision: nextRevision, token: this.store.externalChangeToken?.() };
+      if (this.snapshots) entry.snap = { base: -1, dirty: new Set() };
+      this.touched(entry, events);
+      this.remember(streamId, entry);
       return;
     }
-    if (cached.revision !== expectedRevision) {
+    if (
+      cached.revision !== expectedRevision ||
+      (this.snapshots && events.some((e) => missingKeys(cached, this.snapshots!.codec.eventKeys(e)).length > 0))
+    ) {
       this.cache.delete(streamId);
       return;
     }
     let state = cached.state;
     for (const event of events) state = this.decider.evolve(state, event);
-    this.remember(streamId, { state, revision: nextRevision, token: cached.token });
+    this.touched(cached, events);
+    this.remember(streamId, { ...cached, state, revision: nextRevision });
   }
 
   /** Drops one cached aggregate (after a conflict seen elsewhere). */
@@ -236,6 +290,7 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
     while (queue.length > 0) {
       const batch = queue.splice(0, this.maxBatch);
       await this.runBatch(streamId, batch);
+      if (this.snapshotDue(streamId)) await this.snapshot(streamId);
     }
     this.queues.delete(streamId);
     if (this.queues.size === 0) this.idleWaiters.splice(0).forEach((resolve) => resolve());
@@ -246,14 +301,14 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
     for (let attempt = 1; batch.length > 0; attempt += 1) {
       let entry: CacheEntry<S>;
       try {
-        entry = await this.load(streamId);
+        entry = await this.prepare(streamId, batch);
       } catch (error) {
         batch.forEach((p) => p.reject(error));
         return;
       }
       this.writing.add(streamId);
       try {
-        const { state, settled, events, also } = this.decideAll(entry.state, batch);
+        const { state, settled, events, also } = this.decideAll(entry, batch);
         if (events.length === 0) {
           this.remember(streamId, entry.state === state ? entry : { ...entry, state });
           settle(settled, 0, []);
@@ -267,7 +322,8 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
               ? [await this.store.appendToStream(streamId, events, { expectedRevision })]
               : await this.store.appendToStreams([own, ...also.map((a) => a.append)]);
           // A foreign write between the load and now changed the token: the next load then reads.
-          this.remember(streamId, { state, revision: appended!.nextExpectedRevision, token: entry.token });
+          this.touched(entry, events);
+          this.remember(streamId, { ...entry, state, revision: appended!.nextExpectedRevision });
           settle(settled, appended!.position, others);
           return;
         } catch (error) {
@@ -296,14 +352,20 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
     }
   }
 
-  private decideAll(initial: S, batch: Array<Pending<E, S, E | X>>) {
-    let state = initial;
+  private decideAll(entry: CacheEntry<S>, batch: Array<Pending<E, S, E | X>>) {
+    let state = entry.state;
     const events: NewEvent<E>[] = [];
     const also: Array<{ pending: Pending<E, S, E | X>; append: StreamAppend<E | X> }> = [];
     const settled: Settled<E, S, E | X>[] = [];
     for (const pending of batch) {
       try {
         const decided = pending.work.decide(state);
+        if (this.snapshots) {
+          // A decision on a key the partial state did not hold would be wrong: refuse it instead.
+          const codec = this.snapshots.codec;
+          const unloaded = decided.flatMap((event) => missingKeys(entry, codec.eventKeys(event)));
+          if (unloaded.length > 0) throw new Error(`keys not loaded before deciding: ${unloaded.join(', ')}`);
+        }
         const mine = decided.length > 0 && pending.work.also ? pending.work.also(decided, state) : [];
         const metadata = pending.work.metadata ?? {};
         // Folded into the state means appended: whatever `result` does next, state and log agree.
@@ -328,14 +390,56 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
     return { state, settled, events, also };
   }
 
+  /**
+   * The stream's entry, up to date, with every key the batch's works name loaded (with
+   * snapshots); loaded again from the newest snapshot when an entry moved past the one it holds.
+   */
+  private async prepare(streamId: string, batch: Array<Pending<E, S, E | X>>): Promise<CacheEntry<S>> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        let entry = await this.load(streamId);
+        for (let round = 0; round < 8 && entry.snap?.loaded; round += 1) {
+          const missing = new Set<string>();
+          for (const p of batch)
+            for (const key of missingKeys(entry, p.work.keys?.(entry.state) ?? [])) missing.add(key);
+          if (missing.size === 0) break;
+          entry = await this.withKeys(streamId, entry, [...missing]);
+          this.remember(streamId, entry);
+        }
+        return entry;
+      } catch (error) {
+        if (!(error instanceof StaleSnapshotError) || attempt >= SNAPSHOT_LOAD_ATTEMPTS) throw error;
+        this.cache.delete(streamId);
+      }
+    }
+  }
+
+  /** The entry's state with these keys loaded from the snapshot store. */
+  private async withKeys(streamId: string, entry: CacheEntry<S>, keys: string[]): Promise<CacheEntry<S>> {
+    const { store, codec } = this.snapshots!;
+    const snap = entry.snap!;
+    const found = await store.entries(streamId, keys);
+    const values: Array<[string, unknown]> = [];
+    for (const [key, stored] of found) {
+      if (stored.revision > snap.base) throw new StaleSnapshotError(`${streamId}: ${key} is past ${snap.base}`);
+      values.push([key, stored.value]);
+    }
+    for (const key of keys) snap.loaded!.add(key);
+    return { ...entry, state: codec.withEntries(entry.state, values) };
+  }
+
   private async load(streamId: string): Promise<CacheEntry<S>> {
     const cached = this.cache.get(streamId);
     const token = this.store.externalChangeToken?.();
     if (cached && token !== undefined && cached.token === token) return cached;
-    const fromRevision = cached ? cached.revision + 1 : 0;
-    const recorded = await this.store.readStream<E>(streamId, { fromRevision });
-    let state = cached ? cached.state : this.decider.initialState();
-    let revision = cached ? cached.revision : -1;
+    let entry: CacheEntry<S> = cached ?? (await this.start(streamId));
+    const recorded = await this.store.readStream<E>(streamId, { fromRevision: entry.revision + 1 });
+    if (entry.snap?.loaded && recorded.length > 0) {
+      const codec = this.snapshots!.codec;
+      const keys = new Set(recorded.flatMap((event) => missingKeys(entry, codec.eventKeys(event))));
+      if (keys.size > 0) entry = await this.withKeys(streamId, entry, [...keys]);
+    }
+    let { state, revision } = entry;
     try {
       for (const event of recorded) {
         state = this.decider.evolve(state, event);
@@ -345,7 +449,73 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
       this.cache.delete(streamId); // half-folded: the next load starts from the stream's beginning
       throw error;
     }
-    return { state, revision, token };
+    this.touched(entry, recorded);
+    return { ...entry, state, revision, token };
+  }
+
+  /** A stream not cached: from its snapshot when there is one, else from its start. */
+  private async start(streamId: string): Promise<CacheEntry<S>> {
+    const empty: CacheEntry<S> = { state: this.decider.initialState(), revision: -1 };
+    if (!this.snapshots) return empty;
+    let snapshot: { revision: number; core: unknown } | undefined;
+    try {
+      snapshot = await this.snapshots.store.load(streamId);
+    } catch (error) {
+      this.onSnapshotError(error, streamId); // folded from the start instead
+    }
+    if (!snapshot) return { ...empty, snap: { base: -1, dirty: new Set() } };
+    return {
+      state: this.snapshots.codec.fromCore(snapshot.core),
+      revision: snapshot.revision,
+      snap: { base: snapshot.revision, loaded: new Set(), dirty: new Set() },
+    };
+  }
+
+  /** Records the keys these folded events changed, for the next snapshot. */
+  private touched(entry: CacheEntry<S>, events: E[]): void {
+    if (!entry.snap || !this.snapshots) return;
+    for (const event of events) for (const key of this.snapshots.codec.eventKeys(event)) entry.snap.dirty.add(key);
+  }
+
+  /** Whether `every` events were folded into the stream's entry since its snapshot. */
+  private snapshotDue(streamId: string): boolean {
+    const entry = this.cache.get(streamId);
+    return !!this.snapshots && !!entry?.snap && entry.revision - entry.snap.base >= this.snapshots.every;
+  }
+
+  /**
+   * Writes a new snapshot of the stream's entry (the core and the changed entries) and keeps only
+   * the core in memory. Runs after the batch's answers have gone out; a snapshot that cannot be
+   * written is reported and the entry dropped (the next load folds from the last one written).
+   */
+  private async snapshot(streamId: string): Promise<void> {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const entry = this.cache.get(streamId);
+    if (!entry?.snap) return;
+    const { store, codec } = this.snapshots!;
+    const { state, revision, snap } = entry;
+    try {
+      const written = await store.save(
+        streamId,
+        snap.base,
+        revision,
+        codec.core(state),
+        codec.entries(state, snap.dirty),
+      );
+      if (this.cache.get(streamId) !== entry) return; // dropped meanwhile: the next load reads the snapshot
+      if (!written) {
+        this.cache.delete(streamId); // another process wrote one: load from it
+        return;
+      }
+      this.remember(streamId, {
+        ...entry,
+        state: codec.withoutEntries(state),
+        snap: { base: revision, loaded: new Set(), dirty: new Set() },
+      });
+    } catch (error) {
+      this.onSnapshotError(error, streamId);
+      this.cache.delete(streamId);
+    }
   }
 
   private remember(streamId: string, entry: CacheEntry<S>): void {
@@ -354,3 +524,9 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
     if (this.cache.size > this.cacheSize) this.cache.delete(this.cache.keys().next().value!);
   }
 }
+
+/** The keys an entry's partial state does not hold (none when it was folded from the start). */
+const missingKeys = <S>(entry: CacheEntry<S>, keys: readonly string[]): string[] => {
+  const loaded = entry.snap?.loaded;
+  return loaded ? keys.filter((key) => !loaded.has(key)) : [];
+};

@@ -168,7 +168,13 @@ describe('HTTP apply (two-append): a real process killed while applies are in fl
   let dataDir: string;
 
   const start = () =>
-    startServiceProcess({ DATA_DIR: dataDir, VOUCHER_API_KEYS: KEY, APPLY_MODE: 'two-append', RATE_LIMITS: 'off' });
+    startServiceProcess({
+      DATA_DIR: dataDir,
+      VOUCHER_API_KEYS: KEY,
+      APPLY_MODE: 'two-append',
+      RATE_LIMITS: 'off',
+      SNAPSHOT_EVERY: '3',
+    });
   const call = async (service: RunningService, urlPath: string, body?: unknown) => {
     const res = await fetch(`${service.base}${urlPath}`, {
       method: body === undefined ? 'GET' : 'POST',

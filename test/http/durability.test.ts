@@ -43,6 +43,8 @@ const startService = (dataDir: string, applyMode: ApplyMode): Promise<Service> =
     DATA_DIR: dataDir,
     VOUCHER_API_KEYS: `${KEYS.sandbox},${KEYS.production}`,
     APPLY_MODE: applyMode,
+    // vouchers loaded from snapshots and keys on demand after the first three events
+    SNAPSHOT_EVERY: '3',
   });
 
 interface Reply {

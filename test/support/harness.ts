@@ -60,6 +60,12 @@ export interface RequestOptions {
  * The whole service on embedded stores in a temp dir, with a fake clock, on 127.0.0.1. Its client
  * (`request`, `get`, `post`, …) checks every 2xx JSON body against the OpenAPI document.
  */
+/**
+ * Events between voucher snapshots in the HTTP suites: a voucher is folded whole for its first
+ * three events and loaded from a snapshot plus keys on demand after, so every suite exercises both.
+ */
+export const TEST_SNAPSHOT_EVERY = 3;
+
 export class TestService {
   private constructor(
     readonly dataDir: string,
@@ -108,6 +114,11 @@ export class TestService {
       leases?: EmbeddedOptions['leases'];
       /** READ_YOUR_WRITES_MS (default 5 s). */
       readYourWritesMs?: number;
+      /**
+       * SNAPSHOT_EVERY (default TEST_SNAPSHOT_EVERY: small, so that the HTTP suites decide on
+       * vouchers loaded from snapshots as well as on vouchers folded whole).
+       */
+      snapshotEvery?: number;
       /** `/readyz`'s settings (READY_MAX_PROJECTOR_LAG, …); absent: DEFAULT_OPS_SETTINGS. */
       ops?: OpsSettings;
     } = {},
@@ -133,6 +144,7 @@ export class TestService {
       role: options.role,
       leases: options.leases,
       readYourWritesMs: options.readYourWritesMs,
+      snapshotEvery: options.snapshotEvery ?? TEST_SNAPSHOT_EVERY,
     });
     if (options.applyMode === 'two-append') {
       // As on EventStoreDB 24.10: no atomic append to several streams, so none may be asked for.

@@ -68,7 +68,7 @@ describe('CommandHandler over SqliteEventStore', () => {
   let dir: string;
   /** Voucher events, and others the tests write beside them (the handler must ignore other streams). */
   let store: SqliteEventStore<VoucherEvent | AnyEvent>;
-  const handler = (options?: CommandHandlerOptions) =>
+  const handler = (options?: CommandHandlerOptions<VoucherEvent, VoucherState>) =>
     new CommandHandler<VoucherCommand, VoucherEvent, VoucherState, AnyEvent>(store, voucherDecider, {
       conflictError,
       ...options,

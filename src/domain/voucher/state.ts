@@ -44,6 +44,13 @@ export interface Voucher {
    * one of them is refused. Absent while there is none; only orphaned reservations add to it.
    */
   voided?: PersistentSet<string>;
+  /**
+   * Set when the state came from a snapshot (snapshot.ts): the maps above and `voided` then hold
+   * only the keys loaded or changed since, and the command handler loads every key a command or
+   * an event touches before deciding or folding. Absent: the state was folded from the stream's
+   * start and the maps are complete.
+   */
+  partial?: true;
 }
 
 export type VoucherState = Voucher | null;
@@ -127,6 +134,9 @@ export const evolve = (state: VoucherState, event: VoucherStreamEvent): VoucherS
       if (!state) return state;
       const d = event.data;
       const application = state.applications.get(d.applicationId);
+      if (!application && state.partial) {
+        throw new Error(`application ${d.applicationId} was not loaded before its rollback was folded`);
+      }
       if (!application || application.status === 'rolled_back') return state;
       const uses = d.customerId === undefined ? 0 : (state.customerUses.get(d.customerId) ?? 1) - 1;
       return {

@@ -11,6 +11,7 @@
  *
  * `<name>` is the database of MONGODB_URL (`vouchers` when it names none).
  */
+import { MongoSnapshotStore } from '../snapshots/mongoSnapshotStore.ts';
 import type { Clock } from '../../domain/clock.ts';
 import { MongoKvStore } from '../kvStore/mongoKvStore.ts';
 import { mongoRateLimitStores, type MongoRateLimitStore } from '../rateLimit/mongoRateLimitStore.ts';
@@ -23,6 +24,8 @@ export interface MongoEnvironmentStores {
   /** Read models of the analytics projection group (collections prefixed `analytics_`). */
   analytics: MongoReadStore;
   kv: MongoKvStore;
+  /** Voucher snapshots (collections `snapshots`, `snapshot_entries`). */
+  snapshots: MongoSnapshotStore;
 }
 
 export interface MongoStores {
@@ -53,6 +56,7 @@ export const openMongoStores = async (
         core: MongoReadStore.open(db, startSession),
         analytics: MongoReadStore.open(db, startSession, { prefix: 'analytics_' }),
         kv: await MongoKvStore.open(db, startSession, clock, { relaxedNamespaces: options.relaxedNamespaces }),
+        snapshots: new MongoSnapshotStore(db, startSession),
       };
     },
     rateLimitStores: () => mongoRateLimitStores(connection.shared()),

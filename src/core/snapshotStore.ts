@@ -1,0 +1,80 @@
+/**
+ * Snapshots of aggregates whose history grows without bound (a voucher applied millions of
+ * times), so that loading one costs neither the whole stream nor memory for every application.
+ *
+ * A snapshot of a stream at `revision` has two parts:
+ * - the **core**: the aggregate's bounded state (a voucher's terms, status and usage count);
+ * - **entries**: keyed values (an application by id, the live application of an order, a
+ *   customer's uses), each written with the revision of the snapshot that last wrote it. A loader
+ *   fetches only the keys a command or an event needs.
+ *
+ * Snapshots are derived data: they can be deleted at any time (the next load folds the stream from
+ * its start and writes them again) and a lost write only means a longer fold. A snapshot is only
+ * ever extended by the one that writes on top of it: `save` compares the stored revision with the
+ * one the writer started from, so two processes cannot interleave their entries. Entries are never
+ * deleted: a value that went back to nothing (a rolled back order, a customer at 0 uses) is stored
+ * as such, so a reader holding an older snapshot sees that the entry moved past it.
+ */
+export interface SnapshotStore {
+  /** The stream's snapshot core and its revision; undefined when there is none. */
+  load(streamId: string): Promise<{ revision: number; core: unknown } | undefined>;
+  /**
+   * The stored entries of these keys, each with the revision of the snapshot that wrote it; a key
+   * never written is absent from the answer.
+   */
+  entries(streamId: string, keys: readonly string[]): Promise<Map<string, StoredEntry>>;
+  /**
+   * Writes the snapshot at `revision`: the core, and these entries stamped with `revision`, in
+   * one atomic write, provided the stored snapshot is still at `base` (-1: none). Answers whether
+   * it wrote.
+   */
+  save(
+    streamId: string,
+    base: number,
+    revision: number,
+    core: unknown,
+    entries: ReadonlyArray<readonly [string, unknown]>,
+  ): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** An entry as stored: its value (`null`: nothing) and the revision of the snapshot that wrote it. */
+export interface StoredEntry {
+  value: unknown;
+  revision: number;
+}
+
+/**
+ * What the command handler needs of an aggregate to keep it as a bounded core plus keyed entries
+ * loaded on demand (the aggregate's domain provides it). A state built by these functions is
+ * **partial**: its keyed parts hold only the keys loaded or changed since its snapshot; the
+ * handler loads every key an event or a decision touches before folding or deciding.
+ */
+export interface SnapshotCodec<E, S> {
+  /** The keys an event changes when it is folded. */
+  eventKeys(event: E): readonly string[];
+  /** The bounded part of the state, JSON-serialisable. */
+  core(state: S): unknown;
+  /** A partial state from a stored core (no keyed entries loaded). */
+  fromCore(core: unknown): S;
+  /** The state's values for these keys (null: nothing), to store. */
+  entries(state: S, keys: Iterable<string>): Array<[string, unknown]>;
+  /** The partial state with these stored values loaded (keys with no stored value: none). */
+  withEntries(state: S, entries: ReadonlyArray<readonly [string, unknown]>): S;
+  /** The partial state without any keyed entry: its core only. */
+  withoutEntries(state: S): S;
+}
+
+/** How the command handler snapshots an aggregate: where, how, and after how many events. */
+export interface Snapshotting<E, S> {
+  store: SnapshotStore;
+  codec: SnapshotCodec<E, S>;
+  /** Events folded since the last snapshot after which the handler writes a new one. */
+  every: number;
+}
+
+/**
+ * Events between two snapshots of an aggregate, by default: a snapshot's write then costs one
+ * transaction per thousand events of the stream, and a load folds fewer than a thousand events.
+ */
+export const DEFAULT_SNAPSHOT_EVERY = 1_000;
