@@ -1,0 +1,304 @@
+/**
+ * Voucher snapshots (core/snapshotStore.ts, domain/voucher/snapshot.ts): a handler that loads
+ * vouchers from snapshots and keys on demand decides exactly as one that folds every stream whole,
+ * across restarts and beside another process writing snapshots of its own; its memory holds the
+ * keys since the last snapshot, not the history.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import sinon from 'sinon';
+import { CommandHandler } from '../../src/core/commandHandler.ts';
+import { DomainError } from '../../src/domain/errors.ts';
+import type { VoucherCommand } from '../../src/domain/voucher/commands.ts';
+import { decide, voucherDecider } from '../../src/domain/voucher/decide.ts';
+import { voucherStream, type VoucherStreamEvent } from '../../src/domain/voucher/events.ts';
+import { commandKeys, voucherSnapshots } from '../../src/domain/voucher/snapshot.ts';
+import type { VoucherState } from '../../src/domain/voucher/state.ts';
+import type { SnapshotStore } from '../../src/core/snapshotStore.ts';
+import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
+import { MemorySnapshotStore } from '../../src/infrastructure/snapshots/memorySnapshotStore.ts';
+
+type Handler = CommandHandler<VoucherCommand, VoucherStreamEvent, VoucherState>;
+const metadata = { now: new Date('2026-01-15T12:00:00Z') };
+
+/** A small deterministic generator (mulberry32), so a failure can be replayed from its seed. */
+const random = (seed: number) => () => {
+  seed = (seed + 0x6d2b79f5) | 0;
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+};
+
+const create = (voucherId: string): VoucherCommand => ({
+  type: 'CreateVoucher',
+  data: {
+    voucherId,
+    code: voucherId.toUpperCase(),
+    voucherType: 'fixed',
+    value: 500,
+    currency: 'EUR',
+    conditions: { max_uses: 40, customer_limit: 2 },
+  },
+  metadata,
+});
+
+/** A random command on the voucher: applies (new, repeated, conflicting), rollbacks, voids. */
+const randomCommand = (next: () => number, voucherId: string, step: number): VoucherCommand => {
+  const pick = (n: number) => Math.floor(next() * n);
+  const roll = next();
+  const orderId = `o${pick(30)}`;
+  if (roll < 0.55) {
+    const customer = next() < 0.8 ? { id: `k${pick(6)}` } : undefined;
+    const fingerprint = `of-${orderId}-${pick(2)}`; // a repeat with another order half the time
+    return {
+      type: 'ApplyVoucher',
+      data: {
+        voucherId,
+        applicationId: `va${step}`,
+        orderId,
+        order: { value: 10_000, currency: 'EUR' },
+        ...(customer ? { customer } : {}),
+        requestOrderFingerprint: fingerprint,
+        orderFingerprint: fingerprint,
+        customerFingerprint: customer ? `cf-${customer.id}` : 'cf-none',
+      },
+      metadata,
+    };
+  }
+  if (roll < 0.9) {
+    return { type: 'RollbackApplication', data: { voucherId, applicationId: `va${pick(step + 1)}` }, metadata };
+  }
+  return { type: 'VoidReservation', data: { voucherId, applicationId: `va${pick(step + 5)}`, orderId }, metadata };
+};
+
+/** What a command answered: its events' types and the usage count, or its error code. */
+const run = async (handler: Handler, command: VoucherCommand): Promise<unknown> => {
+  try {
+    const { result } = await handler.execute(voucherStream(command.data.voucherId), {
+      decide: (state) => decide(command, state),
+      keys: (state) => commandKeys(command, state),
+      result: (state, events) => ({ events: events.map((e) => e.type), uses: state?.usageCount }),
+    });
+    return result;
+  } catch (error) {
+    if (error instanceof DomainError) return error.code;
+    throw error;
+  }
+};
+
+/** Everything the voucher remembers, as JSON: its core, and every key's value as a loaded state reads it. */
+const everything = async (handler: Handler, voucherId: string, keys: string[]) =>
+  handler.read(
+    voucherStream(voucherId),
+    (state) =>
+      JSON.parse(
+        JSON.stringify({ core: voucherSnapshots.core(state), entries: voucherSnapshots.entries(state, keys) }),
+      ) as unknown,
+    () => keys,
+  );
+
+/** A voucher without conditions. */
+const plain = (voucherId: string): VoucherCommand => {
+  const command = create(voucherId) as Extract<VoucherCommand, { type: 'CreateVoucher' }>;
+  return { ...command, data: { ...command.data, conditions: {} } };
+};
+
+const allKeys = (steps: number): string[] => [
+  ...Array.from({ length: steps + 5 }, (_, i) => `a:va${i}`),
+  ...Array.from({ length: 30 }, (_, i) => `o:o${i}`),
+  ...Array.from({ length: 6 }, (_, i) => `c:k${i}`),
+];
+
+describe('voucher snapshots in the command handler', function () {
+  this.timeout(60_000);
+  let dir: string;
+  const stores: Array<{ close(): Promise<void> }> = [];
+  const eventStore = (name: string) => {
+    const store = SqliteEventStore.open<VoucherStreamEvent>(path.join(dir, `${name}.db`));
+    stores.push(store);
+    return store;
+  };
+  const handler = (
+    events: SqliteEventStore<VoucherStreamEvent>,
+    snapshots?: { store: SnapshotStore; every: number },
+  ): Handler =>
+    new CommandHandler(events, voucherDecider, {
+      ...(snapshots ? { snapshots: { ...snapshots, codec: voucherSnapshots } } : {}),
+      onSnapshotError: (error) => {
+        throw error;
+      },
+    });
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-snapshots-'));
+  });
+  afterEach(async () => {
+    for (const store of stores.splice(0)) await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  for (const every of [1, 2, 3, 7]) {
+    it(`decides every command as a whole fold does, restarts included (a snapshot every ${every} events)`, async () => {
+      const next = random(every * 7919);
+      const whole = handler(eventStore('whole'));
+      const snapshotStore = new MemorySnapshotStore();
+      const events = eventStore('snapshotted');
+      let snapshotted = handler(events, { store: snapshotStore, every });
+      const steps = 400;
+      await run(whole, create('v1'));
+      await run(snapshotted, create('v1'));
+      for (let step = 0; step < steps; step += 1) {
+        const command = randomCommand(next, 'v1', step);
+        const expected = await run(whole, command);
+        expect(await run(snapshotted, command), `step ${step}: ${JSON.stringify(command.data)}`).to.deep.equal(
+          expected,
+        );
+        // a restart now and then: the cache is gone, the snapshot store stays
+        if (next() < 0.05) snapshotted = handler(events, { store: snapshotStore, every });
+      }
+      const keys = allKeys(steps);
+      expect(await everything(snapshotted, 'v1', keys)).to.deep.equal(await everything(whole, 'v1', keys));
+      const restarted = handler(events, { store: snapshotStore, every });
+      expect(await everything(restarted, 'v1', keys)).to.deep.equal(await everything(whole, 'v1', keys));
+      expect((await snapshotStore.load(voucherStream('v1')))!.revision).to.be.greaterThan(0);
+    });
+  }
+
+  it('two processes writing snapshots of the same voucher each load again when the other moved past them', async () => {
+    const next = random(42);
+    const whole = handler(eventStore('whole'));
+    const snapshotStore = new MemorySnapshotStore();
+    const file = path.join(dir, 'shared.db');
+    const first = SqliteEventStore.open<VoucherStreamEvent>(file);
+    const second = SqliteEventStore.open<VoucherStreamEvent>(file); // another process's connection
+    stores.push(first, second);
+    const processes = [
+      handler(first, { store: snapshotStore, every: 2 }),
+      handler(second, { store: snapshotStore, every: 3 }),
+    ];
+    const entries = sinon.spy(snapshotStore, 'entries');
+    await run(whole, create('v1'));
+    await run(processes[0]!, create('v1'));
+    for (let step = 0; step < 300; step += 1) {
+      const command = randomCommand(next, 'v1', step);
+      const expected = await run(whole, command);
+      const by = processes[Math.floor(next() * 2)]!;
+      expect(await run(by, command), `step ${step}`).to.deep.equal(expected);
+    }
+    const keys = allKeys(300);
+    for (const p of processes)
+      expect(await everything(p, 'v1', keys)).to.deep.equal(await everything(whole, 'v1', keys));
+    expect(entries.callCount).to.be.greaterThan(0);
+  });
+
+  it('keeps in memory the keys since the last snapshot, not every application', async () => {
+    const snapshotStore = new MemorySnapshotStore();
+    const h = handler(eventStore('events'), { store: snapshotStore, every: 50 });
+    const wholeHandler = handler(eventStore('whole'));
+    for (const target of [h, wholeHandler]) {
+      await run(target, plain('v1'));
+      for (let i = 0; i < 1_000; i += 1) {
+        await run(target, {
+          type: 'ApplyVoucher',
+          data: {
+            voucherId: 'v1',
+            applicationId: `va${i}`,
+            orderId: `o${i}`,
+            order: { value: 10_000, currency: 'EUR' },
+            customer: { id: `k${i}` },
+            orderFingerprint: 'of',
+            customerFingerprint: `cf${i}`,
+          },
+          metadata,
+        });
+      }
+    }
+    const held = (state: VoucherState) => ({
+      uses: state!.usageCount,
+      applications: state!.applications.size,
+      orders: state!.liveByOrder.size,
+      customers: state!.customerUses.size,
+    });
+    expect(await wholeHandler.read(voucherStream('v1'), held)).to.deep.equal({
+      uses: 1_000,
+      applications: 1_000,
+      orders: 1_000,
+      customers: 1_000,
+    });
+    const kept = await h.read(voucherStream('v1'), held);
+    expect(kept.uses).to.equal(1_000);
+    expect(kept.applications).to.be.at.most(50);
+    expect(kept.orders).to.be.at.most(50);
+    expect(kept.customers).to.be.at.most(50);
+  });
+
+  it('a snapshot that cannot be written is reported and changes no answer; the next load folds from the last one', async () => {
+    const snapshotStore = new MemorySnapshotStore();
+    const events = eventStore('events');
+    const errors: unknown[] = [];
+    const h = new CommandHandler(events, voucherDecider, {
+      snapshots: { store: snapshotStore, codec: voucherSnapshots, every: 2 },
+      onSnapshotError: (error) => errors.push(error),
+    });
+    await run(h, plain('v1'));
+    const save = sinon.stub(snapshotStore, 'save').rejects(new Error('disk full'));
+    const answers = [];
+    for (let i = 0; i < 5; i += 1) {
+      answers.push(
+        await run(h, {
+          type: 'ApplyVoucher',
+          data: {
+            voucherId: 'v1',
+            applicationId: `va${i}`,
+            orderId: `o${i}`,
+            order: { value: 10_000, currency: 'EUR' },
+            orderFingerprint: 'of',
+            customerFingerprint: 'cf',
+          },
+          metadata,
+        }),
+      );
+    }
+    expect(answers.map((a) => (a as { uses: number }).uses)).to.deep.equal([1, 2, 3, 4, 5]);
+    expect(errors.length).to.be.greaterThan(0);
+    save.restore();
+    const restarted = handler(events, { store: snapshotStore, every: 2 });
+    expect(
+      await run(restarted, { type: 'RollbackApplication', data: { voucherId: 'v1', applicationId: 'va3' }, metadata }),
+    ).to.deep.equal({
+      events: ['VoucherApplicationRolledBack'],
+      uses: 4,
+    });
+  });
+
+  it('refuses a decision on a key the partial state did not load, rather than decide it wrong', async () => {
+    const snapshotStore = new MemorySnapshotStore();
+    const h = handler(eventStore('events'), { store: snapshotStore, every: 1 });
+    await run(h, plain('v1'));
+    const apply = (orderId: string): VoucherCommand => ({
+      type: 'ApplyVoucher',
+      data: {
+        voucherId: 'v1',
+        applicationId: `va-${orderId}`,
+        orderId,
+        order: { value: 10_000, currency: 'EUR' },
+        orderFingerprint: 'of',
+        customerFingerprint: 'cf',
+      },
+      metadata,
+    });
+    await run(h, apply('o1')); // the voucher is now loaded from its snapshot, keys on demand
+    // the same order again without naming its keys: the state does not know o1 is applied
+    const failure = await h
+      .execute(voucherStream('v1'), { decide: (state) => decide(apply('o1'), state), result: () => undefined })
+      .then(
+        () => undefined,
+        (error: Error) => error,
+      );
+    expect(String(failure)).to.match(/keys not loaded before deciding: a:va-o1, o:o1/);
+    // named, it is the idempotent repeat it is
+    expect(await run(h, apply('o1'))).to.deep.equal({ events: [], uses: 1 });
+  });
+});
