@@ -34,6 +34,11 @@ whenMongo('SnapshotStore contract: MongoSnapshotStore', () => {
   snapshotStoreContract('MongoSnapshotStore', async () => {
     const { client } = await mongo();
     const db = await scratchDatabase('snapshottest');
-    return { store: new MongoSnapshotStore(db, () => client.startSession()), cleanup: () => db.dropDatabase() };
+    return {
+      store: new MongoSnapshotStore(db, () => client.startSession()),
+      cleanup: async () => {
+        await db.dropDatabase();
+      },
+    };
   });
 });

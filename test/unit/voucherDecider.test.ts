@@ -591,6 +591,7 @@ describe('voucher decider', () => {
               discountAmount: 1_500,
               finalAmount: 8_500,
               orderValue: 10_000,
+              currency: 'EUR',
               reason: 'customer returned the goods',
               appliedAt: '2026-01-14T10:00:00Z',
               rolledBackAt: NOW_ISO,

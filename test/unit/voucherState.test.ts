@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { voucherDecider } from '../../src/domain/voucher/decide.ts';
 import type { VoucherEvent } from '../../src/domain/voucher/events.ts';
-import type { VoucherState } from '../../src/domain/voucher/state.ts';
+import { applicationOf, evolveCore, type VoucherState } from '../../src/domain/voucher/state.ts';
+import { voucherSnapshots } from '../../src/domain/voucher/snapshot.ts';
 import { voucherApplicationRolledBack, voucherApplied, voucherCreated } from '../fixtures/events.ts';
 
 const { evolve, initialState } = voucherDecider;
@@ -49,5 +50,35 @@ describe('voucher state: evolve is pure', () => {
     expect(snapshot(resumed)).to.deep.equal(snapshot(fresh));
     expect(branch!.applications.has('app_3')).to.equal(false);
     expect(resumed!.applications.has('app_9')).to.equal(false);
+  });
+});
+
+describe('voucher state: the core-only fold (evolveCore) and applicationOf', () => {
+  const history = [created, applied(1), applied(2, 'c_2'), rolledBack(1), applied(3)];
+
+  it('gives the core evolve gives, with no application kept', () => {
+    const whole = history.reduce(evolve, initialState());
+    const core = history.reduce(evolveCore, initialState());
+    expect(whole!.applications.size).to.equal(3);
+    expect(voucherSnapshots.core(core)).to.deep.equal(voucherSnapshots.core(whole));
+    expect(core!.usageCount).to.equal(2);
+    expect([core!.applications.size, core!.liveByOrder.size, core!.customerUses.size]).to.deep.equal([0, 0, 0]);
+  });
+
+  it('reads the application an event records as the whole fold holds it after that event', () => {
+    let whole = initialState();
+    for (const event of history) {
+      whole = evolve(whole, event);
+      if (event.type !== 'VoucherApplied' && event.type !== 'VoucherApplicationRolledBack') continue;
+      const held = whole!.applications.get(event.data.applicationId)!;
+      const read = applicationOf(event, whole!);
+      if (event.type === 'VoucherApplied') expect(read).to.deep.equal(held);
+      else
+        expect({ ...read, orderFingerprint: undefined, customerFingerprint: undefined }).to.deep.equal({
+          ...held,
+          orderFingerprint: undefined,
+          customerFingerprint: undefined,
+        });
+    }
   });
 });

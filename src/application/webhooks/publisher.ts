@@ -6,7 +6,12 @@ import type { ProjectorHandle, RunnerLogger } from '../../core/projectionRunner.
 import type { WriteBatch } from '../../core/readStore.ts';
 import type { VoucherEvent } from '../../domain/voucher/events.ts';
 import { voucherStream } from '../../domain/voucher/events.ts';
-import { evolve as evolveVoucher, type Voucher, type VoucherState } from '../../domain/voucher/state.ts';
+import {
+  applicationOf,
+  evolveCore as evolveVoucher,
+  type Voucher,
+  type VoucherState,
+} from '../../domain/voucher/state.ts';
 import { evolve as evolveEndpoint } from '../../domain/webhooks/endpoint.ts';
 import { subscribes, type WebhookEndpointEvent, type WebhookEventType } from '../../domain/webhooks/events.ts';
 import type { Environment } from '../context.ts';
@@ -121,7 +126,10 @@ const UNWRITTEN_BATCHES = 100;
 export class WebhookPublisher implements ProjectorHandle {
   private readonly consumer: LogConsumer<EnvironmentEvent>;
   private readonly endpoints = new Map<string, EndpointDoc>();
-  /** Voucher states by id at their last event seen, so a voucher is read from its stream only when not cached. */
+  /**
+   * Voucher cores (evolveCore: no applications) by id at their last event seen, so a voucher is
+   * read from its stream only when not cached.
+   */
   private readonly states = new Map<string, { revision: number; state: VoucherState }>();
   /** Batches that made no delivery and changed no endpoint since the checkpoint was last written. */
   private unwritten = 0;
@@ -291,8 +299,7 @@ export class WebhookPublisher implements ProjectorHandle {
     const eventId = eventIdOf(event);
     const data: Record<string, unknown> = renderVoucher(viewFromState(voucher), new Date(at));
     if (event.type === 'VoucherApplied' || event.type === 'VoucherApplicationRolledBack') {
-      const application = voucher.applications.get(event.data.applicationId);
-      if (application) data.application = renderApplication(voucher, application);
+      data.application = renderApplication(voucher, applicationOf(event, voucher));
     }
     const type = WEBHOOK_TYPES[event.type];
     return {

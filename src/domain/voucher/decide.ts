@@ -301,6 +301,7 @@ const rollback = ({ data, metadata }: Command<'RollbackApplication'>, state: Vou
         discountAmount: application.discountAmount,
         finalAmount: application.finalAmount,
         orderValue: application.orderValue,
+        currency: application.currency,
         reason: data.reason,
         appliedAt: application.appliedAt,
         rolledBackAt: isoSeconds(metadata.now),

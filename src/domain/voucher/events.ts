@@ -112,6 +112,11 @@ export interface VoucherApplicationRolledBack {
     discountAmount: number;
     finalAmount: number;
     orderValue: number;
+    /**
+     * The application's currency (absent in events recorded before it was carried: readers take
+     * the voucher's currency then).
+     */
+    currency?: string | null;
     reason?: string;
     appliedAt: string;
     rolledBackAt: string;

@@ -1,5 +1,12 @@
 import { Map as PersistentMap, Set as PersistentSet } from 'immutable';
-import type { Conditions, RecordedStatus, VoucherStreamEvent, VoucherType } from './events.ts';
+import type {
+  Conditions,
+  RecordedStatus,
+  VoucherApplicationRolledBack,
+  VoucherApplied,
+  VoucherStreamEvent,
+  VoucherType,
+} from './events.ts';
 import type { ValidationRule } from '../discount/rules.ts';
 
 export interface Application {
@@ -166,6 +173,60 @@ export const evolve = (state: VoucherState, event: VoucherStreamEvent): VoucherS
       throw new Error(`unknown event ${JSON.stringify(unknown)}`);
     }
   }
+};
+
+/**
+ * `evolve` for readers that need the voucher's core only (its terms, status and usage count as of
+ * an event) and never its applications: the keyed maps stay empty whatever the history's length.
+ * A rollback is only ever recorded for a live application, so it takes one use off.
+ */
+export const evolveCore = (state: VoucherState, event: VoucherStreamEvent): VoucherState => {
+  switch (event.type) {
+    case 'VoucherApplied':
+      return state && { ...state, usageCount: state.usageCount + 1 };
+    case 'VoucherApplicationRolledBack':
+      return state && { ...state, usageCount: Math.max(0, state.usageCount - 1) };
+    case 'VoucherReservationVoided':
+      return state;
+    default:
+      return evolve(state, event);
+  }
+};
+
+/** The application an event records, as it stands after the event (status included). */
+export const applicationOf = (
+  event: VoucherApplied | VoucherApplicationRolledBack,
+  voucher: Pick<Voucher, 'currency'>,
+): Application => {
+  const d = event.data;
+  if (event.type === 'VoucherApplied') {
+    return {
+      id: d.applicationId,
+      orderId: d.orderId,
+      customerId: d.customerId,
+      discountAmount: d.discountAmount,
+      finalAmount: d.finalAmount,
+      orderValue: d.orderValue,
+      currency: event.data.currency,
+      appliedAt: d.appliedAt,
+      orderFingerprint: event.data.orderFingerprint,
+      customerFingerprint: event.data.customerFingerprint,
+      status: 'applied',
+    };
+  }
+  return {
+    id: d.applicationId,
+    orderId: d.orderId,
+    customerId: d.customerId,
+    discountAmount: d.discountAmount,
+    finalAmount: d.finalAmount,
+    orderValue: d.orderValue,
+    currency: event.data.currency !== undefined ? event.data.currency : (voucher.currency ?? null),
+    appliedAt: d.appliedAt,
+    orderFingerprint: '',
+    customerFingerprint: '',
+    status: 'rolled_back',
+  };
 };
 
 /** The status a reader sees: an active voucher whose `valid_until` has passed reads `expired` at once. */
