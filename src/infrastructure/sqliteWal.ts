@@ -16,6 +16,15 @@ import type Database from 'better-sqlite3';
  */
 export const WAL_CHECKPOINT_PAGES = 10_000;
 
+/**
+ * WAL frames after which the checkpointer makes the WAL start again from its beginning (a RESTART
+ * checkpoint, see the checkpointer's source): twice WAL_CHECKPOINT_PAGES, about 80 MB.
+ */
+export const WAL_RESTART_FRAMES = 2 * WAL_CHECKPOINT_PAGES;
+
+/** The longest a RESTART checkpoint holds commits back (or waits for them) before it gives up until the next check. */
+export const WAL_RESTART_WAIT_MS = 50;
+
 /** How often the checkpointer looks at each watched file's WAL (a read of 100 bytes of its -shm file). */
 export const WAL_CHECK_INTERVAL_MS = 100;
 
@@ -32,7 +41,10 @@ export const WAL_IDLE_MS = 1_000;
  * WAL_CHECKPOINT_PAGES are, runs `PRAGMA wal_checkpoint(PASSIVE)`: it copies what no reader still
  * needs and never waits for, nor blocks, a writer or a reader; if commits went on meanwhile, the
  * rest is copied at the next check. Once a checkpoint has copied the whole WAL, the next commit
- * writes it again from its start, so the WAL stays about WAL_CHECKPOINT_PAGES long. A file idle
+ * writes it again from its start, so the WAL stays about WAL_CHECKPOINT_PAGES long. Under commits
+ * that never pause that moment never comes: once the WAL holds WAL_RESTART_FRAMES, a RESTART
+ * checkpoint holds commits back for a few milliseconds while it copies the rest, and the WAL starts
+ * again from its beginning (decision 060). A file idle
  * for WAL_IDLE_MS gets a PASSIVE checkpoint and, once its WAL is fully copied, a `TRUNCATE` one
  * (which gives up at once if a writer holds the lock): the WAL file shrinks to zero bytes.
  *
@@ -74,6 +86,19 @@ const passive = (watched) => {
   watched.partial = result.busy !== 0 || result.checkpointed < result.log;
   return result;
 };
+// Under steady commits a PASSIVE checkpoint never finds the WAL wholly copied at a commit's
+// start, so the WAL is never written again from its start and grows without end. Once it is this
+// long, a RESTART checkpoint holds new commits back (for at most restartWaitMs) while it copies
+// what the PASSIVE one left and readers move to the database file; the next commit then writes
+// the WAL from its start.
+const restart = (watched) => {
+  watched.db.pragma('busy_timeout = ' + workerData.restartWaitMs);
+  try {
+    watched.db.pragma('wal_checkpoint(RESTART)');
+  } finally {
+    watched.db.pragma('busy_timeout = 0');
+  }
+};
 const files = new Map();
 const check = (watched, now) => {
   const state = walState(watched);
@@ -86,7 +111,10 @@ const check = (watched, now) => {
     watched.frames = state.frames;
     watched.changed = now;
   }
-  if (state.uncopied >= workerData.pages || (watched.partial && state.uncopied > 0)) passive(watched);
+  if (state.uncopied >= workerData.pages || (watched.partial && state.uncopied > 0)) {
+    passive(watched);
+    if (state.frames >= workerData.restartFrames) restart(watched);
+  }
   else if (state.frames > 0 && now - watched.changed >= workerData.idleMs) {
     const result = passive(watched);
     if (result.busy === 0 && result.checkpointed === result.log) watched.db.pragma('wal_checkpoint(TRUNCATE)');
@@ -167,6 +195,8 @@ class Checkpointer {
         intervalMs: WAL_CHECK_INTERVAL_MS,
         idleMs: WAL_IDLE_MS,
         pages: WAL_CHECKPOINT_PAGES,
+        restartFrames: WAL_RESTART_FRAMES,
+        restartWaitMs: WAL_RESTART_WAIT_MS,
       },
     });
     worker.on('message', () => {

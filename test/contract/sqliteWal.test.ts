@@ -11,7 +11,7 @@ import Database from 'better-sqlite3';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 import { SqliteKvStore } from '../../src/infrastructure/kvStore/sqliteKvStore.ts';
-import { checkpointer } from '../../src/infrastructure/sqliteWal.ts';
+import { checkpointer, closeWal, useWal, WAL_RESTART_FRAMES } from '../../src/infrastructure/sqliteWal.ts';
 import { exitWithin, run, sleep } from '../support/processes.ts';
 
 const clock = { now: () => new Date('2026-01-01T00:00:00Z') };
@@ -78,6 +78,31 @@ describe('SQLite WAL checkpoints off the committing connections', function () {
       );
     } finally {
       await reopened.close();
+    }
+  });
+
+  it('under commits that never stop, the WAL is written again from its start once it reaches WAL_RESTART_FRAMES: its file stops growing', async function () {
+    this.timeout(120_000);
+    const file = path.join(dir, 'busy.db');
+    const db = new Database(file);
+    useWal(db, 'NORMAL');
+    const pageSize = db.pragma('page_size', { simple: true }) as number;
+    db.exec('CREATE TABLE blobs (id INTEGER PRIMARY KEY, body BLOB)');
+    const insert = db.prepare('INSERT OR REPLACE INTO blobs (id, body) VALUES (?, ?)');
+    const body = Buffer.alloc(64 * pageSize, 7); // 64 pages a commit, rows rewritten in a ring
+    const restartBytes = WAL_RESTART_FRAMES * pageSize;
+    try {
+      // Commits one after the other, yielding between them so that the checkpointer's thread runs:
+      // three times as many bytes as the WAL may hold before it is written again from its start.
+      let largest = 0;
+      for (let written = 0, i = 0; written < 3 * restartBytes; written += body.length, i += 1) {
+        insert.run(i % 256, body);
+        if (i % 16 === 0) await sleep(1);
+        largest = Math.max(largest, fs.statSync(`${file}-wal`).size);
+      }
+      expect(largest).to.be.below(2 * restartBytes);
+    } finally {
+      closeWal(db);
     }
   });
 
