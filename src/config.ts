@@ -74,7 +74,7 @@ export interface Config {
   ops: OpsSettings;
   /** APPLY_MODE: how apply writes the voucher and order streams; unset: as the event store allows. */
   applyMode?: ApplyMode;
-  /** SNAPSHOT_EVERY: events between two snapshots of a voucher (0: none; default 1,000; decision 059). */
+  /** SNAPSHOT_EVERY: events between two snapshots of a voucher (0: none; default 100; decision 059). */
   snapshotEvery: number;
   /** WEBHOOK_DELIVERY: `thread` (default) runs each environment's webhook publisher and dispatcher on a worker thread, `inline` on the main thread. */
   webhookDelivery: 'thread' | 'inline';
