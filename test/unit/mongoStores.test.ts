@@ -45,6 +45,8 @@ describe('openMongoStores', function () {
         'kv',
         'kv_owners',
         'rm_vouchers',
+        'snapshot_entries',
+        'snapshots',
       ]);
     }
     expect(
