@@ -140,29 +140,42 @@ export class ProjectionRunner implements ProjectorHandle {
     written?: WrittenIds,
   ): Promise<void> {
     const handled = new Set(projection.handles);
-    const relevant = batch
-      .filter((e) => handled.has(e.type))
-      .map((event) => ({ event, refs: projection.touches(event) }));
+    // each event with the keys of the documents it touches; the touched ids by collection
+    const relevant: Array<{ event: RecordedEvent<DomainEvent>; keys: string[] }> = [];
+    const wanted = new Map<string, Map<string, string>>();
+    for (const event of batch) {
+      if (!handled.has(event.type)) continue;
+      const keys: string[] = [];
+      for (const { collection, id } of projection.touches(event)) {
+        const key = docKey(collection, id);
+        keys.push(key);
+        let ids = wanted.get(collection);
+        if (ids === undefined) wanted.set(collection, (ids = new Map()));
+        ids.set(id, key);
+      }
+      relevant.push({ event, keys });
+    }
     if (relevant.length === 0) return;
-    const wanted = new Map<string, Set<string>>();
-    for (const { refs } of relevant)
-      for (const r of refs)
-        (wanted.get(r.collection) ?? wanted.set(r.collection, new Set()).get(r.collection)!).add(r.id);
     const docs = new Map<string, PositionedDocument | null>();
     const existed = new Set<string>();
     for (const [collection, ids] of wanted) {
-      const loaded = await this.load(collection, [...ids], written);
-      for (const id of ids) {
+      const loaded = await this.load(collection, [...ids.keys()], written);
+      for (const [id, key] of ids) {
         const doc = loaded.get(id) ?? null;
-        docs.set(docKey(collection, id), doc);
-        if (doc) existed.add(docKey(collection, id));
+        docs.set(key, doc);
+        if (doc) existed.add(key);
       }
     }
     const changed = new Set<string>();
-    for (const { event, refs } of relevant) {
-      const keys = refs.map((r) => docKey(r.collection, r.id));
-      if (keys.some((k) => (docs.get(k)?._position ?? 0) >= event.position)) continue; // seen already
-      const view = new Map(keys.map((k) => [k, docs.get(k) ?? null]));
+    for (const { event, keys } of relevant) {
+      const view = new Map<string, PositionedDocument | null>();
+      let seen = false;
+      for (const key of keys) {
+        const doc = docs.get(key) ?? null;
+        if (doc !== null && (doc._position ?? 0) >= event.position) seen = true;
+        view.set(key, doc);
+      }
+      if (seen) continue; // a touched document has this event already
       for (const r of projection.follows?.(event, view) ?? []) {
         const key = docKey(r.collection, r.id);
         if (!docs.has(key)) {
