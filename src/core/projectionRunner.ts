@@ -147,11 +147,12 @@ export class ProjectionRunner implements ProjectorHandle {
       if (!handled.has(event.type)) continue;
       const keys: string[] = [];
       for (const { collection, id } of projection.touches(event)) {
-        const key = docKey(collection, id);
-        keys.push(key);
         let ids = wanted.get(collection);
         if (ids === undefined) wanted.set(collection, (ids = new Map()));
-        ids.set(id, key);
+        // one key string per document, shared by its events (its hash is computed once)
+        let key = ids.get(id);
+        if (key === undefined) ids.set(id, (key = docKey(collection, id)));
+        keys.push(key);
       }
       relevant.push({ event, keys });
     }
