@@ -86,6 +86,21 @@ export interface ReadAllOptions {
   maxCount?: number;
 }
 
+/** readAllOfTypes: a page of the log, of which only some types are wanted. */
+export interface ReadAllOfTypesOptions extends ReadAllOptions {
+  /** The event types to return; the page's other events are only counted. */
+  types: readonly string[];
+}
+
+export interface TypedPage<E extends DomainEvent = AnyEvent> {
+  /** The page's events of the types asked for, in position order. */
+  events: RecordedEvent<E>[];
+  /** How many events of the log the page spans (0: none after `after`). */
+  scanned: number;
+  /** Position of the page's last event, of any type (`after` when the page is empty). */
+  lastPosition: number;
+}
+
 export type BatchHandler<E extends DomainEvent = AnyEvent> = (events: RecordedEvent<E>[]) => Promise<void> | void;
 
 export interface Subscription {
@@ -138,6 +153,12 @@ export interface EventStore<E extends DomainEvent = AnyEvent> {
   /** Events of all streams in global position order. */
   readAll(options?: ReadAllOptions): Promise<RecordedEvent<E>[]>;
   /**
+   * The page readAll would return for the same `after` and `maxCount`, of which only the events
+   * of `types` are decoded and returned (for a rebuild, which needs a few types of a long log).
+   * Optional: without it, a caller reads the page with readAll and filters it.
+   */
+  readAllOfTypes?(options: ReadAllOfTypesOptions): Promise<TypedPage<E>>;
+  /**
    * Catch-up subscription to all streams: delivers every event after `after` in position
    * order (historical first, then live), in batches, awaiting the handler between batches.
    */
@@ -158,5 +179,5 @@ export interface EventStore<E extends DomainEvent = AnyEvent> {
 /** The read side of a store, for consumers of the whole log (projection runners, rebuilds). */
 export type EventLog<E extends DomainEvent = DomainEvent> = Pick<
   EventStore<E>,
-  'readAll' | 'subscribeToAll' | 'headPosition'
+  'readAll' | 'readAllOfTypes' | 'subscribeToAll' | 'headPosition'
 >;

@@ -5,7 +5,8 @@ import type { Document } from './readStore.ts';
 /**
  * One read model, as a pure definition: which events it handles, which document each event
  * touches, and how the document evolves. The runner stores `_position` (the last global position
- * applied) on every document, so an event delivered twice changes nothing.
+ * applied) on every document, so an event delivered twice changes nothing: it sets the field on the
+ * object evolve returns, so evolve returns a new object or the one it was given, never one it keeps.
  */
 export interface Projection<E extends DomainEvent = DomainEvent, V extends Document = Document> {
   name: string;
@@ -54,7 +55,10 @@ export interface DocumentSetProjection<E extends DomainEvent = DomainEvent> {
    * `touches` named, as they are just before the event; must be pure.
    */
   follows?(event: RecordedEvent<E>, docs: ReadonlyMap<string, Document | null>): DocRef[];
-  /** Must be pure: `docs` holds every touched document; returns the changed ones. */
+  /**
+   * Must be pure: `docs` holds every touched document; returns the changed ones, each a new
+   * object or one of `docs` (the runner sets `_position` on them).
+   */
   evolve(docs: ReadonlyMap<string, Document | null>, event: RecordedEvent<E>): DocSet;
 }
 

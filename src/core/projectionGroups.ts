@@ -1,7 +1,9 @@
-import type { EventLog } from './eventStore.ts';
+import type { DomainEvent } from './decider.ts';
+import type { EventLog, TypedPage } from './eventStore.ts';
 import type { ReadStore } from './readStore.ts';
 import { collectionsOf, indexesOf, type AnyProjection } from './projection.ts';
 import { ProjectionRunner, type RunnerLogger } from './projectionRunner.ts';
+import { WrittenIds } from './writtenIds.ts';
 
 /**
  * Events read from the log and folded per transaction while rebuilding. Larger pages rewrite a
@@ -35,8 +37,10 @@ const inBulk = <T>(stores: ReadStore[], work: () => Promise<T>): Promise<T> => {
 /**
  * Rebuilds groups of read models from scratch, reading the log once for all of them: removes
  * every document of each group's collections and its checkpoint (one transaction per group),
- * then replays the whole log from position 0 in pages, each page through each group's
- * `ProjectionRunner.handle`, so the fold is exactly the one the live projector runs. Each page
+ * then replays the whole log from position 0 in pages (of which the log decodes only the event
+ * types some projection handles, where it can), each page through each group's
+ * `ProjectionRunner.handle`, so the fold is exactly the one the live projector runs (without
+ * looking up documents the rebuild has not written yet: they are absent). Each page
  * is written with its checkpoint in one transaction per group, so an interrupted rebuild leaves
  * a consistent prefix that the service's projector simply continues from. The stores run the
  * replay in their bulk-write mode (ReadStore.bulkWrites) where they have one.
@@ -59,18 +63,29 @@ export const rebuildGroups = async (
     await reads.reset(collectionsOf(projections), checkpoint);
     for (const [collection, fields] of indexesOf(projections)) await reads.ensureIndex(collection, fields);
   }
-  const runners = targets.map((t) => new ProjectionRunner(events, t.reads, t.projections, t.checkpoint));
+  const runners = targets.map((t) => ({
+    runner: new ProjectionRunner(events, t.reads, t.projections, t.checkpoint),
+    // what the runner writes from now on; everything else is absent (the collections are empty)
+    written: new WrittenIds(),
+  }));
   const head = await events.headPosition();
+  // only the events some projection handles are decoded (where the log can leave the others out)
+  const types = [...new Set(targets.flatMap((t) => t.projections.flatMap((p) => p.handles)))];
+  const readPage = async (after: number): Promise<TypedPage<DomainEvent>> => {
+    if (events.readAllOfTypes) return events.readAllOfTypes({ after, maxCount: pageSize, types });
+    const page = await events.readAll({ after, maxCount: pageSize });
+    return { events: page, scanned: page.length, lastPosition: page.at(-1)?.position ?? after };
+  };
   const replay = async (): Promise<RebuildResult> => {
     let position = 0;
     let count = 0;
     onProgress?.(0, head);
     for (;;) {
-      const page = await events.readAll({ after: position, maxCount: pageSize });
-      if (page.length === 0) break;
-      for (const runner of runners) await runner.handle(page);
-      position = page.at(-1)!.position;
-      count += page.length;
+      const page = await readPage(position);
+      if (page.scanned === 0) break;
+      position = page.lastPosition;
+      for (const { runner, written } of runners) await runner.handle(page.events, { written, through: position });
+      count += page.scanned;
       onProgress?.(position, Math.max(head, position));
     }
     return { events: count, position };

@@ -11,6 +11,7 @@ import {
   type PositionedDocument,
   type Projection,
 } from './projection.ts';
+import type { WrittenIds } from './writtenIds.ts';
 
 export type RunnerLogger = ConsumerLogger;
 
@@ -73,35 +74,58 @@ export class ProjectionRunner implements ProjectorHandle {
     return this.consumer.stop();
   }
 
-  /** Folds a batch of events into the read models and advances the checkpoint. */
-  async handle(batch: RecordedEvent<DomainEvent>[]): Promise<void> {
-    if (batch.length === 0) return;
+  /**
+   * Folds a batch of events into the read models and advances the checkpoint to its last event,
+   * or to `rebuild.through` (a rebuild's page may end with events no projection of the group
+   * handles: they were left out of the batch). A rebuild also passes `written`, the documents it
+   * has written since it emptied the collections: the others are absent without a lookup, and
+   * every document written is added to it.
+   */
+  async handle(batch: RecordedEvent<DomainEvent>[], rebuild?: { written: WrittenIds; through: number }): Promise<void> {
+    const position = Math.max(batch.at(-1)?.position ?? 0, rebuild?.through ?? 0);
+    if (position === 0) return;
+    const written = rebuild?.written;
     const write: WriteBatch = {
       upserts: [],
       deletes: [],
-      checkpoint: { name: this.checkpointName, position: batch.at(-1)!.position },
+      checkpoint: { name: this.checkpointName, position },
     };
     for (const projection of this.projections) {
-      if (isDocumentSet(projection)) await this.projectSet(projection, batch, write);
-      else await this.project(projection, batch, write);
+      if (isDocumentSet(projection)) await this.projectSet(projection, batch, write, written);
+      else await this.project(projection, batch, write, written);
     }
     await this.reads.writeBatch(write);
-    this.consumer.advance(batch.at(-1)!.position);
+    if (written) for (const { collection, doc } of write.upserts!) written.add(collection, doc.id);
+    this.consumer.advance(position);
   }
 
-  private async project(projection: Projection, batch: RecordedEvent<DomainEvent>[], write: WriteBatch): Promise<void> {
+  /** The documents of `ids` in the store (none looked up that `written` knows are absent). */
+  private load(collection: string, ids: string[], written?: WrittenIds): Promise<Map<string, PositionedDocument>> {
+    const wanted = written ? ids.filter((id) => written.mayExist(collection, id)) : ids;
+    return wanted.length === 0
+      ? Promise.resolve(new Map())
+      : this.reads.getMany<PositionedDocument>(collection, wanted);
+  }
+
+  private async project(
+    projection: Projection,
+    batch: RecordedEvent<DomainEvent>[],
+    write: WriteBatch,
+    written?: WrittenIds,
+  ): Promise<void> {
     const handled = new Set(projection.handles);
     const relevant = batch.filter((e) => handled.has(e.type) && projection.documentId(e) !== undefined);
     if (relevant.length === 0) return;
     const ids = [...new Set(relevant.map((e) => projection.documentId(e)!))];
-    const loaded = await this.reads.getMany<PositionedDocument>(projection.collection, ids);
+    const loaded = await this.load(projection.collection, ids, written);
     const docs = new Map<string, PositionedDocument | null>(ids.map((id) => [id, loaded.get(id) ?? null]));
     for (const event of relevant) {
       const id = projection.documentId(event)!;
       const current = docs.get(id) ?? null;
       if (current && (current._position ?? 0) >= event.position) continue;
       const next = projection.evolve(current, event) as PositionedDocument | null;
-      docs.set(id, next ? { ...next, _position: event.position } : null);
+      if (next) next._position = event.position;
+      docs.set(id, next);
     }
     for (const [id, doc] of docs) {
       if (doc) write.upserts!.push({ collection: projection.collection, doc });
@@ -113,35 +137,50 @@ export class ProjectionRunner implements ProjectorHandle {
     projection: DocumentSetProjection,
     batch: RecordedEvent<DomainEvent>[],
     write: WriteBatch,
+    written?: WrittenIds,
   ): Promise<void> {
     const handled = new Set(projection.handles);
-    const relevant = batch
-      .filter((e) => handled.has(e.type))
-      .map((event) => ({ event, refs: projection.touches(event) }));
+    // each event with the keys of the documents it touches; the touched ids by collection
+    const relevant: Array<{ event: RecordedEvent<DomainEvent>; keys: string[] }> = [];
+    const wanted = new Map<string, Map<string, string>>();
+    for (const event of batch) {
+      if (!handled.has(event.type)) continue;
+      const keys: string[] = [];
+      for (const { collection, id } of projection.touches(event)) {
+        let ids = wanted.get(collection);
+        if (ids === undefined) wanted.set(collection, (ids = new Map()));
+        // one key string per document, shared by its events (its hash is computed once)
+        let key = ids.get(id);
+        if (key === undefined) ids.set(id, (key = docKey(collection, id)));
+        keys.push(key);
+      }
+      relevant.push({ event, keys });
+    }
     if (relevant.length === 0) return;
-    const wanted = new Map<string, Set<string>>();
-    for (const { refs } of relevant)
-      for (const r of refs)
-        (wanted.get(r.collection) ?? wanted.set(r.collection, new Set()).get(r.collection)!).add(r.id);
     const docs = new Map<string, PositionedDocument | null>();
     const existed = new Set<string>();
     for (const [collection, ids] of wanted) {
-      const loaded = await this.reads.getMany<PositionedDocument>(collection, [...ids]);
-      for (const id of ids) {
+      const loaded = await this.load(collection, [...ids.keys()], written);
+      for (const [id, key] of ids) {
         const doc = loaded.get(id) ?? null;
-        docs.set(docKey(collection, id), doc);
-        if (doc) existed.add(docKey(collection, id));
+        docs.set(key, doc);
+        if (doc) existed.add(key);
       }
     }
     const changed = new Set<string>();
-    for (const { event, refs } of relevant) {
-      const keys = refs.map((r) => docKey(r.collection, r.id));
-      if (keys.some((k) => (docs.get(k)?._position ?? 0) >= event.position)) continue; // seen already
-      const view = new Map(keys.map((k) => [k, docs.get(k) ?? null]));
+    for (const { event, keys } of relevant) {
+      const view = new Map<string, PositionedDocument | null>();
+      let seen = false;
+      for (const key of keys) {
+        const doc = docs.get(key) ?? null;
+        if (doc !== null && (doc._position ?? 0) >= event.position) seen = true;
+        view.set(key, doc);
+      }
+      if (seen) continue; // a touched document has this event already
       for (const r of projection.follows?.(event, view) ?? []) {
         const key = docKey(r.collection, r.id);
         if (!docs.has(key)) {
-          const doc = (await this.reads.getMany<PositionedDocument>(r.collection, [r.id])).get(r.id) ?? null;
+          const doc = (await this.load(r.collection, [r.id], written)).get(r.id) ?? null;
           docs.set(key, doc);
           if (doc) existed.add(key);
         }
@@ -150,7 +189,8 @@ export class ProjectionRunner implements ProjectorHandle {
       for (const [key, next] of projection.evolve(view, event)) {
         if (!view.has(key))
           throw new Error(`projection ${projection.name} wrote ${key}, which the event does not touch`);
-        docs.set(key, next ? { ...next, _position: event.position } : null);
+        if (next) (next as PositionedDocument)._position = event.position;
+        docs.set(key, next as PositionedDocument | null);
         changed.add(key);
       }
     }

@@ -112,6 +112,58 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     expect((await store.readAll()).map((e) => e.type)).to.deep.equal(['A0', 'A1', 'A2', 'C0']);
   });
 
+  it('readAllOfTypes: the page readAll would return, only the types asked for, with its length and last position', async function () {
+    const store = open();
+    const types = ['Keep', 'Skip', 'Skip', 'Keep', 'Skip', 'Other', 'Skip'];
+    for (const [i, type] of types.entries())
+      await store.appendToStream(`s-${i % 2}`, [{ type, data: { i, text: 'ü"\\' } }]);
+    const all = await store.readAll();
+    for (const [after, maxCount] of [
+      [0, 3],
+      [1, 3],
+      [3, 100],
+      [5, 2],
+      [0, 7],
+    ] as const) {
+      const page = await store.readAllOfTypes({ after, maxCount, types: ['Keep', 'Other'] });
+      const expected = all.filter((e) => e.position > after).slice(0, maxCount);
+      expect(page, `after ${after}, ${maxCount}`).to.deep.equal({
+        events: expected.filter((e) => e.type === 'Keep' || e.type === 'Other'),
+        scanned: expected.length,
+        lastPosition: expected.at(-1)!.position,
+      });
+    }
+    // a page of no wanted type still spans its events
+    expect(await store.readAllOfTypes({ after: 4, maxCount: 1, types: ['Keep'] })).to.deep.equal({
+      events: [],
+      scanned: 1,
+      lastPosition: 5,
+    });
+    expect(await store.readAllOfTypes({ after: 7, maxCount: 10, types: ['Keep'] })).to.deep.equal({
+      events: [],
+      scanned: 0,
+      lastPosition: 7,
+    });
+  });
+
+  it('readAllOfTypes with an upcaster filters on the upcast type', async function () {
+    const writer = open();
+    await writer.appendToStream('s', [
+      { type: 'OldName', data: { n: 1 } },
+      { type: 'Skip', data: {} },
+      { type: 'NewName', data: { n: 2 } },
+    ]);
+    const reader = open({
+      upcast: (e) => (e.type === 'OldName' ? { ...e, type: 'NewName', data: { ...e.data, upcast: true } } : e),
+    });
+    const page = await reader.readAllOfTypes({ after: 0, maxCount: 10, types: ['NewName'] });
+    expect(page.events.map((e) => [e.type, e.data])).to.deep.equal([
+      ['NewName', { n: 1, upcast: true }],
+      ['NewName', { n: 2 }],
+    ]);
+    expect(page).to.include({ scanned: 3, lastPosition: 3 });
+  });
+
   it('a duplicate event id rejects only its own append', async function () {
     const store = open();
     const id = '0b7c3a58-6d0b-4a53-9a3f-3f1f3c9b0a11';

@@ -61,4 +61,33 @@ describe('SqliteReadStore.bulkWrites', () => {
     expect(pragma('cache_size')).to.not.equal(-65_536);
     expect((await store.find('things')).map((d) => d.id)).to.deep.equal(['kept']);
   });
+
+  it('builds the declared indexes of the collections empty at its start once the work is done, and keeps the others', async () => {
+    const indexes = () =>
+      (store as unknown as { db: Database.Database }).db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+        .pluck()
+        .all() as string[];
+    await store.ensureIndex('things', ['n']);
+    await store.ensureIndex('kept', ['n']);
+    await store.writeBatch({ upserts: [{ collection: 'kept', doc: { id: 'k', n: 1 } }] });
+    const before = indexes();
+    expect(before).to.deep.equal(['ix_rm_kept(n)', 'ix_rm_things(n)']);
+    const during = await store.bulkWrites(async () => {
+      await store.writeBatch({
+        upserts: Array.from({ length: 50 }, (_, i) => ({ collection: 'things', doc: { id: `t${i}`, n: i } })),
+      });
+      return indexes();
+    });
+    expect(during).to.deep.equal(['ix_rm_kept(n)']);
+    expect(indexes()).to.deep.equal(before);
+    expect(store.explainFind('things', { n: 7 }).join(' ')).to.include('ix_rm_things(n)');
+    expect((await store.find('things', { n: 7 })).map((d) => d.id)).to.deep.equal(['t7']);
+
+    // also when the work fails
+    await store.reset(['things'], 'none');
+    const failed = await store.bulkWrites(async () => Promise.reject(new Error('boom'))).catch((e: Error) => e);
+    expect(String(failed)).to.include('boom');
+    expect(indexes()).to.deep.equal(before);
+  });
 });

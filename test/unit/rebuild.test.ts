@@ -342,4 +342,48 @@ describe('rebuildReadModels', () => {
       ['va_3', 300, 'applied'],
     ]);
   });
+
+  it('looks up only documents written in an earlier page, and finds each of them', async () => {
+    const lookups: Array<{ collection: string; ids: string[]; found: string[] }> = [];
+    const getMany = fx.reads.getMany.bind(fx.reads);
+    fx.reads.getMany = async <T extends Document>(collection: string, ids: string[]) => {
+      const found = await getMany<T>(collection, ids);
+      lookups.push({ collection, ids: [...ids].sort(), found: [...found.keys()].sort() });
+      return found;
+    };
+    // pages of 2: [claimA, createA] [createB, apply1] [apply2, apply3] [rollback1, deactivateB]
+    await rebuildReadModels(fx.events, fx.reads, coreProjections, CORE_CHECKPOINT, undefined, 2);
+
+    for (const { collection, ids, found } of lookups) expect(found, `${collection} ${ids}`).to.deep.equal(ids);
+    expect(lookups.map(({ collection, ids }) => `${collection} ${ids}`).sort()).to.deep.equal([
+      'applications va_1', // rollback1: applied in the second page
+      'voucher_usage v_A', // apply2: v_A's usage written by apply1 in the second page
+      'voucher_usage v_A', // rollback1
+      'vouchers v_B', // deactivateB: created in the second page
+    ]);
+    const rebuilt = await snapshot(fx.reads);
+    await rebuildReadModels(fx.events, fx.reads, coreProjections, CORE_CHECKPOINT);
+    expect(rebuilt).to.deep.equal(await snapshot(fx.reads));
+  });
+
+  it('a log ending with events no projection handles: every event counted, the checkpoint at the last', async () => {
+    const { position: head } = await fx.events.appendToStream(codeStream('LATE'), [
+      { type: 'VoucherCodeClaimed', data: { code: 'LATE', voucherId: 'v_L', claimedAt: T3 } },
+    ]);
+    for (const pageSize of [1, 3, 100]) {
+      const calls: Array<[number, number]> = [];
+      const result = await rebuildReadModels(
+        fx.events,
+        fx.reads,
+        coreProjections,
+        CORE_CHECKPOINT,
+        (d, t) => calls.push([d, t]),
+        pageSize,
+      );
+      expect(result, `pages of ${pageSize}`).to.deep.equal({ events: 9, position: head });
+      expect(calls.at(-1)).to.deep.equal([head, head]);
+      expect(await fx.reads.getCheckpoint(CORE_CHECKPOINT)).to.equal(head);
+      expect(await fx.reads.count('applications')).to.equal(3);
+    }
+  });
 });

@@ -1,6 +1,7 @@
 /**
  * A replay (rebuildGroups, the core of `npm run replay`: every group in one pass over the log, in
- * pages, in the stores' bulk-write mode) gives exactly the read models of every group that the
+ * pages, in the stores' bulk-write mode; from a plain log and from a SQLite event store, which
+ * decodes only the event types the projections handle) gives exactly the read models of every group that the
  * live projector gives when it folds the same log commit by commit, on SQLite read stores.
  * The log exercises every event type every projection handles, with enough applications on the
  * same vouchers, customers and orders that pages split their histories.
@@ -16,9 +17,13 @@ import { ProjectionRunner } from '../../src/core/projectionRunner.ts';
 import type { Document } from '../../src/core/readStore.ts';
 import { PROJECTION_GROUPS } from '../../src/projections/index.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
+import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { realisticHistory, recorded, voucherApplicationRolledBack, voucherApplied } from '../fixtures/events.ts';
 
-/** realisticHistory, then applications (some rolled back) spread over its two vouchers, customers and days. */
+/**
+ * realisticHistory, then applications (some rolled back) spread over its two vouchers, customers
+ * and days, among events no projection handles (and ending with two of them).
+ */
 const history = (): RecordedEvent[] => {
   const log = realisticHistory();
   const extra: Array<{ type: string; data: object }> = [];
@@ -29,6 +34,8 @@ const history = (): RecordedEvent[] => {
     extra.push(
       voucherApplied({ ...voucher, applicationId: `va_x${i}`, orderId: `ord_x${i % 40}`, ...customer, appliedAt }),
     );
+    // the order's own record of the application: no projection handles it
+    if (i % 5 === 0) extra.push({ type: 'OrderVoucherConfirmed', data: { orderId: `ord_x${i % 40}`, code: 'X' } });
     if (i % 7 === 6)
       extra.push(
         voucherApplicationRolledBack({
@@ -41,6 +48,8 @@ const history = (): RecordedEvent[] => {
         }),
       );
   }
+  // the log ends with events no projection handles
+  extra.push(...[0, 1].map((n) => ({ type: 'OrderVoucherConfirmed', data: { orderId: `ord_end${n}`, code: 'X' } })));
   return [
     ...log,
     ...extra.map((event, i) => recorded(event, log.length + 1 + i, { recordedAt: '2026-01-20T00:00:00Z' })),
@@ -95,7 +104,19 @@ describe('replay gives the read models of the live projector', () => {
     }
   };
 
-  const replay = async (name: string, pageSize?: number): Promise<Snapshot> => {
+  /** The log in a SqliteEventStore, which decodes only the types the projections handle. */
+  const storedLog = async (): Promise<SqliteEventStore> => {
+    const store = SqliteEventStore.open(path.join(dir, 'events.db'));
+    for (const event of events) {
+      const { position } = await store.appendToStream(event.streamId, [
+        { type: event.type, data: event.data, metadata: event.metadata },
+      ]);
+      expect(position).to.equal(event.position);
+    }
+    return store;
+  };
+
+  const replay = async (name: string, pageSize?: number, log: EventLog = eventLog(events)): Promise<Snapshot> => {
     const stores = open(name);
     try {
       // A stale document in every collection: the replay must remove it.
@@ -105,7 +126,7 @@ describe('replay gives the read models of the live projector', () => {
           checkpoint: { name: group.checkpoint, position: 3 },
         });
       await rebuildGroups(
-        eventLog(events),
+        log,
         PROJECTION_GROUPS.map((g) => ({
           reads: stores[g.name]!,
           projections: g.projections,
@@ -142,5 +163,13 @@ describe('replay gives the read models of the live projector', () => {
     }
     expect(await replay('one-page')).to.deep.equal(expected);
     expect(await replay('pages-of-7', 7)).to.deep.equal(expected);
+    const stored = await storedLog();
+    try {
+      expect(stored.readAllOfTypes).to.be.a('function');
+      expect(await replay('stored-one-page', undefined, stored)).to.deep.equal(expected);
+      expect(await replay('stored-pages-of-7', 7, stored)).to.deep.equal(expected);
+    } finally {
+      await stored.close();
+    }
   });
 });

@@ -12,12 +12,14 @@ import type {
   EventStore,
   ExpectedRevision,
   NewEvent,
+  ReadAllOfTypesOptions,
   ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
   StreamAppend,
   SubscribeOptions,
   Subscription,
+  TypedPage,
   Upcaster,
 } from '../../core/eventStore.ts';
 import { GroupCommitter, type CommittedEvents, type FlushInfo } from './sqliteGroupCommit.ts';
@@ -65,6 +67,7 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
   private readonly statements: Statements;
   private readonly committer: GroupCommitter;
   private readonly subscriptions = new Set<SqliteSubscription<E>>();
+  private readonly upcasts: boolean;
   private readonly pollIntervalMs: number;
   /** No new subscriptions once close() started; no appends/reads once it has flushed. */
   private closing: Promise<void> | undefined;
@@ -87,6 +90,7 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
     const upcast = options.upcast;
     // Without an upcaster the stored JSON is taken as the current event: the write side wrote it.
     this.decode = upcast ? (row) => upcast(rowToEvent(row)) : (row) => rowToEvent(row) as RecordedEvent<E>;
+    this.upcasts = upcast !== undefined;
     this.pollIntervalMs = options.pollIntervalMs ?? 200;
     this.statements = prepareStatements(db);
     this.committer = new GroupCommitter(db, this.statements, (info, committed) => {
@@ -151,6 +155,31 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent<E>[]> {
     this.assertOpen();
     return this.readAfter(options.after ?? 0, limit(options.maxCount));
+  }
+
+  /**
+   * The other events of the page stay in SQLite: neither copied out nor parsed. With an upcaster
+   * (which may rename a stored type) every event of the page is decoded, then filtered.
+   */
+  async readAllOfTypes(options: ReadAllOfTypesOptions): Promise<TypedPage<E>> {
+    this.assertOpen();
+    const after = options.after ?? 0;
+    const maxCount = limit(options.maxCount);
+    if (this.upcasts) {
+      const page = this.readAfter(after, maxCount);
+      const types = new Set(options.types);
+      return {
+        events: page.filter((e) => types.has(e.type)),
+        scanned: page.length,
+        lastPosition: page.at(-1)?.position ?? after,
+      };
+    }
+    return this.db.transaction(() => {
+      const { scanned, last } = this.statements.readAllWindow.get(after, maxCount)!;
+      if (scanned === 0 || last === null) return { events: [], scanned: 0, lastPosition: after };
+      const rows = this.statements.readAllOfTypes.all(after, last, JSON.stringify(options.types));
+      return { events: rows.map(this.decode), scanned, lastPosition: last };
+    })();
   }
 
   /**

@@ -95,10 +95,27 @@ export function prepareStatements(db: Database.Database) {
   const readAll = db.prepare<[number, number], EventRow>(
     'SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?',
   );
+  // a page of readAll: how many events it spans and the position of its last
+  const readAllWindow = db.prepare<[number, number], { scanned: number; last: number | null }>(
+    'SELECT COUNT(*) AS scanned, MAX(position) AS last FROM (SELECT position FROM events WHERE position > ? ORDER BY position LIMIT ?)',
+  );
+  // the events of a page (after, through] of the types listed (a JSON array)
+  const readAllOfTypes = db.prepare<[number, number, string], EventRow>(
+    'SELECT * FROM events WHERE position > ? AND position <= ? AND type IN (SELECT value FROM json_each(?)) ORDER BY position',
+  );
   // data_version changes only when another connection commits to the file
   const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
   const headPosition = db.prepare<[], { head: number }>('SELECT COALESCE(MAX(position), 0) AS head FROM events');
-  return { insertEvent, streamRevision, readStream, readAll, headPosition, dataVersion };
+  return {
+    insertEvent,
+    streamRevision,
+    readStream,
+    readAll,
+    readAllWindow,
+    readAllOfTypes,
+    headPosition,
+    dataVersion,
+  };
 }
 
 export type Statements = ReturnType<typeof prepareStatements>;

@@ -194,23 +194,49 @@ export class SqliteReadStore implements ReadStore {
   }
 
   /**
-   * A rebuild's writes without an fsync per WAL checkpoint (`synchronous = OFF`) and with a
-   * 64 MB page cache; afterwards `synchronous = NORMAL` again and a checkpoint that copies the WAL
-   * into the database file and syncs it. A crash of the process meanwhile loses nothing committed;
-   * a power loss during the rebuild may leave the file unusable, and a read model file can always
-   * be deleted and rebuilt from the event log.
+   * A rebuild's writes without an fsync per WAL checkpoint (`synchronous = OFF`), with a 64 MB
+   * page cache, and without the declared indexes of the collections that are empty when it starts
+   * (the ones the rebuild emptied): they are built again once the work is done (or has failed),
+   * from sorted entries instead of one random insert per document. Afterwards `synchronous =
+   * NORMAL` again and a checkpoint that copies the WAL into the database file and syncs it. A crash
+   * of the process meanwhile loses nothing committed (and leaves those indexes to the projector,
+   * which declares them when it starts); a power loss during the rebuild may leave the file
+   * unusable, and a read model file can always be deleted and rebuilt from the event log.
    */
   async bulkWrites<T>(work: () => Promise<T>): Promise<T> {
     const cacheSize = this.db.pragma('cache_size', { simple: true }) as number;
     this.db.pragma('synchronous = OFF');
     this.db.pragma(`cache_size = ${BULK_CACHE_SIZE}`);
+    const deferred = this.dropIndexesOfEmptyCollections();
     try {
       return await work();
     } finally {
-      this.db.pragma('synchronous = NORMAL');
-      this.db.pragma(`cache_size = ${cacheSize}`);
-      this.db.pragma('wal_checkpoint(TRUNCATE)');
+      try {
+        for (const { sql } of deferred) this.db.exec(sql.replace(/^CREATE INDEX /i, 'CREATE INDEX IF NOT EXISTS '));
+      } finally {
+        this.db.pragma('synchronous = NORMAL');
+        this.db.pragma(`cache_size = ${cacheSize}`);
+        this.db.pragma('wal_checkpoint(TRUNCATE)');
+      }
     }
+  }
+
+  /** Drops the declared indexes of the empty collections; returns their definitions. */
+  private dropIndexesOfEmptyCollections(): Array<{ name: string; sql: string }> {
+    const indexes = this.db
+      .prepare(
+        "SELECT name, tbl_name AS tableName, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name LIKE 'rm\\_%' ESCAPE '\\'",
+      )
+      .all() as Array<{ name: string; tableName: string; sql: string }>;
+    const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+    const empty = new Set<string>();
+    for (const table of new Set(indexes.map((index) => index.tableName)))
+      if (this.db.prepare(`SELECT 1 FROM ${quote(table)} LIMIT 1`).get() === undefined) empty.add(table);
+    const dropped = indexes.filter((index) => empty.has(index.tableName));
+    this.db.transaction(() => {
+      for (const { name } of dropped) this.db.exec(`DROP INDEX ${quote(name)}`);
+    })();
+    return dropped;
   }
 
   async close(): Promise<void> {
