@@ -22,8 +22,12 @@ export const WAL_CHECKPOINT_PAGES = 10_000;
  */
 export const WAL_RESTART_FRAMES = 2 * WAL_CHECKPOINT_PAGES;
 
-/** The longest a RESTART checkpoint holds commits back (or waits for them) before it gives up until the next check. */
-export const WAL_RESTART_WAIT_MS = 50;
+/**
+ * The longest a RESTART checkpoint waits for the writer's lock and for readers still on the WAL
+ * before it gives up until the next check. Once it holds the writer's lock, commits wait for it:
+ * for the copy of what the PASSIVE checkpoint left and for those readers (milliseconds here).
+ */
+export const WAL_RESTART_WAIT_MS = 250;
 
 /** How often the checkpointer looks at each watched file's WAL (a read of 100 bytes of its -shm file). */
 export const WAL_CHECK_INTERVAL_MS = 100;
