@@ -37,7 +37,9 @@ export const commandKeys = (command: VoucherCommand, state: VoucherState): strin
     }
     case 'RollbackApplication': {
       const application = state?.applications.get(command.data.applicationId);
-      return application ? applicationKeys(application) : [applicationKey(command.data.applicationId)];
+      return application
+        ? applicationKeys(application.id, application.orderId, application.customerId)
+        : [applicationKey(command.data.applicationId)];
     }
     case 'VoidReservation':
       return [applicationKey(command.data.applicationId)];
@@ -47,17 +49,16 @@ export const commandKeys = (command: VoucherCommand, state: VoucherState): strin
 };
 
 /** The keys of an application: its own, its order's and its customer's. */
-const applicationKeys = (a: { applicationId?: string; id?: string; orderId: string; customerId?: string }) => {
-  const keys = [applicationKey((a.applicationId ?? a.id)!), orderKey(a.orderId)];
-  if (a.customerId !== undefined) keys.push(customerKey(a.customerId));
-  return keys;
-};
+const applicationKeys = (applicationId: string, orderId: string, customerId: string | undefined): string[] =>
+  customerId === undefined
+    ? [applicationKey(applicationId), orderKey(orderId)]
+    : [applicationKey(applicationId), orderKey(orderId), customerKey(customerId)];
 
 const eventKeys = (event: VoucherStreamEvent): readonly string[] => {
   switch (event.type) {
     case 'VoucherApplied':
     case 'VoucherApplicationRolledBack':
-      return applicationKeys(event.data);
+      return applicationKeys(event.data.applicationId, event.data.orderId, event.data.customerId);
     case 'VoucherReservationVoided':
       return [applicationKey(event.data.applicationId)];
     default:

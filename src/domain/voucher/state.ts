@@ -113,19 +113,7 @@ export const evolve = (state: VoucherState, event: VoucherStreamEvent): VoucherS
     case 'VoucherApplied': {
       if (!state) return state;
       const d = event.data;
-      const application: Application = {
-        id: d.applicationId,
-        orderId: d.orderId,
-        customerId: d.customerId,
-        discountAmount: d.discountAmount,
-        finalAmount: d.finalAmount,
-        orderValue: d.orderValue,
-        currency: d.currency,
-        appliedAt: d.appliedAt,
-        orderFingerprint: d.orderFingerprint,
-        customerFingerprint: d.customerFingerprint,
-        status: 'applied',
-      };
+      const application = applicationOf(event, state);
       return {
         ...state,
         usageCount: state.usageCount + 1,
@@ -199,34 +187,21 @@ export const applicationOf = (
   voucher: Pick<Voucher, 'currency'>,
 ): Application => {
   const d = event.data;
-  if (event.type === 'VoucherApplied') {
-    return {
-      id: d.applicationId,
-      orderId: d.orderId,
-      customerId: d.customerId,
-      discountAmount: d.discountAmount,
-      finalAmount: d.finalAmount,
-      orderValue: d.orderValue,
-      currency: event.data.currency,
-      appliedAt: d.appliedAt,
-      orderFingerprint: event.data.orderFingerprint,
-      customerFingerprint: event.data.customerFingerprint,
-      status: 'applied',
-    };
-  }
-  return {
+  const recorded = {
     id: d.applicationId,
     orderId: d.orderId,
     customerId: d.customerId,
     discountAmount: d.discountAmount,
     finalAmount: d.finalAmount,
     orderValue: d.orderValue,
-    currency: event.data.currency !== undefined ? event.data.currency : (voucher.currency ?? null),
     appliedAt: d.appliedAt,
-    orderFingerprint: '',
-    customerFingerprint: '',
-    status: 'rolled_back',
   };
+  if (event.type === 'VoucherApplied') {
+    const { currency, orderFingerprint, customerFingerprint } = event.data;
+    return { ...recorded, currency, orderFingerprint, customerFingerprint, status: 'applied' };
+  }
+  const currency = event.data.currency !== undefined ? event.data.currency : (voucher.currency ?? null);
+  return { ...recorded, currency, orderFingerprint: '', customerFingerprint: '', status: 'rolled_back' };
 };
 
 /** The status a reader sees: an active voucher whose `valid_until` has passed reads `expired` at once. */

@@ -1,6 +1,6 @@
 import type { SnapshotStore, StoredEntry } from '../../core/snapshotStore.ts';
 
-/** Snapshots in this process's memory (tests, and a service that keeps none across restarts). */
+/** Snapshots in this process's memory: for tests of the handler and the contract suite. */
 export class MemorySnapshotStore implements SnapshotStore {
   private readonly cores = new Map<string, { revision: number; core: string }>();
   private readonly stored = new Map<string, Map<string, { value: string; revision: number }>>();
