@@ -73,6 +73,21 @@ const randomCommand = (next: () => number, voucherId: string, step: number): Vou
   return { type: 'VoidReservation', data: { voucherId, applicationId: `va${pick(step + 5)}`, orderId }, metadata };
 };
 
+/** An apply of voucher v1 to an order, by a customer when one is named. */
+const applyV1 = (orderId: string, applicationId: string, customerId?: string): VoucherCommand => ({
+  type: 'ApplyVoucher',
+  data: {
+    voucherId: 'v1',
+    applicationId,
+    orderId,
+    order: { value: 10_000, currency: 'EUR' },
+    ...(customerId !== undefined ? { customer: { id: customerId } } : {}),
+    orderFingerprint: 'of',
+    customerFingerprint: customerId === undefined ? 'cf' : `cf-${customerId}`,
+  },
+  metadata,
+});
+
 /** What a command answered: its events' types and the usage count, or its error code. */
 const run = async (handler: Handler, command: VoucherCommand): Promise<unknown> => {
   try {
@@ -200,19 +215,7 @@ describe('voucher snapshots in the command handler', function () {
     for (const target of [h, wholeHandler]) {
       await run(target, plain('v1'));
       for (let i = 0; i < 1_000; i += 1) {
-        await run(target, {
-          type: 'ApplyVoucher',
-          data: {
-            voucherId: 'v1',
-            applicationId: `va${i}`,
-            orderId: `o${i}`,
-            order: { value: 10_000, currency: 'EUR' },
-            customer: { id: `k${i}` },
-            orderFingerprint: 'of',
-            customerFingerprint: `cf${i}`,
-          },
-          metadata,
-        });
+        await run(target, applyV1(`o${i}`, `va${i}`, `k${i}`));
       }
     }
     const held = (state: VoucherState) => ({
@@ -246,20 +249,7 @@ describe('voucher snapshots in the command handler', function () {
     const save = sinon.stub(snapshotStore, 'save').rejects(new Error('disk full'));
     const answers = [];
     for (let i = 0; i < 5; i += 1) {
-      answers.push(
-        await run(h, {
-          type: 'ApplyVoucher',
-          data: {
-            voucherId: 'v1',
-            applicationId: `va${i}`,
-            orderId: `o${i}`,
-            order: { value: 10_000, currency: 'EUR' },
-            orderFingerprint: 'of',
-            customerFingerprint: 'cf',
-          },
-          metadata,
-        }),
-      );
+      answers.push(await run(h, applyV1(`o${i}`, `va${i}`)));
     }
     expect(answers.map((a) => (a as { uses: number }).uses)).to.deep.equal([1, 2, 3, 4, 5]);
     expect(errors.length).to.be.greaterThan(0);
@@ -277,18 +267,7 @@ describe('voucher snapshots in the command handler', function () {
     const snapshotStore = new MemorySnapshotStore();
     const h = handler(eventStore('events'), { store: snapshotStore, every: 1 });
     await run(h, plain('v1'));
-    const apply = (orderId: string): VoucherCommand => ({
-      type: 'ApplyVoucher',
-      data: {
-        voucherId: 'v1',
-        applicationId: `va-${orderId}`,
-        orderId,
-        order: { value: 10_000, currency: 'EUR' },
-        orderFingerprint: 'of',
-        customerFingerprint: 'cf',
-      },
-      metadata,
-    });
+    const apply = (orderId: string): VoucherCommand => applyV1(orderId, `va-${orderId}`);
     await run(h, apply('o1')); // the voucher is now loaded from its snapshot, keys on demand
     // the same order again without naming its keys: the state does not know o1 is applied
     const failure = await h
