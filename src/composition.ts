@@ -26,6 +26,7 @@ import { SqliteEventStore, type SqliteEventStoreOptions } from './infrastructure
 import { DEFAULT_SNAPSHOT_EVERY, type SnapshotStore } from './core/snapshotStore.ts';
 import { SqliteKvStore } from './infrastructure/kvStore/sqliteKvStore.ts';
 import { SqliteSnapshotStore } from './infrastructure/snapshots/sqliteSnapshotStore.ts';
+import { checkpointer } from './infrastructure/sqliteWal.ts';
 import { voucherSnapshots } from './domain/voucher/snapshot.ts';
 import type { ProjectorHandle } from './core/projectionRunner.ts';
 import { ProjectorThread } from './infrastructure/projector/projectorThread.ts';
@@ -845,6 +846,7 @@ export const openEmbedded = async (options: EmbeddedOptions & { apiKeys?: string
       await closeEnvironment(production);
       await account.events.close();
       await account.kv.close();
+      await checkpointer.settled(); // the files' last connections closed: nothing changes them after
     },
   };
 };

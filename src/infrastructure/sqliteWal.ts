@@ -137,6 +137,8 @@ parentPort.on('message', ({ type, file }) => {
     const watched = files.get(file);
     files.delete(file);
     try { if (watched?.shm !== undefined) fs.closeSync(watched.shm); watched?.db.close(); } catch { /* its directory was removed */ }
+  } else if (type === 'sync') {
+    parentPort.postMessage({ type: 'synced' });
   } else if (type === 'checkpoint') {
     for (const watched of files.values()) {
       try { passive(watched); } catch { /* busy or gone */ }
@@ -178,14 +180,28 @@ class Checkpointer {
 
   /** Runs one checkpoint of every watched file now; resolves when it is done (tests, diagnostics). */
   checkpointNow(): Promise<void> {
+    return this.ask('checkpoint');
+  }
+
+  /**
+   * Resolves once the thread has handled everything posted before: the connections of files no
+   * longer watched are closed, and the last of them has copied its file's WAL and removed it. A
+   * service awaits it after closing its stores, so that its files no longer change once it stopped.
+   */
+  settled(): Promise<void> {
+    return this.worker ? this.ask('sync') : Promise.resolve();
+  }
+
+  /** Posts a message the thread answers, and resolves on its answer (answers come in order). */
+  private ask(type: 'checkpoint' | 'sync'): Promise<void> {
     return new Promise((resolve) => {
       this.waiting.push(resolve);
-      this.post({ type: 'checkpoint' });
-      this.worker?.ref(); // awaited: keeps the process alive until it is done
+      this.post({ type });
+      this.worker?.ref(); // awaited: keeps the process alive until it is answered
     });
   }
 
-  private post(message: { type: 'watch' | 'unwatch' | 'checkpoint'; file?: string }): void {
+  private post(message: { type: 'watch' | 'unwatch' | 'checkpoint' | 'sync'; file?: string }): void {
     this.start().postMessage(message);
   }
 
