@@ -81,6 +81,18 @@ interface CacheEntry<S> {
 }
 
 /**
+ * A cache entry as one object literal with every field, so that all entries share one V8 hidden
+ * class: a spread copy (`{ ...entry, state }`) gets a hidden class of its own, about 400 bytes more
+ * for each of the streams the cache holds (decision 064).
+ */
+const cacheEntry = <S>(
+  state: S,
+  revision: number,
+  token: number | undefined,
+  snap: SnapshotProgress | undefined,
+): CacheEntry<S> => ({ state, revision, token, snap });
+
+/**
  * Where a cached state stands against its snapshot: `base`, the revision of the snapshot it was
  * loaded from (-1: folded from the stream's start); `loaded`, the keys its partial state holds
  * (undefined: folded from the start, every key is there); `dirty`, the keys events changed since
@@ -261,7 +273,7 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
       // A stream written new (expected: no stream): these events are its whole history.
       let state = this.decider.initialState();
       for (const event of events) state = this.decider.evolve(state, event);
-      const entry: CacheEntry<S> = { state, revision: nextRevision, token: this.store.externalChangeToken?.() };
+      const entry = cacheEntry(state, nextRevision, this.store.externalChangeToken?.(), undefined);
       if (this.snapshots) entry.snap = { base: -1, dirty: new Set() };
       this.touched(entry, events);
       this.remember(streamId, entry);
@@ -310,7 +322,10 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
       try {
         const { state, settled, events, also } = this.decideAll(entry, batch);
         if (events.length === 0) {
-          this.remember(streamId, entry.state === state ? entry : { ...entry, state });
+          this.remember(
+            streamId,
+            entry.state === state ? entry : cacheEntry(state, entry.revision, entry.token, entry.snap),
+          );
           settle(settled, 0, []);
           return;
         }
@@ -323,7 +338,7 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
               : await this.store.appendToStreams([own, ...also.map((a) => a.append)]);
           // A foreign write between the load and now changed the token: the next load then reads.
           this.touched(entry, events);
-          this.remember(streamId, { ...entry, state, revision: appended!.nextExpectedRevision });
+          this.remember(streamId, cacheEntry(state, appended!.nextExpectedRevision, entry.token, entry.snap));
           settle(settled, appended!.position, others);
           return;
         } catch (error) {
@@ -425,7 +440,7 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
       values.push([key, stored.value]);
     }
     for (const key of keys) snap.loaded!.add(key);
-    return { ...entry, state: codec.withEntries(entry.state, values) };
+    return cacheEntry(codec.withEntries(entry.state, values), entry.revision, entry.token, entry.snap);
   }
 
   private async load(streamId: string): Promise<CacheEntry<S>> {
@@ -450,25 +465,26 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
       throw error;
     }
     this.touched(entry, recorded);
-    return { ...entry, state, revision, token };
+    return cacheEntry(state, revision, token, entry.snap);
   }
 
   /** A stream not cached: from its snapshot when there is one, else from its start. */
   private async start(streamId: string): Promise<CacheEntry<S>> {
-    const empty: CacheEntry<S> = { state: this.decider.initialState(), revision: -1 };
-    if (!this.snapshots) return empty;
+    if (!this.snapshots) return cacheEntry(this.decider.initialState(), -1, undefined, undefined);
     let snapshot: { revision: number; core: unknown } | undefined;
     try {
       snapshot = await this.snapshots.store.load(streamId);
     } catch (error) {
       this.onSnapshotError(error, streamId); // folded from the start instead
     }
-    if (!snapshot) return { ...empty, snap: { base: -1, dirty: new Set() } };
-    return {
-      state: this.snapshots.codec.fromCore(snapshot.core),
-      revision: snapshot.revision,
-      snap: { base: snapshot.revision, loaded: new Set(), dirty: new Set() },
-    };
+    if (!snapshot) {
+      return cacheEntry(this.decider.initialState(), -1, undefined, { base: -1, loaded: undefined, dirty: new Set() });
+    }
+    return cacheEntry(this.snapshots.codec.fromCore(snapshot.core), snapshot.revision, undefined, {
+      base: snapshot.revision,
+      loaded: new Set(),
+      dirty: new Set(),
+    });
   }
 
   /** Records the keys these folded events changed, for the next snapshot. */
@@ -507,11 +523,14 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
         this.cache.delete(streamId); // another process wrote one: load from it
         return;
       }
-      this.remember(streamId, {
-        ...entry,
-        state: codec.withoutEntries(state),
-        snap: { base: revision, loaded: new Set(), dirty: new Set() },
-      });
+      this.remember(
+        streamId,
+        cacheEntry(codec.withoutEntries(state), entry.revision, entry.token, {
+          base: revision,
+          loaded: new Set(),
+          dirty: new Set(),
+        }),
+      );
     } catch (error) {
       this.onSnapshotError(error, streamId);
       this.cache.delete(streamId);

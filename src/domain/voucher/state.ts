@@ -137,7 +137,7 @@ export const evolve = (state: VoucherState, event: VoucherStreamEvent): VoucherS
       return {
         ...state,
         usageCount: Math.max(0, state.usageCount - 1),
-        applications: state.applications.set(d.applicationId, { ...application, status: 'rolled_back' }),
+        applications: state.applications.set(d.applicationId, rolledBack(application)),
         liveByOrder:
           state.liveByOrder.get(d.orderId) === d.applicationId
             ? state.liveByOrder.delete(d.orderId)
@@ -187,22 +187,40 @@ export const applicationOf = (
   voucher: Pick<Voucher, 'currency'>,
 ): Application => {
   const d = event.data;
-  const recorded = {
+  const applied = event.type === 'VoucherApplied';
+  const currency = applied || d.currency !== undefined ? d.currency! : (voucher.currency ?? null);
+  // One object literal with every field: every application shares one V8 hidden class. A spread
+  // copy (`{ ...recorded, status }`) gets a hidden class of its own, about 400 bytes more for each
+  // application a voucher holds (decision 064).
+  return {
     id: d.applicationId,
     orderId: d.orderId,
     customerId: d.customerId,
     discountAmount: d.discountAmount,
     finalAmount: d.finalAmount,
     orderValue: d.orderValue,
+    currency,
     appliedAt: d.appliedAt,
+    orderFingerprint: event.type === 'VoucherApplied' ? event.data.orderFingerprint : '',
+    customerFingerprint: event.type === 'VoucherApplied' ? event.data.customerFingerprint : '',
+    status: applied ? 'applied' : 'rolled_back',
   };
-  if (event.type === 'VoucherApplied') {
-    const { currency, orderFingerprint, customerFingerprint } = event.data;
-    return { ...recorded, currency, orderFingerprint, customerFingerprint, status: 'applied' };
-  }
-  const currency = event.data.currency !== undefined ? event.data.currency : (voucher.currency ?? null);
-  return { ...recorded, currency, orderFingerprint: '', customerFingerprint: '', status: 'rolled_back' };
 };
+
+/** The application rolled back: a copy built field by field (see applicationOf). */
+const rolledBack = (a: Application): Application => ({
+  id: a.id,
+  orderId: a.orderId,
+  customerId: a.customerId,
+  discountAmount: a.discountAmount,
+  finalAmount: a.finalAmount,
+  orderValue: a.orderValue,
+  currency: a.currency,
+  appliedAt: a.appliedAt,
+  orderFingerprint: a.orderFingerprint,
+  customerFingerprint: a.customerFingerprint,
+  status: 'rolled_back',
+});
 
 /** The status a reader sees: an active voucher whose `valid_until` has passed reads `expired` at once. */
 export const effectiveStatus = (voucher: Pick<Voucher, 'status' | 'conditions'>, now: Date): RecordedStatus => {
