@@ -78,6 +78,12 @@ export interface Config {
   snapshotEvery: number;
   /** WEBHOOK_DELIVERY: `thread` (default) runs each environment's webhook publisher and dispatcher on a worker thread, `inline` on the main thread. */
   webhookDelivery: 'thread' | 'inline';
+  /**
+   * HEAP_GROWING_PERCENT: how far V8 lets the JavaScript heap grow past what the last full garbage
+   * collection left before the next one, in percent (default 30; 0: V8's own choice, up to 300 %).
+   * Decision 064.
+   */
+  heapGrowingPercent: number;
 }
 
 const integer = (raw: string | undefined, fallback: number, name: string): number => {
@@ -194,7 +200,18 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   applyMode: applyModeFrom(env.APPLY_MODE),
   webhookDelivery: threadOrInline(env.WEBHOOK_DELIVERY, 'WEBHOOK_DELIVERY'),
   snapshotEvery: integer(env.SNAPSHOT_EVERY, DEFAULT_SNAPSHOT_EVERY, 'SNAPSHOT_EVERY'),
+  heapGrowingPercent: heapGrowingPercentFrom(env.HEAP_GROWING_PERCENT),
 });
+
+/** The default of HEAP_GROWING_PERCENT (decision 064). */
+export const DEFAULT_HEAP_GROWING_PERCENT = 30;
+
+/** HEAP_GROWING_PERCENT: a whole number from 0 to 1000 (0: V8's own heuristic). */
+const heapGrowingPercentFrom = (raw: string | undefined): number => {
+  const value = integer(raw, DEFAULT_HEAP_GROWING_PERCENT, 'HEAP_GROWING_PERCENT');
+  if (value > 1000) throw new Error(`HEAP_GROWING_PERCENT must be at most 1000, got "${raw}"`);
+  return value;
+};
 
 /**
  * ROLE: one of ROLES (default `all`). Any other role shares the stores with other processes, so

@@ -14,6 +14,7 @@ import { listenBaseUrl } from './http/addresses.ts';
 import { createApp } from './http/createApp.ts';
 import { createHttpServer, warnOnDroppedConnections } from './http/server.ts';
 import { lockDataDir } from './infrastructure/dataDirLock.ts';
+import { limitHeapGrowth } from './infrastructure/heapGrowth.ts';
 import { createLogger } from './logger.ts';
 import type { ApiKeyRegistry } from './application/apiKeys.ts';
 import { AdminAuth } from './application/adminAuth.ts';
@@ -30,6 +31,7 @@ export interface ServiceHooks {
 export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  limitHeapGrowth(config.heapGrowingPercent);
   // One process per DATA_DIR: a second service, or a replay, is refused while this one runs.
   let stopping = false;
   const lock = lockDataDir(config.dataDir, 'voucher service', systemClock);

@@ -2,6 +2,7 @@
  * The bench's children (the ceiling app, the service) and its lifecycle: whatever ends the run
  * (success, a failure, a signal) stops every child and removes the temp data dirs first.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import {
   freePort as freePortOn,
@@ -20,13 +21,18 @@ export const tempDirs: string[] = [];
 
 export const freePort = (): Promise<number> => freePortOn(HOST);
 
-/** `node [nodeFlags] --import tsx <script>` in `cwd`; a failed spawn ends the bench through its cleanup. */
+/**
+ * `node [nodeFlags] --import tsx <script>` in `cwd`, or with `compiled` `node [nodeFlags] <script>`
+ * (a script of `dist/`, as `npm start` runs the service); a failed spawn ends the bench through
+ * its cleanup.
+ */
 export const startChild = (
   name: string,
   cwd: string,
   script: string,
   env: Record<string, string>,
   nodeFlags: string[] = [],
+  compiled = false,
 ): Child =>
   spawnNode([script], {
     name,
@@ -34,9 +40,23 @@ export const startChild = (
     // a service goes through Kafka only where a scenario asks for it (KAFKA_BROKERS in its env)
     env: { KAFKA_BROKERS: '', ...env },
     nodeFlags,
+    tsx: !compiled,
     keepChunks: 200,
     onError: (error) => void abort(new Error(`${name} could not be started: ${error.message}`)),
   });
+
+/**
+ * `npm run build` in a checkout, so that its `dist/` is the JavaScript of its sources (tsc builds
+ * incrementally: seconds when nothing changed); throws with the build's output when it fails.
+ */
+export const buildCheckout = (root: string): void => {
+  const result = spawnSync('npm', ['run', 'build'], { cwd: root, encoding: 'utf8' });
+  if (result.status !== 0) {
+    throw new Error(
+      `npm run build in ${root} failed (${result.status ?? result.signal}):\n${result.stdout}${result.stderr}`,
+    );
+  }
+};
 
 export const waitForHealth = (child: Child, baseUrl: string, timeoutMs = 30_000): Promise<void> =>
   waitForHealthOf(child, baseUrl, { timeoutMs });

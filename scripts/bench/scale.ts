@@ -1,9 +1,11 @@
 /**
- * `npm run bench -- --scale`: how the service behaves as history grows. On one fresh DATA_DIR:
+ * `npm run bench -- --scale`: how the service behaves as history grows. The service and the replay
+ * run as `npm start` and `npm run replay` run them, compiled (`npm run build` first, in each
+ * checkout measured). On one fresh DATA_DIR:
  *
  * 1. `spread`: N applications spread over 1,000 vouchers, then `hot`: N on one voucher, each phase
  *    in ten segments of N/10 applications, with each segment's throughput, p99 and the service's
- *    RSS right after it;
+ *    RSS right after it (with its anonymous and file-backed parts and the main thread's V8 heap);
  * 2. the service stopped, the disk used per file of DATA_DIR (and per application);
  * 3. the service started again on the same DATA_DIR, the first apply on the hot voucher timed
  *    (its whole history is loaded then), with RSS before and after;
@@ -33,7 +35,7 @@ import {
   WARMUP_S,
 } from './cli.ts';
 import { takeBody } from './load.ts';
-import { freePort, startChild, stopChild, tempDirs, waitForHealth, type Child } from './processes.ts';
+import { buildCheckout, freePort, startChild, stopChild, tempDirs, waitForHealth, type Child } from './processes.ts';
 import { API_KEY, HEADERS, HOT_CODE, RUN, SPREAD_POOL, spreadCode, voucherBody } from './scenarios.ts';
 import {
   SCALE_TARGETS,
@@ -82,16 +84,52 @@ const rssOf = (pid: number | undefined): number | null => {
   }
 };
 
+/**
+ * Where a process's memory is, from Linux's /proc: its anonymous resident memory (the V8 heap,
+ * malloc's arenas with SQLite's page caches) and its resident file pages; and the V8 heap in use,
+ * from the service's `GET /metrics`. Undefined parts are left out of the line.
+ */
+const memoryDetail = async (pid: number | undefined, baseUrl: string): Promise<string> => {
+  const parts: string[] = [];
+  try {
+    const rollup = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+    const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB$`, 'm').exec(rollup)?.[1] ?? NaN);
+    const anon = kb('Anonymous');
+    const file = kb('Rss') - anon;
+    if (Number.isFinite(anon))
+      parts.push(`anonymous ${(anon / 1024).toFixed(0)} MB, file ${(file / 1024).toFixed(0)} MB`);
+  } catch {
+    // not Linux, or the process is gone
+  }
+  try {
+    const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
+    const heap = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(metrics)?.[1];
+    const external = /^nodejs_external_memory_bytes (\S+)$/m.exec(metrics)?.[1];
+    if (heap) parts.push(`V8 heap used ${(Number(heap) / 2 ** 20).toFixed(0)} MB`);
+    if (external) parts.push(`external ${(Number(external) / 2 ** 20).toFixed(0)} MB`);
+  } catch {
+    // METRICS=off, or the service is gone
+  }
+  return parts.length > 0 ? ` (${parts.join(', ')})` : '';
+};
+
 const startOn = async (dataDir: string): Promise<{ proc: Child; baseUrl: string }> => {
   const port = await freePort();
-  const proc = startChild('service', SERVICE_ROOT, 'src/main.ts', {
-    PORT: String(port),
-    HOST,
-    DATA_DIR: dataDir,
-    VOUCHER_API_KEYS: API_KEY,
-    LOG_LEVEL: 'warn',
-    RATE_LIMITS,
-  });
+  const proc = startChild(
+    'service',
+    SERVICE_ROOT,
+    'dist/src/main.js',
+    {
+      PORT: String(port),
+      HOST,
+      DATA_DIR: dataDir,
+      VOUCHER_API_KEYS: API_KEY,
+      LOG_LEVEL: 'warn',
+      RATE_LIMITS,
+    },
+    [],
+    true,
+  );
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(proc, baseUrl, 120_000);
   return { proc, baseUrl };
@@ -140,7 +178,7 @@ const runPhase = async (
     runs.push(run);
     const done = runs.reduce((n, r) => n + r.ok2xx, 0);
     log(
-      `  ${id} ${String(done).padStart(9)}: ${(run.requests / seconds).toFixed(0)} req/s, p99 ${run.p99Ms} ms, RSS ${run.rssBytes === null ? '?' : (run.rssBytes / 2 ** 20).toFixed(0)} MB${run.failures > 0 ? `, ${run.failures} failed` : ''}`,
+      `  ${id} ${String(done).padStart(9)}: ${(run.requests / seconds).toFixed(0)} req/s, p99 ${run.p99Ms} ms, RSS ${run.rssBytes === null ? '?' : (run.rssBytes / 2 ** 20).toFixed(0)} MB${await memoryDetail(service.proc.child.pid, service.baseUrl)}${run.failures > 0 ? `, ${run.failures} failed` : ''}`,
     );
   }
   return phaseReport(id, title, runs);
@@ -174,15 +212,19 @@ const firstApplyAfterRestart = async (dataDir: string) => {
 
 const mbOf = (bytes: number | null) => (bytes === null ? null : bytes / 2 ** 20);
 
-/** `scripts/replay.ts` from `root` on `dataDir`: its events per second. */
+/** `npm run replay`'s script (compiled) from `root` on `dataDir`: its events per second. */
 const replay = async (root: string, dataDir: string) => {
-  const proc = startChild('replay', root, 'scripts/replay.ts', { DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
+  const proc = startChild('replay', root, 'dist/scripts/replay.js', { DATA_DIR: dataDir, LOG_LEVEL: 'warn' }, [], true);
   const { code } = await proc.exited;
   if (code !== 0) throw new Error(`replay from ${root} failed (${code}):\n${proc.output()}`);
   return parseReplayOutput(proc.stdout());
 };
 
 export const mainScale = async (): Promise<void> => {
+  for (const root of new Set([SERVICE_ROOT, ...(B_ROOT ? [B_ROOT] : [])])) {
+    log(`npm run build in ${root} ...`);
+    buildCheckout(root);
+  }
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-scale-'));
   if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);
   else tempDirs.push(dataDir);

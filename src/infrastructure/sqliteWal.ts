@@ -238,15 +238,27 @@ class Checkpointer {
 /** The checkpointer of the main thread's connections (see WAL_AUTOCHECKPOINT_PAGES). */
 export const checkpointer = new Checkpointer();
 
+/**
+ * The page cache of each connection, in KiB: 2 MB, SQLite's own default (better-sqlite3 is built
+ * with 16 MB). A process holds about twenty-five connections (each environment's event, read, analytics,
+ * key-value, snapshot and webhook files, from the main thread and from the projector and webhook
+ * threads), and once the files are larger than their caches every cache is full: at 16 MB each
+ * that is over 300 MB of the service's memory, at 2 MB about 50 MB. The pages a request needs are
+ * the few at the top of each index and the newest rows; the rest comes from the operating system's
+ * file cache, which every connection shares (decision 064).
+ */
+export const PAGE_CACHE_KIB = 2_048;
+
 const inCheckpointer = new WeakSet<Database.Database>();
 
 /**
- * Write-ahead logging with the given durability; on the main thread, checkpoints run on the
- * checkpointer's thread, never on this connection (see above). Close the connection with `closeWal`.
+ * Write-ahead logging with the given durability and a page cache of PAGE_CACHE_KIB; on the main
+ * thread, checkpoints run on the checkpointer's thread, never on this connection (see above). Close the connection with `closeWal`.
  */
 export const useWal = (db: Database.Database, synchronous: 'FULL' | 'NORMAL'): void => {
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${synchronous}`);
+  db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
   db.pragma(`wal_autocheckpoint = ${isMainThread ? WAL_AUTOCHECKPOINT_PAGES : WORKER_THREAD_AUTOCHECKPOINT_PAGES}`);
   if (isMainThread && !db.memory && !inCheckpointer.has(db)) {
     inCheckpointer.add(db);

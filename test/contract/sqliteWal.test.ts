@@ -11,7 +11,13 @@ import Database from 'better-sqlite3';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 import { SqliteKvStore } from '../../src/infrastructure/kvStore/sqliteKvStore.ts';
-import { checkpointer, closeWal, useWal, WAL_RESTART_FRAMES } from '../../src/infrastructure/sqliteWal.ts';
+import {
+  checkpointer,
+  closeWal,
+  PAGE_CACHE_KIB,
+  useWal,
+  WAL_RESTART_FRAMES,
+} from '../../src/infrastructure/sqliteWal.ts';
 import { exitWithin, run, sleep } from '../support/processes.ts';
 
 const clock = { now: () => new Date('2026-01-01T00:00:00Z') };
@@ -36,7 +42,7 @@ describe('SQLite WAL checkpoints off the committing connections', function () {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('every store commits with wal_autocheckpoint=0; the event store and idempotency records stay synchronous=FULL', async function () {
+  it('every store commits with wal_autocheckpoint=0 and a page cache of PAGE_CACHE_KIB; the event store and idempotency records stay synchronous=FULL', async function () {
     const events = SqliteEventStore.open(path.join(dir, 'events.db'));
     const reads = SqliteReadStore.open(path.join(dir, 'read.db'));
     const kv = SqliteKvStore.open(path.join(dir, 'state.db'), clock, { relaxedNamespaces: ['quotes'] });
@@ -49,6 +55,11 @@ describe('SQLite WAL checkpoints off the committing connections', function () {
         ...(kv as unknown as { connections: Database.Database[] }).connections,
       ];
       expect(connections.map((db) => db.pragma('wal_autocheckpoint', { simple: true }))).to.deep.equal([0, 0, 0]);
+      // every connection's page cache is PAGE_CACHE_KIB (better-sqlite3's build would give 16 MB)
+      const eventsDb = (events as unknown as { db: Database.Database }).db;
+      expect([eventsDb, ...connections].map((db) => db.pragma('cache_size', { simple: true }))).to.deep.equal(
+        Array(4).fill(-PAGE_CACHE_KIB),
+      );
     } finally {
       await Promise.all([events.close(), reads.close(), kv.close()]);
     }

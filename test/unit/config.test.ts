@@ -147,3 +147,14 @@ describe('loadConfig: MONGODB_URL', () => {
     }
   });
 });
+
+describe('loadConfig: HEAP_GROWING_PERCENT', () => {
+  it('is 30 by default, 0 keeps V8 its own heuristic, and anything but a whole number up to 1000 stops the start naming it', () => {
+    expect(loadConfig({}).heapGrowingPercent).to.equal(30);
+    expect(loadConfig({ HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent).to.equal(0);
+    expect(loadConfig({ HEAP_GROWING_PERCENT: '100' }).heapGrowingPercent).to.equal(100);
+    for (const raw of ['-1', '1.5', 'fast', '1001']) {
+      expect(() => loadConfig({ HEAP_GROWING_PERCENT: raw }), raw).to.throw(/HEAP_GROWING_PERCENT/);
+    }
+  });
+});
