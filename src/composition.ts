@@ -521,6 +521,12 @@ const DISPATCHER_REFILL_MS = 1_000;
 /** The readiness probes of each environment in a process role other than `all` (leases, the bus). */
 const roleProbes = new WeakMap<EnvContext, ReadinessProbe[]>();
 
+/** The leased webhook work (publisher or dispatcher) of each environment in those roles. */
+const webhookRunners = new WeakMap<EnvContext, LeasedRunner>();
+
+/** The environment's leased webhook publisher or dispatcher, in the `publisher` and `dispatcher` roles. */
+export const webhookRunnerOf = (ctx: EnvContext): LeasedRunner | undefined => webhookRunners.get(ctx);
+
 /** Ready while this process holds the lease or could take it now (a stand-by behind a live holder is not). */
 const leaseProbe = (check: string, runner: LeasedRunner): ReadinessProbe => ({
   check,
@@ -597,6 +603,7 @@ const startRoleWebhooks = async (
       ttlMs: options.leases?.ttlMs,
     });
     runner = new LeasedRunner(lease, { start: work }, logger);
+    webhookRunners.set(ctx, runner);
     await runner.start(options.leases?.timers ?? true);
     probes.push(leaseProbe(`${ctx.environment}.lease.${role}`, runner));
   }

@@ -9,7 +9,8 @@ import path from 'node:path';
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { MongoReadStore } from '../../src/infrastructure/readStore/mongoReadStore.ts';
-import { RoleGroup } from '../../src/composition.ts';
+import { RoleGroup, webhookRunnerOf } from '../../src/composition.ts';
+import { parseCidrs } from '../../src/domain/webhooks/targets.ts';
 import { CORE_GROUP } from '../../src/projections/index.ts';
 import { FencedWriteError } from '../../src/core/readStore.ts';
 import { fixedVoucher } from '../fixtures/vouchers.ts';
@@ -17,6 +18,7 @@ import { FakeClock } from '../support/fakeClock.ts';
 import { TestService } from '../support/harness.ts';
 import { exitWithin, freePort, run } from '../support/processes.ts';
 import { fakeServers } from '../support/serverFakes.ts';
+import { until } from '../support/webhookReceiver.ts';
 
 const coreOf = (service: TestService): RoleGroup => {
   const projector = service.embedded.environments.sandbox.projector;
@@ -122,6 +124,68 @@ describe('process roles (ROLE) sharing the server stores', function () {
     expect(await reads.getCheckpoint(CORE_GROUP.checkpoint)).to.equal(afterSecond);
     expect(await reads.get('vouchers', 'LATE')).to.equal(null);
     // and its next check finds the lease taken: it stops its group
+    await a.check();
+    expect(a.active).to.equal(false);
+  });
+});
+
+describe('two publisher instances sharing the server stores', function () {
+  this.timeout(30_000);
+  const started: TestService[] = [];
+  let servers: Awaited<ReturnType<typeof fakeServers>>['servers'] | undefined;
+  afterEach(async () => {
+    sinon.restore();
+    for (const service of started.splice(0).reverse()) await service.stop();
+    await servers?.close();
+    servers = undefined;
+  });
+
+  it('one holds the lease and records the deliveries; the other takes over once it stops renewing; the former holder’s publisher is refused', async () => {
+    const clock = new FakeClock();
+    ({ servers } = await fakeServers(clock));
+    const webhooks = { allowedCidrs: parseCidrs('127.0.0.0/8'), retryDelaysMs: [100], timeoutMs: 1_000 };
+    const start = async (options: Parameters<typeof TestService.start>[0]) => {
+      const service = await TestService.start({ clock, servers, webhooks, ...options });
+      started.push(service);
+      return service;
+    };
+    const leases = { ttlMs: 15_000, timers: false };
+    const first = await start({ role: 'publisher', leases: { ...leases, holder: 'first' } });
+    const second = await start({ role: 'publisher', leases: { ...leases, holder: 'second' } });
+    await start({ role: 'projector' });
+    const api = await start({ role: 'api' });
+    const [a, b] = [first, second].map((s) => webhookRunnerOf(s.embedded.environments.sandbox)!);
+    expect([a.active, b.active]).to.deep.equal([true, false]);
+
+    const endpoint = await api.post('/v1/webhooks', { url: 'http://127.0.0.1:9/hooks', events: ['voucher.created'] });
+    expect(endpoint.status, JSON.stringify(endpoint.body)).to.equal(201);
+    const deliveries = async () =>
+      ((await api.get(`/v1/webhooks/${endpoint.body.id}/deliveries`)).body.data as unknown[]).length;
+    expect((await api.post('/v1/vouchers', fixedVoucher('PUB-1'))).status).to.equal(201);
+    await until(async () => (await deliveries()) === 1, 'the delivery recorded by the holder');
+
+    // the first stops renewing (paused): past the expiry the second takes over
+    clock.advance(16_000);
+    await b.check();
+    expect(b.active).to.equal(true);
+    const writes = sinon.spy(MongoReadStore.prototype, 'writeBatch');
+    expect((await api.post('/v1/vouchers', fixedVoucher('PUB-2'))).status).to.equal(201);
+    await until(async () => (await deliveries()) === 2, 'the delivery recorded by the new holder');
+    // the paused first holder's publisher still runs: its write of the same event is refused
+    const refusedOf = async () =>
+      (
+        await Promise.all(
+          writes.returnValues.map((p) =>
+            p.then(
+              () => undefined,
+              (e: unknown) => e,
+            ),
+          ),
+        )
+      ).filter((e) => e instanceof FencedWriteError).length;
+    await until(async () => (await refusedOf()) > 0, 'the former holder’s write refused');
+    expect(await deliveries()).to.equal(2);
+    // and its next check finds the lease taken: it stops its publisher
     await a.check();
     expect(a.active).to.equal(false);
   });

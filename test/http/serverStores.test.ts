@@ -14,6 +14,9 @@ import { EsdbEventStore } from '../../src/infrastructure/eventStore/esdbEventSto
 import { MongoReadStore } from '../../src/infrastructure/readStore/mongoReadStore.ts';
 import { MongoKvStore } from '../../src/infrastructure/kvStore/mongoKvStore.ts';
 import { MongoRateLimitStore } from '../../src/infrastructure/rateLimit/mongoRateLimitStore.ts';
+import { indexKey } from '../../src/infrastructure/readStore/mongoFilter.ts';
+import { indexesOf } from '../../src/core/projection.ts';
+import { ANALYTICS_GROUP, PROJECTION_GROUPS } from '../../src/projections/index.ts';
 import { applyBody, validateBody } from '../fixtures/orders.ts';
 import { fixedVoucher } from '../fixtures/vouchers.ts';
 import { settle } from '../support/analyticsFixture.ts';
@@ -97,6 +100,28 @@ describe('the service on EventStoreDB and MongoDB (in-memory stand-ins)', functi
     );
     expect(service.embedded.account.kv).to.be.instanceOf(MongoKvStore);
     expect([...mongo.databases].sort()).to.deep.equal(['vouchers', 'vouchers_production', 'vouchers_sandbox']);
+  });
+
+  it("creates on start the indexes the projections declare and the TTL indexes, in each environment's database", () => {
+    const keysOf = (collection: string) => mongo.memory.indexes(collection).map((i) => i.key);
+    for (const env of ['sandbox', 'production'] as const) {
+      const db = `vouchers_${env}`;
+      for (const group of PROJECTION_GROUPS) {
+        const prefix = group === ANALYTICS_GROUP ? 'analytics_' : '';
+        const declared = indexesOf(group.projections).filter(([, fields]) => indexKey(fields) !== null);
+        expect(declared, `${group.name} declares indexes`).to.not.be.empty;
+        for (const [collection, fields] of declared)
+          expect(keysOf(`${db}.${prefix}rm_${collection}`), `${env}: ${prefix}rm_${collection}`).to.deep.include(
+            indexKey(fields),
+          );
+      }
+      for (const collection of ['kv', 'kv_owners'])
+        expect(mongo.memory.indexes(`${db}.${collection}`), `${env}: ${collection}`).to.deep.include({
+          key: { expiresAt: 1 },
+          options: { name: `${collection}_ttl`, expireAfterSeconds: 0 },
+        });
+    }
+    expect(mongo.memory.indexes('vouchers.kv').map((i) => i.options.name)).to.include('kv_ttl');
   });
 
   it('gives the rate limiter a store per group on MongoDB, shared by every instance (the service passes it to createApp)', async () => {

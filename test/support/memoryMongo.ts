@@ -137,14 +137,24 @@ class Cursor {
   }
 }
 
+/** An index as createIndex was asked for it: its key and options. */
+export interface IndexRequest {
+  key: Doc;
+  options: Doc;
+}
+
 class Collection {
-  constructor(private readonly rows: () => Rows) {}
+  constructor(
+    private readonly rows: () => Rows,
+    private readonly indexRequests: IndexRequest[] = [],
+  ) {}
 
   private all(filter: Doc): Doc[] {
     return [...this.rows().values()].filter((d) => matches(d, filter));
   }
 
-  async createIndex(): Promise<string> {
+  async createIndex(key: Doc, options: Doc = {}): Promise<string> {
+    this.indexRequests.push({ key, options });
     return 'index';
   }
   async findOne(filter: Doc, options: { projection?: Doc } = {}): Promise<Doc | null> {
@@ -223,11 +233,18 @@ class Collection {
 export interface MemoryMongo {
   db: Db;
   startSession: () => ClientSession;
+  /** The indexes asked for on each collection (not used by queries: every read scans). */
+  indexes: (collection: string) => IndexRequest[];
 }
 
 /** A database with its sessions; every collection starts empty. */
 export const memoryMongo = (): MemoryMongo => {
   let data = new Map<string, Rows>();
+  const indexes = new Map<string, IndexRequest[]>();
+  const indexesOf = (name: string): IndexRequest[] => {
+    if (!indexes.has(name)) indexes.set(name, []);
+    return indexes.get(name)!;
+  };
   const rowsOf = (name: string) => () => {
     if (!data.has(name)) data.set(name, new Map());
     return data.get(name)!;
@@ -248,7 +265,8 @@ export const memoryMongo = (): MemoryMongo => {
   };
   const session = { withTransaction, endSession: async () => {} };
   return {
-    db: { collection: (name: string) => new Collection(rowsOf(name)) } as unknown as Db,
+    db: { collection: (name: string) => new Collection(rowsOf(name), indexesOf(name)) } as unknown as Db,
     startSession: () => session as unknown as ClientSession,
+    indexes: indexesOf,
   };
 };
