@@ -157,7 +157,8 @@ export class WebhookDispatcher {
     try {
       bodies = await this.deps.deliveries.payloads(starting);
     } catch (error) {
-      for (const delivery of starting) this.started(delivery, Promise.reject(error));
+      // not attempted: read again at the next refill (after a stop, the store may be closed)
+      for (const delivery of starting) this.started(delivery, this.stopped ? Promise.resolve() : Promise.reject(error));
       return;
     }
     for (const delivery of starting) this.started(delivery, this.attempt(delivery, bodies.get(delivery.id)));
