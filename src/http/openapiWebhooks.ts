@@ -216,7 +216,11 @@ const delivery = {
       description:
         'When the next attempt is due; null once final, or while an earlier event of the same voucher is pending',
     },
-    failure_reason: { type: 'string', description: 'Failed without an attempt: the endpoint was disabled or deleted' },
+    failure_reason: {
+      type: 'string',
+      description:
+        'Failed without an attempt: the endpoint was disabled or deleted (or the event body is missing from a damaged store)',
+    },
     created_at: { type: 'string', format: 'date-time' },
   },
 };

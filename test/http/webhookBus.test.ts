@@ -13,7 +13,7 @@ import { WebhookPublisher, type EventSource } from '../../src/application/webhoo
 import type { EnvironmentEvent } from '../../src/application/events.ts';
 import type { RecordedEvent } from '../../src/core/eventStore.ts';
 import { voucherCreated, voucherUpdated } from '../fixtures/events.ts';
-import { DeliveryStore, type DeliveryDoc } from '../../src/application/webhooks/deliveryStore.ts';
+import { DeliveryStore, PAYLOADS, type DeliveryDoc } from '../../src/application/webhooks/deliveryStore.ts';
 import { parseCidrs } from '../../src/domain/webhooks/targets.ts';
 import { InMemoryBus } from '../../src/infrastructure/bus/inMemoryBus.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
@@ -248,6 +248,12 @@ describe('webhooks through the in-memory bus', function () {
     await consumer.handle(message(JSON.stringify({ ...event, endpoints: 'we_a' }), '3'));
     expect(made.map((d) => d.endpoint_id)).to.deep.equal(['we_a', 'we_b']);
     expect(await deliveries.count({})).to.equal(2);
+    // the body is stored once for the event, naming both deliveries; the deliveries do not copy it
+    expect(made.map((d) => d.payload)).to.deep.equal([undefined, undefined]);
+    expect(await deliveries.store.find(PAYLOADS)).to.deep.equal([
+      { id: 'evt_1', payload: '{}', deliveries: made.map((d) => d.id) },
+    ]);
+    expect([...(await deliveries.payloads(made)).values()]).to.deep.equal(['{}', '{}']);
     // the next event of the voucher waits behind the pending one of each endpoint
     await consumer.handle(message(JSON.stringify({ ...event, event_id: 'evt_2', seq: 8 }), '4'));
     expect(made.slice(2).map((d) => d.next_attempt_at)).to.deep.equal([null, null]);

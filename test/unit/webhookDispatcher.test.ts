@@ -1,4 +1,4 @@
-/** The dispatcher on a real deliveries store (SQLite), with a sender double: backlogs and recording outcomes. */
+/** The dispatcher on a real deliveries store (SQLite), with a sender double: backlogs, recording outcomes, event bodies stored once. */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,8 +9,11 @@ import {
   DELIVERIES,
   DeliveryStore,
   ENDPOINTS,
+  PAYLOADS,
   type DeliveryDoc,
+  type PayloadDoc,
 } from '../../src/application/webhooks/deliveryStore.ts';
+import { localDeliveryControl } from '../../src/application/webhooks/deliveries.ts';
 import { WebhookDispatcher } from '../../src/application/webhooks/dispatcher.ts';
 import type { SendRequest, SendResult } from '../../src/domain/webhooks/delivery.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
@@ -41,6 +44,18 @@ const delivery = (endpointId: string, voucher: string, seq: number, due: boolean
   attempts: [],
   created_at: '2026-03-01T00:00:00Z',
   created_ms: T0,
+});
+
+/** Delivery `seq` to `endpointId` in the stored shape: the body is its event's PAYLOADS document. */
+const lean = (endpointId: string, voucher: string, seq: number, due: boolean): DeliveryDoc => {
+  const { payload: _body, ...rest } = delivery(endpointId, voucher, seq, due);
+  return rest;
+};
+/** The body of event `seq`, naming its deliveries to `endpoints`. */
+const body = (seq: number, endpoints: string[]): PayloadDoc => ({
+  id: `evt_${seq}`,
+  payload: JSON.stringify({ id: `evt_${seq}`, stored: 'once' }),
+  deliveries: endpoints.map((e) => `msg_${e}_${seq}`),
 });
 
 /** Resolves once `done()` holds, checked every 5 ms; fails after `ms`. */
@@ -142,5 +157,84 @@ describe('webhook dispatcher', () => {
       10_000,
       'every outcome',
     );
+  });
+
+  it('sends each delivery its event’s body, stored once, read once for every attempt a pass starts', async () => {
+    const events = 20;
+    const endpoints = ['we_a', 'we_b', 'we_c'];
+    await deliveries.write({
+      upserts: [
+        ...endpoints.map((id) => ({ collection: ENDPOINTS, doc: endpoint(id) })),
+        ...Array.from({ length: events }, (_, i) => [
+          ...endpoints.map((e) => ({ collection: DELIVERIES, doc: lean(e, `v${i}`, i + 1, true) })),
+          { collection: PAYLOADS, doc: body(i + 1, endpoints) },
+        ]).flat(),
+        // a delivery holding its body itself (test events; deliveries stored before bodies were kept apart)
+        { collection: DELIVERIES, doc: delivery('we_a', 'v_old', 100, true) },
+      ],
+    });
+    const reads = sinon.spy(store, 'getMany');
+    const sent = new Map<string, string[]>();
+    start(async (request) => {
+      const id = request.headers['webhook-id']!;
+      sent.set(id, [...(sent.get(id) ?? []), request.body]);
+      return { status: 204, durationMs: 1 };
+    });
+    const total = events * endpoints.length + 1;
+    await until(async () => (await deliveries.count({ status: 'succeeded' })) === total, 10_000, 'every delivery');
+    for (let i = 1; i <= events; i += 1)
+      expect(sent.get(`evt_${i}`)).to.deep.equal(Array(endpoints.length).fill(body(i, endpoints).payload));
+    expect(sent.get('evt_100')).to.deep.equal([delivery('we_a', 'v_old', 100, true).payload]);
+    const bodyReads = reads.getCalls().filter((call) => call.args[0] === PAYLOADS);
+    // each pass starts up to 8 attempts per endpoint: one read for them all
+    expect(bodyReads.length).to.be.within(1, Math.ceil(total / 8));
+    expect((await deliveries.get('msg_we_a_1'))!.payload).to.equal(undefined);
+  });
+
+  it('fails a delivery whose event body is not stored, without an attempt', async () => {
+    await deliveries.write({
+      upserts: [
+        { collection: ENDPOINTS, doc: endpoint('we_a') },
+        { collection: DELIVERIES, doc: lean('we_a', 'v1', 1, true) },
+      ],
+    });
+    const sender = sinon.fake.resolves({ status: 204, durationMs: 1 });
+    start(sender);
+    await until(async () => (await deliveries.get('msg_we_a_1'))!.status === 'failed', 10_000, 'the failure');
+    expect(await deliveries.get('msg_we_a_1')).to.include({ failure_reason: 'event body missing' });
+    expect(sender.callCount).to.equal(0);
+  });
+
+  it('removes with the old deliveries the bodies no delivery still names, and keeps the others', async () => {
+    const old = T0 - 40 * 86_400_000;
+    const at = (doc: DeliveryDoc, status: DeliveryDoc['status'], createdMs: number): DeliveryDoc => ({
+      ...doc,
+      status,
+      next_attempt_at: status === 'pending' ? createdMs : null,
+      created_ms: createdMs,
+    });
+    await deliveries.write({
+      upserts: [
+        // event 1: both deliveries ended long ago, so its body goes with them
+        { collection: DELIVERIES, doc: at(lean('we_a', 'v1', 1, true), 'succeeded', old) },
+        { collection: DELIVERIES, doc: at(lean('we_b', 'v1', 1, true), 'failed', old) },
+        { collection: PAYLOADS, doc: body(1, ['we_a', 'we_b']) },
+        // event 2: one delivery still pending, so its body stays
+        { collection: DELIVERIES, doc: at(lean('we_a', 'v2', 2, true), 'succeeded', old) },
+        { collection: DELIVERIES, doc: at(lean('we_b', 'v2', 2, true), 'pending', old) },
+        { collection: PAYLOADS, doc: body(2, ['we_a', 'we_b']) },
+        // event 3: recent, nothing removed
+        { collection: DELIVERIES, doc: at(lean('we_a', 'v3', 3, true), 'succeeded', T0) },
+        { collection: PAYLOADS, doc: body(3, ['we_a']) },
+        // an old delivery holding its own body
+        { collection: DELIVERIES, doc: at(delivery('we_a', 'v4', 4, true), 'succeeded', old) },
+      ],
+    });
+    const control = localDeliveryControl(deliveries, { wake: () => {} });
+    expect(await control.purge(T0 - 30 * 86_400_000)).to.equal(4);
+    const left = await deliveries.store.find<DeliveryDoc>(DELIVERIES, {}, { sort: [['id', 1]] });
+    expect(left.map((d) => d.id)).to.deep.equal(['msg_we_a_3', 'msg_we_b_2']);
+    const bodies = await deliveries.store.find<PayloadDoc>(PAYLOADS, {}, { sort: [['id', 1]] });
+    expect(bodies.map((b) => b.id)).to.deep.equal(['evt_2', 'evt_3']);
   });
 });

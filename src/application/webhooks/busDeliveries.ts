@@ -1,6 +1,6 @@
 import type { Bus, BusSubscription, DeliveredMessage } from '../../core/bus.ts';
 import type { RunnerLogger } from '../../core/projectionRunner.ts';
-import { DELIVERIES, type DeliveryDoc, type DeliveryStore } from './deliveryStore.ts';
+import { DELIVERIES, PAYLOADS, type DeliveryDoc, type DeliveryStore, type PayloadDoc } from './deliveryStore.ts';
 import { deliveryIdOf } from './publisher.ts';
 import { decodePublishedEvent } from './publishedEvent.ts';
 
@@ -99,7 +99,6 @@ export class BusDeliveries {
           event_type: event.type,
           order_key: event.voucher_id,
           seq: event.seq,
-          payload: event.payload,
           status: 'pending',
           next_attempt_at: waits ? null : createdMs,
           attempts: [],
@@ -107,8 +106,18 @@ export class BusDeliveries {
           created_ms: createdMs,
         });
       }
-      if (docs.length > 0)
-        await this.deliveries.write({ upserts: docs.map((doc) => ({ collection: DELIVERIES, doc })), deletes: [] });
+      if (docs.length > 0) {
+        // the event's body once, naming every delivery of the event (those recorded before too)
+        const body: PayloadDoc = {
+          id: event.event_id,
+          payload: event.payload,
+          deliveries: event.endpoints.map((endpointId) => deliveryIdOf(event.event_id, endpointId)),
+        };
+        await this.deliveries.write({
+          upserts: [...docs.map((doc) => ({ collection: DELIVERIES, doc })), { collection: PAYLOADS, doc: body }],
+          deletes: [],
+        });
+      }
       return docs;
     });
     if (made.length > 0) this.onDeliveries(made);

@@ -7,7 +7,7 @@ import type { Filter, WriteBatch } from '../../core/readStore.ts';
 import type { EnvContext, WebhookContext } from '../context.ts';
 import { randomBase62 } from '../ids.ts';
 import type { Page } from '../queries.ts';
-import { DELIVERIES, type DeliveryControl, type DeliveryDoc, type DeliveryStore } from './deliveryStore.ts';
+import { DELIVERIES, PAYLOADS, type DeliveryControl, type DeliveryDoc, type DeliveryStore } from './deliveryStore.ts';
 import { deliveryIdOf } from './publisher.ts';
 
 /** Deliveries that ended (succeeded or failed) are kept this long after their event, then removed. */
@@ -16,7 +16,8 @@ const PURGE_PAGE = 1_000;
 
 /**
  * Removes the deliveries (with their attempts) that ended and whose event is older than
- * DELIVERY_RETENTION_MS; pending ones are kept whatever their age. Run by the housekeeping job.
+ * DELIVERY_RETENTION_MS, and the bodies of events none of whose deliveries is left; pending ones
+ * are kept whatever their age. Run by the housekeeping job.
  */
 export const purgeDeliveries = async (ctx: EnvContext): Promise<number> => {
   const control = ctx.webhooks.control;
@@ -185,9 +186,15 @@ export const localDeliveryControl = (
         { limit: PURGE_PAGE },
       );
       if (old.length === 0) return removed;
-      await deliveries.exclusive(() =>
-        deliveries.write({ deletes: old.map((d) => ({ collection: DELIVERIES, id: d.id })) }),
-      );
+      await deliveries.exclusive(async () => {
+        const bodies = await deliveries.unreferencedPayloads(old);
+        await deliveries.write({
+          deletes: [
+            ...old.map((d) => ({ collection: DELIVERIES, id: d.id })),
+            ...bodies.map((id) => ({ collection: PAYLOADS, id })),
+          ],
+        });
+      });
       removed += old.length;
     }
   },

@@ -8,6 +8,8 @@ export const DELIVERIES = 'wh_deliveries';
 export const ENDPOINTS = 'wh_endpoints';
 /** Per endpoint: since when every attempt has failed (the 5-day auto-disable). */
 export const HEALTH = 'wh_health';
+/** The body of each event, stored once for all of the event's deliveries (keyed by the event id). */
+export const PAYLOADS = 'wh_payloads';
 export const PUBLISHER_CHECKPOINT = 'webhook_publisher.v1';
 
 export interface DeliveryDoc extends Document {
@@ -21,8 +23,12 @@ export interface DeliveryDoc extends Document {
   order_key: string;
   /** The event's global position (0 for test events). */
   seq: number;
-  /** The exact body every attempt sends. */
-  payload: string;
+  /**
+   * The exact body every attempt sends, when the delivery holds it itself (test events, and
+   * deliveries stored before bodies were kept apart); otherwise it is the PAYLOADS document of
+   * `event_id`.
+   */
+  payload?: string;
   status: DeliveryStatus;
   /** Ms since epoch when due; null while it waits behind an earlier delivery of its key, or once final. */
   next_attempt_at: number | null;
@@ -50,6 +56,15 @@ export interface DeliveryControl {
 }
 
 export type EndpointDoc = Endpoint & Document;
+
+/** An event's body, written with the event's deliveries; removed once none of them is left. */
+export interface PayloadDoc extends Document {
+  /** The event id (`evt_…`). */
+  id: string;
+  payload: string;
+  /** The ids of the deliveries that send it. */
+  deliveries: string[];
+}
 
 export interface HealthDoc extends Document {
   failing_since: number | null;
@@ -87,6 +102,36 @@ export class DeliveryStore {
 
   endpoint(id: string): Promise<EndpointDoc | null> {
     return this.store.get<EndpointDoc>(ENDPOINTS, id);
+  }
+
+  /** The bodies of the given deliveries, by delivery id: their own, or their event's. */
+  async payloads(deliveries: readonly DeliveryDoc[]): Promise<Map<string, string>> {
+    const bodies = new Map<string, string>();
+    const wanted: string[] = [];
+    for (const d of deliveries)
+      if (d.payload !== undefined) bodies.set(d.id, d.payload);
+      else wanted.push(d.event_id);
+    if (wanted.length === 0) return bodies;
+    const found = await this.store.getMany<PayloadDoc>(PAYLOADS, wanted);
+    for (const d of deliveries) {
+      const doc = d.payload === undefined ? found.get(d.event_id) : undefined;
+      if (doc) bodies.set(d.id, doc.payload);
+    }
+    return bodies;
+  }
+
+  /**
+   * The events whose bodies no delivery needs once `removing` (deliveries about to be deleted)
+   * are gone: every delivery their body names is among them or no longer stored.
+   */
+  async unreferencedPayloads(removing: readonly DeliveryDoc[]): Promise<string[]> {
+    const gone = new Set(removing.map((d) => d.id));
+    const events = [...new Set(removing.filter((d) => d.payload === undefined).map((d) => d.event_id))];
+    if (events.length === 0) return [];
+    const bodies = await this.store.getMany<PayloadDoc>(PAYLOADS, events);
+    const others = [...bodies.values()].flatMap((b) => b.deliveries.filter((id) => !gone.has(id)));
+    const kept = others.length > 0 ? await this.store.getMany<DeliveryDoc>(DELIVERIES, others) : new Map();
+    return [...bodies.values()].filter((b) => !b.deliveries.some((id) => kept.has(id))).map((b) => b.id);
   }
 
   /** Is a delivery of this endpoint and key pending (due, retrying or waiting)? */

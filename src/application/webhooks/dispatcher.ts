@@ -141,26 +141,42 @@ export class WebhookDispatcher {
 
   private async pump(): Promise<void> {
     if (this.refillWanted) await this.refill();
+    const starting: DeliveryDoc[] = [];
     for (const [endpointId, queue] of this.queues) {
       let busy = this.perEndpoint.get(endpointId) ?? 0;
       while (queue.length > 0 && busy < MAX_IN_FLIGHT_PER_ENDPOINT && !this.stopped) {
-        const delivery = queue.shift()!;
+        starting.push(queue.shift()!);
         busy += 1;
         this.perEndpoint.set(endpointId, busy);
-        const run = this.attempt(delivery)
-          .catch((error: unknown) =>
-            this.deps.logger?.error({ err: error, delivery: delivery.id }, 'webhook attempt failed'),
-          )
-          .finally(() => {
-            this.known.delete(delivery.id);
-            this.perEndpoint.set(endpointId, (this.perEndpoint.get(endpointId) ?? 1) - 1);
-            this.running.delete(run);
-            this.wake();
-          });
-        this.running.add(run);
       }
       if (queue.length === 0) this.queues.delete(endpointId);
     }
+    if (starting.length === 0) return;
+    // the bodies of every attempt this pass starts, in one read
+    let bodies: Map<string, string>;
+    try {
+      bodies = await this.deps.deliveries.payloads(starting);
+    } catch (error) {
+      // not attempted: read again at the next refill (after a stop, the store may be closed)
+      for (const delivery of starting) this.started(delivery, this.stopped ? Promise.resolve() : Promise.reject(error));
+      return;
+    }
+    for (const delivery of starting) this.started(delivery, this.attempt(delivery, bodies.get(delivery.id)));
+  }
+
+  /** Tracks an attempt until it ends; then its endpoint has room for the next one. */
+  private started(delivery: DeliveryDoc, attempt: Promise<void>): void {
+    const run = attempt
+      .catch((error: unknown) =>
+        this.deps.logger?.error({ err: error, delivery: delivery.id }, 'webhook attempt failed'),
+      )
+      .finally(() => {
+        this.known.delete(delivery.id);
+        this.perEndpoint.set(delivery.endpoint_id, (this.perEndpoint.get(delivery.endpoint_id) ?? 1) - 1);
+        this.running.delete(run);
+        this.wake();
+      });
+    this.running.add(run);
   }
 
   /** Reads due deliveries from the store, and sets the timer for the next one to fall due. */
@@ -195,8 +211,20 @@ export class WebhookDispatcher {
     );
   }
 
-  private async attempt(delivery: DeliveryDoc): Promise<void> {
+  /** One attempt of `delivery` with `body` (undefined: its event's body is not in the store, so it fails without an attempt). */
+  private async attempt(delivery: DeliveryDoc, body: string | undefined): Promise<void> {
     const { deliveries, clock, settings } = this.deps;
+    if (this.stopped) return;
+    if (body === undefined) {
+      this.deps.logger?.error({ delivery: delivery.id, event: delivery.event_id }, 'webhook event body missing');
+      await this.finish(delivery.id, (d) => ({
+        ...d,
+        status: 'failed',
+        next_attempt_at: null,
+        failure_reason: 'event body missing',
+      }));
+      return;
+    }
     const endpoint = await deliveries.endpoint(delivery.endpoint_id);
     if (!endpoint || endpoint.deleted || endpoint.status !== 'enabled') {
       const reason = !endpoint || endpoint.deleted ? 'endpoint deleted' : 'endpoint disabled';
@@ -217,14 +245,9 @@ export class WebhookDispatcher {
         'user-agent': `voucher-service-webhooks/${this.deps.version}`,
         'webhook-id': delivery.event_id,
         'webhook-timestamp': String(timestamp),
-        'webhook-signature': signatureHeader(
-          signingSecrets(endpoint, started),
-          delivery.event_id,
-          timestamp,
-          delivery.payload,
-        ),
+        'webhook-signature': signatureHeader(signingSecrets(endpoint, started), delivery.event_id, timestamp, body),
       },
-      body: delivery.payload,
+      body,
       timeoutMs: settings.timeoutMs,
       allowedCidrs: settings.allowedCidrs,
       signal: this.controller.signal,

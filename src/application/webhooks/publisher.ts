@@ -20,10 +20,12 @@ import { renderApplication, renderVoucher, viewFromState } from '../views.ts';
 import {
   DELIVERIES,
   ENDPOINTS,
+  PAYLOADS,
   PUBLISHER_CHECKPOINT,
   type DeliveryDoc,
   type DeliveryStore,
   type EndpointDoc,
+  type PayloadDoc,
 } from './deliveryStore.ts';
 import { encodePublishedEvent } from './publishedEvent.ts';
 
@@ -339,7 +341,6 @@ export class WebhookPublisher implements ProjectorHandle {
         event_type: type,
         order_key: voucherId,
         seq: event.position,
-        payload,
         status: 'pending',
         next_attempt_at: waits ? null : createdMs,
         attempts: [],
@@ -349,6 +350,8 @@ export class WebhookPublisher implements ProjectorHandle {
       write.upserts!.push({ collection: DELIVERIES, doc });
       made.push(doc);
     }
+    const body: PayloadDoc = { id: eventId, payload, deliveries: made.map((d) => d.id) };
+    write.upserts!.push({ collection: PAYLOADS, doc: body });
     return made;
   }
 
