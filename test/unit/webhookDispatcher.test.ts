@@ -237,4 +237,34 @@ describe('webhook dispatcher', () => {
     const bodies = await deliveries.store.find<PayloadDoc>(PAYLOADS, {}, { sort: [['id', 1]] });
     expect(bodies.map((b) => b.id)).to.deep.equal(['evt_2', 'evt_3']);
   });
+
+  it('never removes a delivery a resend made pending again while the purge was reading its page', async () => {
+    const old = T0 - 40 * 86_400_000;
+    await deliveries.write({
+      upserts: [
+        {
+          collection: DELIVERIES,
+          doc: { ...lean('we_a', 'v1', 1, true), status: 'failed', next_attempt_at: null, created_ms: old },
+        },
+        { collection: PAYLOADS, doc: body(1, ['we_a']) },
+      ],
+    });
+    const control = localDeliveryControl(deliveries, { wake: () => {} });
+    // the resend is asked for while the purge reads its page of old deliveries
+    let resent: Promise<DeliveryDoc | null> | undefined;
+    const find = deliveries.store.find.bind(deliveries.store);
+    sinon.stub(deliveries.store, 'find').callsFake(async (...args: Parameters<typeof find>) => {
+      const page = await find(...args);
+      resent ??= control.resend('we_a', 'msg_we_a_1', T0);
+      for (let turn = 0; turn < 20; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+      return page;
+    });
+    await control.purge(T0 - 30 * 86_400_000);
+    const answer = await resent!;
+    const stored = await deliveries.get('msg_we_a_1');
+    // either the resend came first and the delivery stays, pending, or it answers that the delivery is gone
+    if (answer) expect(stored).to.include({ status: 'pending' });
+    else expect(stored).to.equal(null);
+    expect(answer === null).to.equal(stored === null);
+  });
 });

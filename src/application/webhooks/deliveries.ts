@@ -180,13 +180,16 @@ export const localDeliveryControl = (
   purge: async (cutoffMs) => {
     let removed = 0;
     for (;;) {
-      const old = await deliveries.store.find<DeliveryDoc>(
-        DELIVERIES,
-        { status: { $in: ['succeeded', 'failed'] }, created_ms: { $lt: cutoffMs } },
-        { limit: PURGE_PAGE },
-      );
-      if (old.length === 0) return removed;
-      await deliveries.exclusive(async () => {
+      // A page is read and removed in one exclusive section: a resend or recover of one of its
+      // deliveries (pending again) comes before the read, and the delivery is not in the page, or
+      // after the removal, and answers that the delivery is gone.
+      const page = await deliveries.exclusive(async () => {
+        const old = await deliveries.store.find<DeliveryDoc>(
+          DELIVERIES,
+          { status: { $in: ['succeeded', 'failed'] }, created_ms: { $lt: cutoffMs } },
+          { limit: PURGE_PAGE },
+        );
+        if (old.length === 0) return 0;
         const bodies = await deliveries.unreferencedPayloads(old);
         await deliveries.write({
           deletes: [
@@ -194,8 +197,10 @@ export const localDeliveryControl = (
             ...bodies.map((id) => ({ collection: PAYLOADS, id })),
           ],
         });
+        return old.length;
       });
-      removed += old.length;
+      if (page === 0) return removed;
+      removed += page;
     }
   },
 });
