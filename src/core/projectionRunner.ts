@@ -168,6 +168,8 @@ export class ProjectionRunner implements ProjectorHandle {
       }
     }
     const changed = new Set<string>();
+    // the documents evolve returned as new objects in this batch: only this runner holds them
+    const owned = new Set<PositionedDocument>();
     for (const { event, keys } of relevant) {
       const view = new Map<string, PositionedDocument | null>();
       let seen = false;
@@ -186,10 +188,13 @@ export class ProjectionRunner implements ProjectorHandle {
         }
         view.set(key, docs.get(key) ?? null);
       }
-      for (const [key, next] of projection.evolve(view, event)) {
+      for (const [key, next] of projection.evolve(view, event, owned)) {
         if (!view.has(key))
           throw new Error(`projection ${projection.name} wrote ${key}, which the event does not touch`);
-        if (next) (next as PositionedDocument)._position = event.position;
+        if (next) {
+          if (next !== view.get(key)) owned.add(next);
+          (next as PositionedDocument)._position = event.position;
+        }
         docs.set(key, next as PositionedDocument | null);
         changed.add(key);
       }
