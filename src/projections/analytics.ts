@@ -39,7 +39,8 @@ class Docs {
   ) {}
   get<T>(collection: string, id: string): T | null {
     const key = docKey(collection, id);
-    return ((this.changes.has(key) ? this.changes.get(key) : this.docs.get(key)) as T | null) ?? null;
+    const changed = this.changes.get(key);
+    return ((changed !== undefined ? changed : this.docs.get(key)) as T | null) ?? null;
   }
   set(collection: string, doc: Document): void {
     this.changes.set(docKey(collection, doc.id), doc);
