@@ -345,7 +345,6 @@ export const analytics: DocumentSetProjection<Handled> = {
         refs.push(
           { collection: C.daily, id: dailyId(d.voucherId, dayOf(d.appliedAt)) },
           { collection: C.applications, id: d.applicationId },
-          { collection: C.orderAttempts, id: orderAttemptId(d.voucherId, d.orderId) },
           { collection: C.orders, id: d.orderId },
         );
         customer(d.voucherId, d.customerId);

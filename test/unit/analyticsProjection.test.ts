@@ -170,6 +170,49 @@ describe('analytics projections', function () {
         if (!k.startsWith('analytics_daily/')) expect(JSON.stringify(v), k).to.equal(before.get(k));
     });
 
+    it('touches names only documents the fold reads or writes (each is loaded for every event)', () => {
+      const log = [
+        at(voucherApplied({ voucherId: 'v_A', applicationId: 'va_1', code: 'A', orderId: 'o1', customerId: 'c1' }), 1),
+        at(voucherApplied({ voucherId: 'v_A', applicationId: 'va_2', code: 'A', orderId: 'o2' }), 2),
+        at(
+          voucherApplicationRolledBack({ voucherId: 'v_A', applicationId: 'va_1', orderId: 'o1', customerId: 'c1' }),
+          3,
+        ),
+        at(
+          orderAttemptsRecorded({
+            attempts: [
+              { voucherId: 'v_A', orderId: 'o3', at: '2026-01-01T00:00:00Z' },
+              { voucherId: 'v_A', at: '2026-01-01T00:00:00Z' },
+            ],
+          }),
+          4,
+        ),
+      ];
+      const docs = new Map<string, any>();
+      for (const e of log) {
+        const read = new Set<string>();
+        // the view as the runner builds it, noting what the fold looks up
+        class Tracked extends Map<string, any> {
+          override get(key: string) {
+            read.add(key);
+            return super.get(key);
+          }
+        }
+        const view = new Tracked(
+          analyticsUntyped
+            .touches(e)
+            .map((r) => [`${r.collection}/${r.id}`, docs.get(`${r.collection}/${r.id}`) ?? null]),
+        );
+        const changes = analyticsUntyped.evolve(view, e);
+        const unused = analyticsUntyped
+          .touches(e)
+          .map((r) => `${r.collection}/${r.id}`)
+          .filter((key) => !read.has(key) && !changes.has(key));
+        expect(unused, e.type).to.deep.equal([]);
+        for (const [k, v] of changes) docs.set(k, v);
+      }
+    });
+
     it('attempts: one per distinct order id (also within one event), one per call without an id', () => {
       const docs = fold([
         at(
