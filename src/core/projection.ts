@@ -57,9 +57,13 @@ export interface DocumentSetProjection<E extends DomainEvent = DomainEvent> {
   follows?(event: RecordedEvent<E>, docs: ReadonlyMap<string, Document | null>): DocRef[];
   /**
    * Must be pure: `docs` holds every touched document; returns the changed ones, each a new
-   * object or one of `docs` (the runner sets `_position` on them).
+   * object or one of `docs` (the runner sets `_position` on them). The runner passes `owned`: the
+   * documents of `docs` that evolve returned as new objects for an earlier event of the same
+   * batch, which nothing but the runner holds until it writes them. Evolve may change those in
+   * place (and the objects inside them it built itself) and return them again, so a document many
+   * events of a batch touch is copied once per batch instead of once per event.
    */
-  evolve(docs: ReadonlyMap<string, Document | null>, event: RecordedEvent<E>): DocSet;
+  evolve(docs: ReadonlyMap<string, Document | null>, event: RecordedEvent<E>, owned?: ReadonlySet<Document>): DocSet;
 }
 
 /**

@@ -140,66 +140,95 @@ export class ProjectionRunner implements ProjectorHandle {
     written?: WrittenIds,
   ): Promise<void> {
     const handled = new Set(projection.handles);
-    // each event with the keys of the documents it touches; the touched ids by collection
-    const relevant: Array<{ event: RecordedEvent<DomainEvent>; keys: string[] }> = [];
-    const wanted = new Map<string, Map<string, string>>();
+    // one entry per touched document, shared by the events that touch it (so is its key string,
+    // whose hash is computed once); each event with the entries of the documents it touches
+    const entries = new Map<string, Touched>();
+    const relevant: Array<{ event: RecordedEvent<DomainEvent>; touched: Touched[] }> = [];
+    const wanted = new Map<string, Map<string, Touched>>();
     for (const event of batch) {
       if (!handled.has(event.type)) continue;
-      const keys: string[] = [];
+      const touched: Touched[] = [];
       for (const { collection, id } of projection.touches(event)) {
         let ids = wanted.get(collection);
         if (ids === undefined) wanted.set(collection, (ids = new Map()));
-        // one key string per document, shared by its events (its hash is computed once)
-        let key = ids.get(id);
-        if (key === undefined) ids.set(id, (key = docKey(collection, id)));
-        keys.push(key);
+        let entry = ids.get(id);
+        if (entry === undefined) {
+          entry = new Touched(collection, id);
+          ids.set(id, entry);
+          entries.set(entry.key, entry);
+        }
+        touched.push(entry);
       }
-      relevant.push({ event, keys });
+      relevant.push({ event, touched });
     }
     if (relevant.length === 0) return;
-    const docs = new Map<string, PositionedDocument | null>();
-    const existed = new Set<string>();
     for (const [collection, ids] of wanted) {
       const loaded = await this.load(collection, [...ids.keys()], written);
-      for (const [id, key] of ids) {
-        const doc = loaded.get(id) ?? null;
-        docs.set(key, doc);
-        if (doc) existed.add(key);
-      }
+      for (const [id, entry] of ids) entry.loaded(loaded.get(id) ?? null);
     }
-    const changed = new Set<string>();
-    for (const { event, keys } of relevant) {
+    const changed: Touched[] = [];
+    // the documents evolve returned as new objects in this batch: only this runner holds them
+    const owned = new Set<PositionedDocument>();
+    for (let n = 0; n < relevant.length; n += 1) {
+      const { event, touched } = relevant[n]!;
       const view = new Map<string, PositionedDocument | null>();
       let seen = false;
-      for (const key of keys) {
-        const doc = docs.get(key) ?? null;
+      for (const entry of touched) {
+        const doc = entry.doc;
         if (doc !== null && (doc._position ?? 0) >= event.position) seen = true;
-        view.set(key, doc);
+        entry.event = n;
+        view.set(entry.key, doc);
       }
       if (seen) continue; // a touched document has this event already
       for (const r of projection.follows?.(event, view) ?? []) {
         const key = docKey(r.collection, r.id);
-        if (!docs.has(key)) {
-          const doc = (await this.load(r.collection, [r.id], written)).get(r.id) ?? null;
-          docs.set(key, doc);
-          if (doc) existed.add(key);
+        let entry = entries.get(key);
+        if (entry === undefined) {
+          entry = new Touched(r.collection, r.id, key);
+          entry.loaded((await this.load(r.collection, [r.id], written)).get(r.id) ?? null);
+          entries.set(key, entry);
         }
-        view.set(key, docs.get(key) ?? null);
+        entry.event = n;
+        view.set(key, entry.doc);
       }
-      for (const [key, next] of projection.evolve(view, event)) {
-        if (!view.has(key))
+      for (const [key, next] of projection.evolve(view, event, owned)) {
+        const entry = entries.get(key);
+        if (entry?.event !== n)
           throw new Error(`projection ${projection.name} wrote ${key}, which the event does not touch`);
-        if (next) (next as PositionedDocument)._position = event.position;
-        docs.set(key, next as PositionedDocument | null);
-        changed.add(key);
+        if (next) {
+          if (next !== entry.doc) owned.add(next);
+          (next as PositionedDocument)._position = event.position;
+        }
+        entry.doc = next as PositionedDocument | null;
+        if (!entry.changed) {
+          entry.changed = true;
+          changed.push(entry);
+        }
       }
     }
-    for (const key of changed) {
-      const slash = key.indexOf('/');
-      const collection = key.slice(0, slash);
-      const doc = docs.get(key);
+    for (const { collection, id, doc, existed } of changed) {
       if (doc) write.upserts!.push({ collection, doc });
-      else if (existed.has(key)) write.deletes!.push({ collection, id: key.slice(slash + 1) });
+      else if (existed) write.deletes!.push({ collection, id });
     }
+  }
+}
+
+/** A document a batch touches, as the runner folds the batch into it. */
+class Touched {
+  doc: PositionedDocument | null = null;
+  /** Whether the store held it before the batch. */
+  existed = false;
+  /** Whether an event of the batch changed it (it is written). */
+  changed = false;
+  /** The index in the batch of the last event whose view holds it. */
+  event = -1;
+  constructor(
+    readonly collection: string,
+    readonly id: string,
+    readonly key: string = docKey(collection, id),
+  ) {}
+  loaded(doc: PositionedDocument | null): void {
+    this.doc = doc;
+    this.existed = doc !== null;
   }
 }

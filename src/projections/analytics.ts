@@ -11,10 +11,9 @@ import {
   emptyDaily,
   orderAttemptId,
   segmentKey,
-  segmentMap,
-  segmentTotalsOf,
   UNKNOWN,
   voucherCustomerId,
+  zeroTotals,
   type AnalyticsApplicationDoc,
   type AnalyticsOrderDoc,
   type CustomerDoc,
@@ -28,13 +27,20 @@ import {
 
 type Handled = VoucherApplied | VoucherApplicationRolledBack | OrderAttemptsRecorded;
 
-/** A working copy of the touched documents; `changes` collects what evolve returns. */
+/**
+ * A working copy of the touched documents; `changes` collects what evolve returns. `owned` holds
+ * the documents evolve may change in place (see DocumentSetProjection.evolve).
+ */
 class Docs {
   readonly changes: DocSet = new Map();
-  constructor(private readonly docs: ReadonlyMap<string, Document | null>) {}
+  constructor(
+    private readonly docs: ReadonlyMap<string, Document | null>,
+    private readonly owned?: ReadonlySet<Document>,
+  ) {}
   get<T>(collection: string, id: string): T | null {
     const key = docKey(collection, id);
-    return ((this.changes.has(key) ? this.changes.get(key) : this.docs.get(key)) as T | null) ?? null;
+    const changed = this.changes.get(key);
+    return ((changed !== undefined ? changed : this.docs.get(key)) as T | null) ?? null;
   }
   set(collection: string, doc: Document): void {
     this.changes.set(docKey(collection, doc.id), doc);
@@ -42,35 +48,56 @@ class Docs {
   delete(collection: string, id: string): void {
     this.changes.set(docKey(collection, id), null);
   }
+  /**
+   * The day's document to change in place, put among the changes: the one this event already
+   * changes, else one evolve returned earlier in the batch (`owned`), else a copy of the touched
+   * one, else a new one (null instead when `create` is false). Every day evolve returns is built
+   * here, so each is a copy of its own down to its segment totals.
+   */
+  daily(voucherId: string, day: string, create = true): DailyDoc | null {
+    const key = docKey(C.daily, dailyId(voucherId, day));
+    const changed = this.changes.get(key) as DailyDoc | null | undefined;
+    if (changed) return changed;
+    const current = this.docs.get(key) as DailyDoc | null | undefined;
+    let draft: DailyDoc;
+    if (current) draft = this.owned?.has(current) ? current : copyDaily(current);
+    else if (create) draft = emptyDaily(voucherId, day);
+    else return null;
+    this.changes.set(key, draft);
+    return draft;
+  }
 }
 
+/** A day's document with copies of its segment totals (its gap histogram is replaced, never changed). */
+const copyDaily = (daily: DailyDoc): DailyDoc => {
+  const segments = Object.create(null) as Record<string, Totals>;
+  for (const key in daily.segments) if (Object.hasOwn(daily.segments, key)) segments[key] = { ...daily.segments[key]! };
+  return { ...daily, segments };
+};
+
+/** Adds an application's money to `t` (sign 1) or takes it off (sign -1), in place. */
 const addTotals = (
   t: Totals,
   sign: 1 | -1,
   d: { discountAmount: number; orderValue: number; finalAmount: number },
-): Totals => ({
-  ...t,
-  uses: t.uses + sign,
-  discount: t.discount + sign * d.discountAmount,
-  order_value: t.order_value + sign * d.orderValue,
-  final_amount: t.final_amount + sign * d.finalAmount,
-});
-
-/**
- * The day with `update` applied to the segment's totals: `key` names them as counted (its own
- * name, or OTHER_SEGMENT past the cap, see analyticsDocs.ts).
- */
-const withSegment = (daily: DailyDoc, key: string, update: (t: Totals) => Totals): DailyDoc => {
-  const segments = segmentMap(daily.segments);
-  segments[key] = update(segmentTotalsOf(daily.segments, key));
-  return { ...daily, segments };
+): void => {
+  t.uses += sign;
+  t.discount += sign * d.discountAmount;
+  t.order_value += sign * d.orderValue;
+  t.final_amount += sign * d.finalAmount;
 };
 
-const countAttempt = (daily: DailyDoc, segment: string): DailyDoc =>
-  withSegment({ ...daily, orders: daily.orders + 1 }, segmentKey(daily.segments, segment), (t) => ({
-    ...t,
-    orders: t.orders + 1,
-  }));
+/**
+ * The totals of a segment of a day from Docs.daily, to change in place: `key` names them as
+ * counted (its own name, or OTHER_SEGMENT past the cap, see analyticsDocs.ts).
+ */
+const segmentOf = (daily: DailyDoc, key: string): Totals =>
+  Object.hasOwn(daily.segments, key) ? daily.segments[key]! : (daily.segments[key] = zeroTotals());
+
+const countAttempt = (daily: DailyDoc, segment: string): void => {
+  daily.orders += 1;
+  segmentOf(daily, segmentKey(daily.segments, segment)).orders += 1;
+};
 
 const dayRange = (days: Record<string, DayEntry>): { first_day: string | null; last_day: string | null } => {
   const keys = Object.keys(days).sort();
@@ -88,29 +115,26 @@ const countOrderOnce = (
   orderId: string,
   segment: string,
   at: string,
-): DailyDoc => {
-  if (docs.get(C.orderAttempts, orderAttemptId(voucherId, orderId))) return daily;
+): void => {
+  if (docs.get(C.orderAttempts, orderAttemptId(voucherId, orderId))) return;
   docs.set(C.orderAttempts, {
     id: orderAttemptId(voucherId, orderId),
     voucher_id: voucherId,
     order_id: orderId,
     first_seen_at: at,
   } satisfies OrderAttemptDoc);
-  return countAttempt(daily, segment);
+  countAttempt(daily, segment);
 };
 
 /**
- * Applies gap histogram changes: those of the event's own day to `daily` (returned), the others
- * (the customer's next uses, named by `follows`) to their daily documents.
+ * Applies gap histogram changes: those of the event's own day to `daily`, the others (the
+ * customer's next uses, named by `follows`) to their daily documents.
  */
-const withGaps = (docs: Docs, daily: DailyDoc, changes: GapChanges): DailyDoc => {
+const addGaps = (docs: Docs, daily: DailyDoc, changes: GapChanges): void => {
   for (const [day, delta] of changes) {
-    if (day === daily.date) continue;
-    const other = docs.get<DailyDoc>(C.daily, dailyId(daily.voucher_id, day)) ?? emptyDaily(daily.voucher_id, day);
-    docs.set(C.daily, { ...other, gaps: applyGapChanges(other.gaps ?? {}, delta) });
+    const target = day === daily.date ? daily : docs.daily(daily.voucher_id, day)!;
+    target.gaps = applyGapChanges(target.gaps ?? {}, delta);
   }
-  const own = changes.get(daily.date);
-  return own ? { ...daily, gaps: applyGapChanges(daily.gaps ?? {}, own) } : daily;
 };
 
 /**
@@ -128,15 +152,10 @@ const withShares = (orderValue: number, live: OrderShare[]): OrderShare[] => {
 /** Moves `delta` cents of paid money onto (or off) an application's figures: its day, its customer. */
 const moveMoney = (docs: Docs, a: OrderShare, delta: number): void => {
   if (delta === 0) return;
-  const daily = docs.get<DailyDoc>(C.daily, dailyId(a.voucher_id, a.day));
+  const daily = docs.daily(a.voucher_id, a.day, false);
   if (daily) {
-    docs.set(
-      C.daily,
-      withSegment({ ...daily, final_amount: daily.final_amount + delta }, a.segment, (t) => ({
-        ...t,
-        final_amount: t.final_amount + delta,
-      })),
-    );
+    daily.final_amount += delta;
+    segmentOf(daily, a.segment).final_amount += delta;
   }
   if (a.customer_id === null) return;
   const vc = docs.get<VoucherCustomerDoc>(C.voucherCustomers, voucherCustomerId(a.voucher_id, a.customer_id));
@@ -163,7 +182,7 @@ const applied = (docs: Docs, d: VoucherApplied['data']): void => {
   const region = d.customerRegion ?? UNKNOWN;
   // decisions.md: `orders` are validation attempts only; an application is a use, not an attempt
   // (conversion_rate is capped at 1 for orders applied without a validation).
-  let daily = docs.get<DailyDoc>(C.daily, dailyId(d.voucherId, day)) ?? emptyDaily(d.voucherId, day);
+  const daily = docs.daily(d.voucherId, day)!;
   // the key the application is counted under, kept for its rollback and the customer insights
   const segment = segmentKey(daily.segments, d.customerSegment ?? UNKNOWN);
   // the order's paid amount is shared with the vouchers already on it (AnalyticsOrderDoc)
@@ -183,11 +202,9 @@ const applied = (docs: Docs, d: VoucherApplied['data']): void => {
     },
   ]);
   const money = { discountAmount: d.discountAmount, orderValue: d.orderValue, finalAmount: live.at(-1)!.share };
-  daily = withSegment(
-    { ...(addTotals(daily, 1, money) as DailyDoc), currency: d.currency ?? daily.currency },
-    segment,
-    (t) => addTotals(t, 1, money),
-  );
+  addTotals(daily, 1, money);
+  daily.currency = d.currency ?? daily.currency;
+  addTotals(segmentOf(daily, segment), 1, money);
   docs.set(C.applications, {
     id: d.applicationId,
     voucher_id: d.voucherId,
@@ -208,8 +225,8 @@ const applied = (docs: Docs, d: VoucherApplied['data']): void => {
     } satisfies CustomerDoc);
     const vc = docs.get<VoucherCustomerDoc>(C.voucherCustomers, voucherCustomerId(d.voucherId, d.customerId));
     const entry = vc?.days[day] ?? [0, 0, 0];
-    if (entry[0] === 0) daily = { ...daily, unique_customers: daily.unique_customers + 1 };
-    daily = withGaps(docs, daily, gapChanges(day, neighbours(vc?.days ?? {}, day), 1));
+    if (entry[0] === 0) daily.unique_customers += 1;
+    addGaps(docs, daily, gapChanges(day, neighbours(vc?.days ?? {}, day), 1));
     const days = {
       ...vc?.days,
       [day]: [entry[0] + 1, entry[1] + money.finalAmount, entry[2] + d.orderValue] as DayEntry,
@@ -230,7 +247,6 @@ const applied = (docs: Docs, d: VoucherApplied['data']): void => {
       ...dayRange(days),
     } satisfies VoucherCustomerDoc);
   }
-  docs.set(C.daily, daily);
   docs.set(C.orders, { id: d.orderId, order_value: orderValue, live } satisfies AnalyticsOrderDoc);
   reattribute(docs, others, live);
 };
@@ -246,8 +262,9 @@ const rolledBack = (docs: Docs, rollback: VoucherApplicationRolledBack['data']):
   const order = docs.get<AnalyticsOrderDoc>(C.orders, rollback.orderId);
   const mine = order?.live.find((a) => a.application_id === rollback.applicationId);
   const d = { ...rollback, finalAmount: mine ? mine.share : rollback.finalAmount };
-  let daily = docs.get<DailyDoc>(C.daily, dailyId(d.voucherId, day)) ?? emptyDaily(d.voucherId, day);
-  daily = withSegment(addTotals(daily, -1, d) as DailyDoc, segment, (t) => addTotals(t, -1, d));
+  const daily = docs.daily(d.voucherId, day)!;
+  addTotals(daily, -1, d);
+  addTotals(segmentOf(daily, segment), -1, d);
   const customerId = application.customer_id;
   if (customerId !== null) {
     const customer = docs.get<CustomerDoc>(C.customers, customerId);
@@ -262,11 +279,11 @@ const rolledBack = (docs: Docs, rollback: VoucherApplicationRolledBack['data']):
     const vc = docs.get<VoucherCustomerDoc>(C.voucherCustomers, voucherCustomerId(d.voucherId, customerId));
     if (vc) {
       const [uses, spend, orderValue] = vc.days[day] ?? [0, 0, 0];
-      if (uses >= 1) daily = withGaps(docs, daily, gapChanges(day, neighbours(vc.days, day, 1), -1));
+      if (uses >= 1) addGaps(docs, daily, gapChanges(day, neighbours(vc.days, day, 1), -1));
       const days = { ...vc.days };
       if (uses <= 1) {
         delete days[day];
-        if (uses === 1) daily = { ...daily, unique_customers: daily.unique_customers - 1 };
+        if (uses === 1) daily.unique_customers -= 1;
       } else days[day] = [uses - 1, spend - d.finalAmount, orderValue - d.orderValue];
       docs.set(C.voucherCustomers, {
         ...vc,
@@ -278,7 +295,6 @@ const rolledBack = (docs: Docs, rollback: VoucherApplicationRolledBack['data']):
       });
     }
   }
-  docs.set(C.daily, daily);
   if (order && mine) {
     const rest = order.live.filter((a) => a !== mine);
     const live = withShares(order.order_value, rest);
@@ -290,15 +306,10 @@ const rolledBack = (docs: Docs, rollback: VoucherApplicationRolledBack['data']):
 
 const attempts = (docs: Docs, d: OrderAttemptsRecorded['data']): void => {
   for (const a of d.attempts) {
-    const id = dailyId(a.voucherId, dayOf(a.at));
-    const daily = docs.get<DailyDoc>(C.daily, id) ?? emptyDaily(a.voucherId, dayOf(a.at));
+    const daily = docs.daily(a.voucherId, dayOf(a.at))!;
     const segment = a.segment ?? UNKNOWN;
-    docs.set(
-      C.daily,
-      a.orderId === undefined
-        ? countAttempt(daily, segment)
-        : countOrderOnce(docs, daily, a.voucherId, a.orderId, segment, a.at),
-    );
+    if (a.orderId === undefined) countAttempt(daily, segment);
+    else countOrderOnce(docs, daily, a.voucherId, a.orderId, segment, a.at);
   }
 };
 
@@ -334,7 +345,6 @@ export const analytics: DocumentSetProjection<Handled> = {
         refs.push(
           { collection: C.daily, id: dailyId(d.voucherId, dayOf(d.appliedAt)) },
           { collection: C.applications, id: d.applicationId },
-          { collection: C.orderAttempts, id: orderAttemptId(d.voucherId, d.orderId) },
           { collection: C.orders, id: d.orderId },
         );
         customer(d.voucherId, d.customerId);
@@ -388,8 +398,8 @@ export const analytics: DocumentSetProjection<Handled> = {
     }
     return refs;
   },
-  evolve: (current, event) => {
-    const docs = new Docs(current);
+  evolve: (current, event, owned) => {
+    const docs = new Docs(current, owned);
     if (event.type === 'VoucherApplied') applied(docs, event.data);
     else if (event.type === 'VoucherApplicationRolledBack') rolledBack(docs, event.data);
     else if (event.type === 'OrderAttemptsRecorded') attempts(docs, event.data);

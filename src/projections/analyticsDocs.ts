@@ -197,14 +197,6 @@ export const segmentKey = (segments: Record<string, Totals>, segment: string): s
   return named < MAX_SEGMENTS ? segment : OTHER_SEGMENT;
 };
 
-/** The segment's totals, zero when it has none (own keys only). */
-export const segmentTotalsOf = (segments: Record<string, Totals>, key: string): Totals =>
-  Object.hasOwn(segments, key) ? segments[key]! : zeroTotals();
-
-/** A copy of stored segment totals without a prototype, to write keys into. */
-export const segmentMap = (segments: Record<string, Totals>): Record<string, Totals> =>
-  Object.assign(Object.create(null) as Record<string, Totals>, segments);
-
 export const zeroTotals = (): Totals => ({ uses: 0, discount: 0, order_value: 0, final_amount: 0, orders: 0 });
 
 export const emptyDaily = (voucherId: string, day: string): DailyDoc => ({

@@ -122,6 +122,97 @@ describe('analytics projections', function () {
       return docs;
     };
 
+    it('a day the runner owns is changed in place; without owned, evolve leaves every document it is given as it was', () => {
+      const application = (n: number, customerId: string) =>
+        at(
+          voucherApplied({
+            voucherId: 'v_A',
+            applicationId: `va_${n}`,
+            code: 'A',
+            orderId: `o${n}`,
+            customerId,
+            customerSegment: 'vip',
+            discountAmount: 1_000,
+            finalAmount: 9_000,
+            orderValue: 10_000,
+            appliedAt: `2026-01-0${n}T10:00:00Z`,
+          }),
+          n,
+        );
+      // c1 on Jan 1 and 3, then c1 on Jan 2: the gaps of Jan 3 (another day's document) change too
+      const docs = fold([application(1, 'c1'), application(3, 'c1')]);
+      const second = application(2, 'c1');
+      const view = new Map(
+        [...analyticsUntyped.touches(second), ...analyticsUntyped.follows!(second, docs)].map((r) => {
+          const key = `${r.collection}/${r.id}`;
+          return [key, docs.get(key) ?? null];
+        }),
+      );
+      for (const r of analyticsUntyped.follows!(second, view)) {
+        const key = `${r.collection}/${r.id}`;
+        view.set(key, docs.get(key) ?? null);
+      }
+      const day3 = 'analytics_daily/v_A|2026-01-03';
+      expect(view.get(day3)).to.not.equal(null);
+      const before = new Map([...view].map(([k, v]) => [k, JSON.stringify(v)]));
+      const copied = analyticsUntyped.evolve(view, second);
+      // given nothing owned: new documents, and the ones given unchanged
+      expect(copied.get(day3)).to.not.equal(view.get(day3));
+      for (const [k, v] of view) expect(JSON.stringify(v), k).to.equal(before.get(k));
+      // given the days as owned: the same figures, in the days themselves
+      const days = [...view].filter(([k, v]) => k.startsWith('analytics_daily/') && v !== null).map(([, v]) => v!);
+      const inPlace = analyticsUntyped.evolve(view, second, new Set(days));
+      expect(inPlace.get(day3)).to.equal(view.get(day3));
+      expect([...inPlace.keys()]).to.have.members([...copied.keys()]);
+      for (const [k, v] of inPlace) expect(JSON.stringify(v), k).to.equal(JSON.stringify(copied.get(k)));
+      // and nothing else it was given changed
+      for (const [k, v] of view)
+        if (!k.startsWith('analytics_daily/')) expect(JSON.stringify(v), k).to.equal(before.get(k));
+    });
+
+    it('touches names only documents the fold reads or writes (each is loaded for every event)', () => {
+      const log = [
+        at(voucherApplied({ voucherId: 'v_A', applicationId: 'va_1', code: 'A', orderId: 'o1', customerId: 'c1' }), 1),
+        at(voucherApplied({ voucherId: 'v_A', applicationId: 'va_2', code: 'A', orderId: 'o2' }), 2),
+        at(
+          voucherApplicationRolledBack({ voucherId: 'v_A', applicationId: 'va_1', orderId: 'o1', customerId: 'c1' }),
+          3,
+        ),
+        at(
+          orderAttemptsRecorded({
+            attempts: [
+              { voucherId: 'v_A', orderId: 'o3', at: '2026-01-01T00:00:00Z' },
+              { voucherId: 'v_A', at: '2026-01-01T00:00:00Z' },
+            ],
+          }),
+          4,
+        ),
+      ];
+      const docs = new Map<string, any>();
+      for (const e of log) {
+        const read = new Set<string>();
+        // the view as the runner builds it, noting what the fold looks up
+        class Tracked extends Map<string, any> {
+          override get(key: string) {
+            read.add(key);
+            return super.get(key);
+          }
+        }
+        const view = new Tracked(
+          analyticsUntyped
+            .touches(e)
+            .map((r) => [`${r.collection}/${r.id}`, docs.get(`${r.collection}/${r.id}`) ?? null]),
+        );
+        const changes = analyticsUntyped.evolve(view, e);
+        const unused = analyticsUntyped
+          .touches(e)
+          .map((r) => `${r.collection}/${r.id}`)
+          .filter((key) => !read.has(key) && !changes.has(key));
+        expect(unused, e.type).to.deep.equal([]);
+        for (const [k, v] of changes) docs.set(k, v);
+      }
+    });
+
     it('attempts: one per distinct order id (also within one event), one per call without an id', () => {
       const docs = fold([
         at(
