@@ -1,9 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'csv-stringify/sync';
-import ExcelJS from 'exceljs';
 import type { ExportFormat } from '../../domain/analytics/events.ts';
 import type { Metric } from '../analytics/metrics.ts';
+import { lazyPackage } from '../../core/lazyPackage.ts';
+
+const exceljs = lazyPackage<typeof import('exceljs')>('exceljs');
 
 /** One export row: a voucher on a day, with the requested metrics. */
 export interface ExportRow {
@@ -52,7 +54,11 @@ const NUMBER_FORMATS: Partial<Record<Metric, string>> = { conversion_rate: '0.00
 
 /** A real workbook, written as a stream: sheet "Analytics", a bold frozen header row, date cells, numeric cells. */
 const writeXlsx = async (file: string, rows: ExportRow[], meta: ExportFileMeta): Promise<void> => {
-  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ filename: file, useStyles: true, useSharedStrings: false });
+  const workbook = new (exceljs().stream.xlsx.WorkbookWriter)({
+    filename: file,
+    useStyles: true,
+    useSharedStrings: false,
+  });
   workbook.created = new Date(meta.generatedAt);
   const sheet = workbook.addWorksheet('Analytics', { views: [{ state: 'frozen', ySplit: 1 }] });
   sheet.columns = columns(meta).map((key) => ({

@@ -13,8 +13,8 @@
  * - A broker that cannot be reached at start fails `start` with an error naming the brokers;
  *   a send that fails for want of a broker rejects with `BusUnavailableError`.
  */
-import kafkajs from 'kafkajs';
 import type { Admin, Consumer, Kafka, KafkaConfig, LogEntry, Producer } from 'kafkajs';
+import { lazyPackage } from '../../core/lazyPackage.ts';
 import {
   BusUnavailableError,
   DEFAULT_RETRY_DELAY_MS,
@@ -27,7 +27,7 @@ import {
   type SubscribeOptions,
 } from '../../core/bus.ts';
 
-const { Kafka: KafkaClient, Partitioners, logLevel } = kafkajs;
+const kafkajs = lazyPackage<typeof import('kafkajs')>('kafkajs');
 
 export type KafkaLogLevel = 'error' | 'warn' | 'info' | 'debug';
 export type KafkaLog = (level: KafkaLogLevel, message: string, fields: Record<string, unknown>) => void;
@@ -54,23 +54,24 @@ export interface KafkaBusOptions {
   kafka?: Pick<Kafka, 'admin' | 'producer' | 'consumer'>;
 }
 
-const LEVELS: Record<number, KafkaLogLevel> = {
+/** kafkajs's log levels by name. */
+const levelsOf = ({ logLevel }: typeof import('kafkajs')): Record<number, KafkaLogLevel> => ({
   [logLevel.ERROR]: 'error',
   [logLevel.WARN]: 'warn',
   [logLevel.INFO]: 'info',
   [logLevel.DEBUG]: 'debug',
-};
+});
 
 /** Whether a kafkajs error means no broker answered (a later attempt may succeed). */
 export function isUnavailable(error: unknown): boolean {
-  if (!(error instanceof kafkajs.KafkaJSError)) return false;
+  if (!(error instanceof kafkajs().KafkaJSError)) return false;
   return (
     error.retriable ||
-    error instanceof kafkajs.KafkaJSNumberOfRetriesExceeded ||
-    error instanceof kafkajs.KafkaJSConnectionError ||
-    error instanceof kafkajs.KafkaJSRequestTimeoutError ||
-    error instanceof kafkajs.KafkaJSBrokerNotFound ||
-    error instanceof kafkajs.KafkaJSTimeout
+    error instanceof kafkajs().KafkaJSNumberOfRetriesExceeded ||
+    error instanceof kafkajs().KafkaJSConnectionError ||
+    error instanceof kafkajs().KafkaJSRequestTimeoutError ||
+    error instanceof kafkajs().KafkaJSBrokerNotFound ||
+    error instanceof kafkajs().KafkaJSTimeout
   );
 }
 
@@ -92,17 +93,18 @@ export class KafkaBus implements Bus {
     this.#options = options;
     this.topicPrefix = options.topicPrefix ?? DEFAULT_TOPIC_PREFIX;
     const log = options.log;
+    const levels = levelsOf(kafkajs());
     const config: KafkaConfig = {
       clientId: options.clientId ?? 'voucher-service',
       brokers: [...options.brokers],
       retry: { retries: options.connectRetries ?? 5 },
-      logLevel: log ? logLevel.WARN : logLevel.NOTHING,
+      logLevel: log ? kafkajs().logLevel.WARN : kafkajs().logLevel.NOTHING,
       logCreator:
         () =>
         ({ namespace, level, log: { message, ...fields } }: LogEntry) =>
-          log?.(LEVELS[level] ?? 'info', message, { namespace, ...fields }),
+          log?.(levels[level] ?? 'info', message, { namespace, ...fields }),
     };
-    this.#kafka = options.kafka ?? new KafkaClient(config);
+    this.#kafka = options.kafka ?? new (kafkajs().Kafka)(config);
   }
 
   topicOf(environment: string): string {
@@ -119,7 +121,7 @@ export class KafkaBus implements Bus {
       const producer = this.#kafka.producer({
         idempotent: true,
         maxInFlightRequests: 1,
-        createPartitioner: Partitioners.DefaultPartitioner,
+        createPartitioner: kafkajs().Partitioners.DefaultPartitioner,
         allowAutoTopicCreation: false,
       });
       await this.#reach('connect a producer to', () => producer.connect());
@@ -242,8 +244,8 @@ export class KafkaBus implements Bus {
         topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: replication })),
       });
     } catch (error) {
-      const errors: unknown[] = error instanceof kafkajs.KafkaJSAggregateError ? error.errors : [error];
-      const types = errors.map((e) => (e instanceof kafkajs.KafkaJSProtocolError ? e.type : undefined));
+      const errors: unknown[] = error instanceof kafkajs().KafkaJSAggregateError ? error.errors : [error];
+      const types = errors.map((e) => (e instanceof kafkajs().KafkaJSProtocolError ? e.type : undefined));
       if (types.includes('INVALID_REPLICATION_FACTOR')) {
         throw new Error(
           `Kafka (${this.#brokers()}) cannot create ${topics.join(', ')} with replication factor ${replication} ` +

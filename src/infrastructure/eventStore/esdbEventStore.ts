@@ -17,7 +17,7 @@
  *   StoreUnavailableError('eventstore'); a failed expectation a WrongExpectedRevisionError.
  */
 import { randomUUID } from 'node:crypto';
-import {
+import type {
   ANY,
   BACKWARDS,
   END,
@@ -30,13 +30,17 @@ import {
   STREAM_EXISTS,
   jsonEvent,
   streamNameFilter,
-  type AllStreamResolvedEvent,
-  type AllStreamSubscription,
-  type AppendExpectedRevision,
-  type Position,
-  type ReadPosition,
-  type ResolvedEvent,
+  AllStreamResolvedEvent,
+  AllStreamSubscription,
+  AppendExpectedRevision,
+  Position,
+  ReadPosition,
+  ResolvedEvent,
 } from '@eventstore/db-client';
+import { lazyPackage } from '../../core/lazyPackage.ts';
+
+/** The client library, loaded when an EventStoreDB store is first used. */
+const esdb = lazyPackage<typeof import('@eventstore/db-client')>('@eventstore/db-client');
 import {
   WrongExpectedRevisionError,
   type AppendResult,
@@ -81,13 +85,15 @@ const NAMESPACE = /^[A-Za-z0-9_-]{1,64}$/;
  * Client errors that say the server is not there now (unreachable, too slow, shutting down and
  * cancelling calls, no leader during an election): worth a retry, never a wrong answer.
  */
-const TRANSIENT = new Set<string>([
-  ErrorType.UNAVAILABLE,
-  ErrorType.DEADLINE_EXCEEDED,
-  ErrorType.TIMEOUT,
-  ErrorType.CANCELLED,
-  ErrorType.NOT_LEADER,
-]);
+let transient: Set<string> | undefined;
+const transientTypes = (): Set<string> =>
+  (transient ??= new Set<string>([
+    esdb().ErrorType.UNAVAILABLE,
+    esdb().ErrorType.DEADLINE_EXCEEDED,
+    esdb().ErrorType.TIMEOUT,
+    esdb().ErrorType.CANCELLED,
+    esdb().ErrorType.NOT_LEADER,
+  ]));
 
 export class EsdbEventStore<E extends DomainEvent = AnyEvent> implements EventStore<E> {
   readonly atomicMultiStream = false;
@@ -129,7 +135,7 @@ export class EsdbEventStore<E extends DomainEvent = AnyEvent> implements EventSt
     const expectedRevision = toEsdbExpected(expected);
     if (events.length === 0) return this.emptyAppend(streamId, expected);
     const data = events.map((event) =>
-      jsonEvent({
+      esdb().jsonEvent({
         id: event.id ?? randomUUID(),
         type: event.type,
         data: event.data as Record<string, unknown>,
@@ -173,7 +179,7 @@ export class EsdbEventStore<E extends DomainEvent = AnyEvent> implements EventSt
     try {
       const read = this.client.readStream(this.streamName(streamId), {
         fromRevision: BigInt(fromRevision),
-        direction: FORWARDS,
+        direction: esdb().FORWARDS,
         ...(maxCount === undefined ? {} : { maxCount }),
       });
       for await (const resolved of read) {
@@ -182,7 +188,7 @@ export class EsdbEventStore<E extends DomainEvent = AnyEvent> implements EventSt
         if (event) events.push(event as RecordedEvent<T>);
       }
     } catch (error) {
-      if (isCommandError(error, ErrorType.STREAM_NOT_FOUND)) return [];
+      if (isCommandError(error, esdb().ErrorType.STREAM_NOT_FOUND)) return [];
       throw mapError(error);
     }
     return events;
@@ -195,10 +201,10 @@ export class EsdbEventStore<E extends DomainEvent = AnyEvent> implements EventSt
     const events: RecordedEvent<E>[] = [];
     if (maxCount === 0) return events;
     // $all pages hold every namespace's and the server's own events: scan, keep this namespace's.
-    let from: ReadPosition = after === 0 ? START : fromNumber(after);
+    let from: ReadPosition = after === 0 ? esdb().START : fromNumber(after);
     let seen = after;
     for (;;) {
-      const page = await this.readAllPage(from, FORWARDS);
+      const page = await this.readAllPage(from, esdb().FORWARDS);
       for (const resolved of page) {
         const position = toPosition(resolved.event!.position);
         if (position <= seen) continue; // a read from a position starts with the event at it
@@ -221,11 +227,11 @@ export class EsdbEventStore<E extends DomainEvent = AnyEvent> implements EventSt
   async headPosition(): Promise<number> {
     this.assertOpen();
     const known = this.scanned;
-    let from: ReadPosition = END;
+    let from: ReadPosition = esdb().END;
     let top: number | undefined;
     let head: number | undefined;
     while (head === undefined) {
-      const page = await this.readAllPage(from, BACKWARDS);
+      const page = await this.readAllPage(from, esdb().BACKWARDS);
       for (const resolved of page) {
         const position = toPosition(resolved.event!.position);
         top ??= position;
@@ -234,7 +240,7 @@ export class EsdbEventStore<E extends DomainEvent = AnyEvent> implements EventSt
         if (head !== undefined) break;
       }
       if (head === undefined && page.length < this.pageSize) head = 0;
-      else from = page.at(-1)?.event!.position ?? END;
+      else from = page.at(-1)?.event!.position ?? esdb().END;
     }
     if (top !== undefined && (!known || top > known.upTo)) this.scanned = { upTo: top, head };
     return head;
@@ -248,8 +254,8 @@ export class EsdbEventStore<E extends DomainEvent = AnyEvent> implements EventSt
     }
     const after = checkPosition(options.after ?? 0);
     const source = this.client.subscribeToAll({
-      fromPosition: after === 0 ? START : fromNumber(after),
-      filter: streamNameFilter({ prefixes: [this.prefix] }),
+      fromPosition: after === 0 ? esdb().START : fromNumber(after),
+      filter: esdb().streamNameFilter({ prefixes: [this.prefix] }),
     });
     const subscription: EsdbSubscription<E> = new EsdbSubscription<E>(source, handler, {
       after,
@@ -284,15 +290,15 @@ export class EsdbEventStore<E extends DomainEvent = AnyEvent> implements EventSt
   private async lastRevision(streamId: string): Promise<number> {
     try {
       for await (const resolved of this.client.readStream(this.streamName(streamId), {
-        fromRevision: END,
-        direction: BACKWARDS,
+        fromRevision: esdb().END,
+        direction: esdb().BACKWARDS,
         maxCount: 1,
       })) {
         return Number(resolved.event!.revision);
       }
       return -1;
     } catch (error) {
-      if (isCommandError(error, ErrorType.STREAM_NOT_FOUND)) return -1;
+      if (isCommandError(error, esdb().ErrorType.STREAM_NOT_FOUND)) return -1;
       throw mapError(error);
     }
   }
@@ -338,7 +344,7 @@ export class EsdbEventStore<E extends DomainEvent = AnyEvent> implements EventSt
   }
 
   private mapAppendError(error: unknown, streamId: string, expected: ExpectedRevision): unknown {
-    if (isCommandError(error, ErrorType.WRONG_EXPECTED_VERSION)) {
+    if (isCommandError(error, esdb().ErrorType.WRONG_EXPECTED_VERSION)) {
       const actual = (asCommandError(error) as { actualVersion?: unknown }).actualVersion;
       return new WrongExpectedRevisionError(streamId, expected, typeof actual === 'bigint' ? Number(actual) : -1);
     }
@@ -362,7 +368,7 @@ export async function connectEsdb(
 ): Promise<EventStoreDBClient> {
   let client: EventStoreDBClient;
   try {
-    client = EventStoreDBClient.connectionString(url);
+    client = esdb().EventStoreDBClient.connectionString(url);
   } catch (error) {
     throw new Error(`EVENTSTORE_URL is not a valid EventStoreDB connection string: ${messageOf(error)}`, {
       cause: error,
@@ -476,9 +482,9 @@ class EsdbSubscription<E extends DomainEvent> implements Subscription {
 }
 
 function toEsdbExpected(expected: ExpectedRevision): AppendExpectedRevision {
-  if (expected === 'any') return ANY;
-  if (expected === 'no_stream') return NO_STREAM;
-  if (expected === 'stream_exists') return STREAM_EXISTS;
+  if (expected === 'any') return esdb().ANY;
+  if (expected === 'no_stream') return esdb().NO_STREAM;
+  if (expected === 'stream_exists') return esdb().STREAM_EXISTS;
   if (typeof expected === 'number' && Number.isInteger(expected) && expected >= 0) return BigInt(expected);
   throw new TypeError(`invalid expectedRevision: ${String(expected)}`);
 }
@@ -517,7 +523,7 @@ function checkMaxCount(maxCount: number | undefined): number | undefined {
  * reject with the raw gRPC error, which the client's own conversion turns into its class.
  */
 function asCommandError(error: unknown): unknown {
-  return error instanceof Error ? convertToCommandError(error) : error;
+  return error instanceof Error ? esdb().convertToCommandError(error) : error;
 }
 
 function isCommandError(error: unknown, type: ErrorType): boolean {
@@ -530,7 +536,9 @@ export function mapError(error: unknown): unknown {
   if (error instanceof StoreUnavailableError) return error;
   const converted = asCommandError(error);
   const type = converted instanceof Error ? (converted as { type?: unknown }).type : undefined;
-  return typeof type === 'string' && TRANSIENT.has(type) ? new StoreUnavailableError(EVENTSTORE, converted) : error;
+  return typeof type === 'string' && transientTypes().has(type)
+    ? new StoreUnavailableError(EVENTSTORE, converted)
+    : error;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

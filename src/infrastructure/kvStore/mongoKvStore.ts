@@ -17,10 +17,10 @@
  * putOwned needs a transaction, so a replica set (connectMongo checks it). Driver errors that
  * mean the server is unreachable become StoreUnavailableError.
  */
-import { MongoServerError, type ClientSession, type Collection, type Db, type WriteConcernSettings } from 'mongodb';
+import type { ClientSession, Collection, Db, WriteConcernSettings } from 'mongodb';
 import type { Clock } from '../../domain/clock.ts';
 import type { KvStore, OwnedRecords } from '../../core/kvStore.ts';
-import { guarded, inTransaction } from '../mongo/mongoConnection.ts';
+import { guarded, inTransaction, mongodb } from '../mongo/mongoConnection.ts';
 
 interface KvDoc {
   _id: string;
@@ -140,7 +140,7 @@ export class MongoKvStore implements KvStore {
       );
       return true;
     } catch (err) {
-      if (err instanceof MongoServerError && err.code === DUPLICATE_KEY) return false;
+      if (err instanceof mongodb().MongoServerError && err.code === DUPLICATE_KEY) return false;
       throw err;
     }
   }

@@ -3,26 +3,15 @@
  * one database per environment, and the mapping of the driver's connection errors to
  * StoreUnavailableError.
  */
-import {
-  MongoBulkWriteError,
-  MongoClient,
-  MongoClientClosedError,
-  MongoError,
-  MongoNetworkError,
-  MongoNotConnectedError,
-  MongoOperationTimeoutError,
-  MongoServerClosedError,
-  MongoServerSelectionError,
-  MongoTopologyClosedError,
-  type ClientSession,
-  type Db,
-  type MongoClientOptions,
-  type TransactionOptions,
-} from 'mongodb';
+import type { ClientSession, Db, MongoClient, MongoClientOptions, TransactionOptions } from 'mongodb';
+import { lazyPackage } from '../../core/lazyPackage.ts';
 import { StoreUnavailableError } from '../../core/storeUnavailable.ts';
 import { assertMongoUrl, databaseBaseName } from './mongoUrl.ts';
 
 export { databaseBaseName };
+
+/** The driver, loaded when a MongoDB store is first used. */
+export const mongodb = lazyPackage<typeof import('mongodb')>('mongodb');
 
 /** The name StoreUnavailableError carries for the MongoDB stores. */
 export const MONGO_STORE = 'mongodb';
@@ -43,17 +32,23 @@ const UNAVAILABLE_CODES = new Set([6, 7, 89, 91, 189, 10107, 11600, 11602, 13435
  * A bulk write wraps a driver error it met before any write result (a lost connection) in a
  * MongoBulkWriteError that keeps it as `errorResponse`: that one is looked at.
  */
-export const isUnavailable = (err: unknown): boolean =>
-  (err instanceof MongoBulkWriteError && err.errorResponse instanceof Error && isUnavailable(err.errorResponse)) ||
-  err instanceof MongoServerSelectionError ||
-  err instanceof MongoNetworkError ||
-  err instanceof MongoNotConnectedError ||
-  err instanceof MongoTopologyClosedError ||
-  err instanceof MongoServerClosedError ||
-  err instanceof MongoClientClosedError ||
-  err instanceof MongoOperationTimeoutError ||
-  (err instanceof MongoError &&
-    (err.hasErrorLabel('RetryableWriteError') || (typeof err.code === 'number' && UNAVAILABLE_CODES.has(err.code))));
+export const isUnavailable = (err: unknown): boolean => {
+  const driver = mongodb();
+  return (
+    (err instanceof driver.MongoBulkWriteError &&
+      err.errorResponse instanceof Error &&
+      isUnavailable(err.errorResponse)) ||
+    err instanceof driver.MongoServerSelectionError ||
+    err instanceof driver.MongoNetworkError ||
+    err instanceof driver.MongoNotConnectedError ||
+    err instanceof driver.MongoTopologyClosedError ||
+    err instanceof driver.MongoServerClosedError ||
+    err instanceof driver.MongoClientClosedError ||
+    err instanceof driver.MongoOperationTimeoutError ||
+    (err instanceof driver.MongoError &&
+      (err.hasErrorLabel('RetryableWriteError') || (typeof err.code === 'number' && UNAVAILABLE_CODES.has(err.code))))
+  );
+};
 
 /** The error to throw for a driver error: StoreUnavailableError when the server is unreachable, else the error itself. */
 export const storeError = (err: unknown): unknown =>
@@ -130,7 +125,7 @@ export const connectMongo = async (url: string, options: ConnectOptions = {}): P
     : { serverSelectionTimeoutMS: DEFAULT_SERVER_SELECTION_TIMEOUT_MS };
   let client: MongoClient;
   try {
-    client = (options.createClient ?? ((u, o) => new MongoClient(u, o)))(url, clientOptions);
+    client = (options.createClient ?? ((u, o) => new (mongodb().MongoClient)(u, o)))(url, clientOptions);
   } catch (err) {
     throw new Error(`MONGODB_URL is not a valid MongoDB connection string: ${(err as Error).message}`, { cause: err });
   }
