@@ -6,6 +6,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import type * as Kafkajs from 'kafkajs';
 import { lazyPackage } from '../../src/core/lazyPackage.ts';
 import { ROOT } from '../support/processes.ts';
 
@@ -22,7 +23,7 @@ describe('optional packages loaded on first use', function () {
   });
 
   it('gives the package `import` gives, loaded once', async () => {
-    const kafkajs = lazyPackage<typeof import('kafkajs')>('kafkajs');
+    const kafkajs = lazyPackage<typeof Kafkajs>('kafkajs');
     const imported = (await import('kafkajs')).default;
     expect(kafkajs()).to.equal(imported);
     expect(kafkajs()).to.equal(kafkajs());

@@ -3,9 +3,10 @@ import path from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import type { ExportFormat } from '../../domain/analytics/events.ts';
 import type { Metric } from '../analytics/metrics.ts';
+import type * as ExcelJS from 'exceljs';
 import { lazyPackage } from '../../core/lazyPackage.ts';
 
-const exceljs = lazyPackage<typeof import('exceljs')>('exceljs');
+const exceljs = lazyPackage<typeof ExcelJS>('exceljs');
 
 /** One export row: a voucher on a day, with the requested metrics. */
 export interface ExportRow {

@@ -13,6 +13,7 @@
  * - A broker that cannot be reached at start fails `start` with an error naming the brokers;
  *   a send that fails for want of a broker rejects with `BusUnavailableError`.
  */
+import type * as Kafkajs from 'kafkajs';
 import type { Admin, Consumer, Kafka, KafkaConfig, LogEntry, Producer } from 'kafkajs';
 import { lazyPackage } from '../../core/lazyPackage.ts';
 import {
@@ -27,7 +28,7 @@ import {
   type SubscribeOptions,
 } from '../../core/bus.ts';
 
-const kafkajs = lazyPackage<typeof import('kafkajs')>('kafkajs');
+const kafkajs = lazyPackage<typeof Kafkajs>('kafkajs');
 
 export type KafkaLogLevel = 'error' | 'warn' | 'info' | 'debug';
 export type KafkaLog = (level: KafkaLogLevel, message: string, fields: Record<string, unknown>) => void;
@@ -55,7 +56,7 @@ export interface KafkaBusOptions {
 }
 
 /** kafkajs's log levels by name. */
-const levelsOf = ({ logLevel }: typeof import('kafkajs')): Record<number, KafkaLogLevel> => ({
+const levelsOf = ({ logLevel }: typeof Kafkajs): Record<number, KafkaLogLevel> => ({
   [logLevel.ERROR]: 'error',
   [logLevel.WARN]: 'warn',
   [logLevel.INFO]: 'info',

@@ -18,18 +18,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type {
-  ANY,
   BACKWARDS,
-  END,
   ErrorType,
   EventStoreDBClient,
-  convertToCommandError,
   FORWARDS,
-  NO_STREAM,
-  START,
-  STREAM_EXISTS,
-  jsonEvent,
-  streamNameFilter,
   AllStreamResolvedEvent,
   AllStreamSubscription,
   AppendExpectedRevision,
@@ -37,10 +29,11 @@ import type {
   ReadPosition,
   ResolvedEvent,
 } from '@eventstore/db-client';
+import type * as Esdb from '@eventstore/db-client';
 import { lazyPackage } from '../../core/lazyPackage.ts';
 
 /** The client library, loaded when an EventStoreDB store is first used. */
-const esdb = lazyPackage<typeof import('@eventstore/db-client')>('@eventstore/db-client');
+const esdb = lazyPackage<typeof Esdb>('@eventstore/db-client');
 import {
   WrongExpectedRevisionError,
   type AppendResult,

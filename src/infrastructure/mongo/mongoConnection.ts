@@ -3,6 +3,7 @@
  * one database per environment, and the mapping of the driver's connection errors to
  * StoreUnavailableError.
  */
+import type * as Mongodb from 'mongodb';
 import type { ClientSession, Db, MongoClient, MongoClientOptions, TransactionOptions } from 'mongodb';
 import { lazyPackage } from '../../core/lazyPackage.ts';
 import { StoreUnavailableError } from '../../core/storeUnavailable.ts';
@@ -11,7 +12,7 @@ import { assertMongoUrl, databaseBaseName } from './mongoUrl.ts';
 export { databaseBaseName };
 
 /** The driver, loaded when a MongoDB store is first used. */
-export const mongodb = lazyPackage<typeof import('mongodb')>('mongodb');
+export const mongodb = lazyPackage<typeof Mongodb>('mongodb');
 
 /** The name StoreUnavailableError carries for the MongoDB stores. */
 export const MONGO_STORE = 'mongodb';
