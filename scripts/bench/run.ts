@@ -33,6 +33,7 @@ import {
   TUNED_CEILING_SCENARIO,
   SPREAD_POOL,
   VALIDATE_POOL,
+  serviceEnv,
   type Scenario,
 } from './scenarios.ts';
 import { api, createVouchers } from './vouchers.ts';
@@ -104,18 +105,7 @@ export const startService = async (root = SERVICE_ROOT, extraEnv: Record<string,
     name,
     root,
     'src/main.ts',
-    {
-      PORT: String(port),
-      HOST,
-      DATA_DIR: dataDir,
-      VOUCHER_API_KEYS: API_KEY,
-      LOG_LEVEL: 'warn',
-      // One key makes thousands of requests a second here: with the spec's limits the scenarios
-      // would measure the limiter's 429s instead of the service. The limits are lifted (the limiter
-      // and its headers still run, as in production), or the limiter is off with --rate-limits=off.
-      RATE_LIMITS,
-      ...extraEnv,
-    },
+    serviceEnv(port, dataDir, extraEnv),
     name === 'service' ? cpuProf(name) : [],
   );
   const baseUrl = `http://${HOST}:${port}`;

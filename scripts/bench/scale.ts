@@ -27,7 +27,6 @@ import {
   CONNECTIONS,
   HOST,
   KEEP_DATA,
-  RATE_LIMITS,
   ROOT,
   SCALE_APPLICATIONS,
   SCALE_REPLAYS,
@@ -36,7 +35,7 @@ import {
 } from './cli.ts';
 import { takeBody } from './load.ts';
 import { buildCheckout, freePort, startChild, stopChild, tempDirs, waitForHealth, type Child } from './processes.ts';
-import { API_KEY, HEADERS, HOT_CODE, RUN, SPREAD_POOL, spreadCode, voucherBody } from './scenarios.ts';
+import { HEADERS, HOT_CODE, RUN, SPREAD_POOL, serviceEnv, spreadCode, voucherBody } from './scenarios.ts';
 import {
   SCALE_TARGETS,
   diskReport,
@@ -115,21 +114,7 @@ const memoryDetail = async (pid: number | undefined, baseUrl: string): Promise<s
 
 const startOn = async (dataDir: string): Promise<{ proc: Child; baseUrl: string }> => {
   const port = await freePort();
-  const proc = startChild(
-    'service',
-    SERVICE_ROOT,
-    'dist/src/main.js',
-    {
-      PORT: String(port),
-      HOST,
-      DATA_DIR: dataDir,
-      VOUCHER_API_KEYS: API_KEY,
-      LOG_LEVEL: 'warn',
-      RATE_LIMITS,
-    },
-    [],
-    true,
-  );
+  const proc = startChild('service', SERVICE_ROOT, 'dist/src/main.js', serviceEnv(port, dataDir), [], true);
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(proc, baseUrl, 120_000);
   return { proc, baseUrl };

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { isoSeconds } from '../../src/domain/clock.ts';
+import { HOST, RATE_LIMITS } from './cli.ts';
 
 export const VALIDATE_POOL = 100;
 export const SPREAD_POOL = 1_000;
@@ -29,6 +30,27 @@ export const API_KEY = `sk_test_${randomBytes(24)
   .padEnd(32, '0')
   .slice(0, 32)}`;
 export const HEADERS = { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` };
+
+/**
+ * The environment of a service the bench starts: on 127.0.0.1 at `port`, on `dataDir`, with the
+ * bench's API key, warnings only, and the rate limits of --rate-limits. One key makes thousands of
+ * requests a second here: with the spec's limits the scenarios would measure the limiter's 429s
+ * instead of the service, so the limits are lifted (the limiter and its headers still run, as in
+ * production), or the limiter is off with --rate-limits=off.
+ */
+export const serviceEnv = (
+  port: number,
+  dataDir: string,
+  extra: Record<string, string> = {},
+): Record<string, string> => ({
+  PORT: String(port),
+  HOST,
+  DATA_DIR: dataDir,
+  VOUCHER_API_KEYS: API_KEY,
+  LOG_LEVEL: 'warn',
+  RATE_LIMITS,
+  ...extra,
+});
 
 const ITEMS = [
   { id: 'sku_shoes', price: 5_000, quantity: 1, category: 'footwear' },

@@ -11,23 +11,12 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import {
-  CONNECTIONS,
-  DURATION_S,
-  HOST,
-  KEEP_DATA,
-  PROFILE,
-  RATE_LIMITS,
-  ROOT,
-  ROUNDS,
-  SERVICE_ROOT,
-  WARMUP_S,
-} from './cli.ts';
+import { CONNECTIONS, DURATION_S, HOST, KEEP_DATA, PROFILE, ROOT, ROUNDS, SERVICE_ROOT, WARMUP_S } from './cli.ts';
 import { measure, median } from './load.ts';
 import { busyMsIn, formatSummary, loadProfile, summariseProfile, type ProfileWindow } from './profile.ts';
 import { PROF_DIR } from './profiling.ts';
 import { freePort, startChild, stopChild, tempDirs, waitForHealth } from './processes.ts';
-import { API_KEY, SCENARIOS } from './scenarios.ts';
+import { SCENARIOS, serviceEnv } from './scenarios.ts';
 import { api, createVouchers } from './vouchers.ts';
 
 export const WEBHOOKS_SCENARIO_ID = 'webhooks';
@@ -72,16 +61,7 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
     'service',
     SERVICE_ROOT,
     'src/main.ts',
-    {
-      PORT: String(port),
-      HOST,
-      DATA_DIR: dataDir,
-      VOUCHER_API_KEYS: API_KEY,
-      LOG_LEVEL: 'warn',
-      RATE_LIMITS,
-      WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
-      KAFKA_BROKERS: '',
-    },
+    serviceEnv(port, dataDir, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', KAFKA_BROKERS: '' }),
     PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [],
   );
   const baseUrl = `http://${HOST}:${port}`;
@@ -211,17 +191,16 @@ const benchKafkaLatency = async (
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-webhooks-kafka-'));
   if (!KEEP_DATA) tempDirs.push(dataDir);
   const port = await freePort();
-  const service = startChild('service-kafka', SERVICE_ROOT, 'src/main.ts', {
-    PORT: String(port),
-    HOST,
-    DATA_DIR: dataDir,
-    VOUCHER_API_KEYS: API_KEY,
-    LOG_LEVEL: 'warn',
-    RATE_LIMITS,
-    WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
-    KAFKA_BROKERS: process.env.KAFKA_BROKERS!.trim(),
-    KAFKA_TOPIC_PREFIX: `bench-${process.pid}-${Date.now()}`,
-  });
+  const service = startChild(
+    'service-kafka',
+    SERVICE_ROOT,
+    'src/main.ts',
+    serviceEnv(port, dataDir, {
+      WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
+      KAFKA_BROKERS: process.env.KAFKA_BROKERS!.trim(),
+      KAFKA_TOPIC_PREFIX: `bench-${process.pid}-${Date.now()}`,
+    }),
+  );
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(service, baseUrl);
   log(`webhooks through Kafka (${process.env.KAFKA_BROKERS}): ${LATENCY_APPLIES} sequential applies ...`);
