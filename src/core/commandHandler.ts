@@ -273,8 +273,8 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
       // A stream written new (expected: no stream): these events are its whole history.
       let state = this.decider.initialState();
       for (const event of events) state = this.decider.evolve(state, event);
-      const entry = cacheEntry(state, nextRevision, this.store.externalChangeToken?.(), undefined);
-      if (this.snapshots) entry.snap = { base: -1, dirty: new Set() };
+      const snap = this.snapshots ? { base: -1, loaded: undefined, dirty: new Set<string>() } : undefined;
+      const entry = cacheEntry(state, nextRevision, this.store.externalChangeToken?.(), snap);
       this.touched(entry, events);
       this.remember(streamId, entry);
       return;
