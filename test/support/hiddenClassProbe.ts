@@ -4,12 +4,12 @@
  *   node --allow-natives-syntax --import tsx test/support/hiddenClassProbe.ts
  *
  * Folds events that went through JSON, as read from a store: applications and rollbacks into a
- * voucher, confirmations into orders. Prints one JSON line: for each kind of object, how many
+ * voucher, confirmations and reservations into orders. Prints one JSON line: for each kind of object, how many
  * neighbouring pairs there were and how many of them shared a hidden class.
  */
 import { voucherDecider } from '../../src/domain/voucher/decide.ts';
 import type { VoucherEvent } from '../../src/domain/voucher/events.ts';
-import { evolveOrder, liveVouchers } from '../../src/domain/order/state.ts';
+import { evolveOrder, liveVouchers, reservationsOf } from '../../src/domain/order/state.ts';
 import type { OrderEvent } from '../../src/domain/order/events.ts';
 import {
   orderVoucherConfirmed,
@@ -40,6 +40,22 @@ for (let n = 0; n < N; n += 2) {
 const voucher = events.reduce(voucherDecider.evolve, voucherDecider.initialState())!;
 const applications = [...voucher.applications.values()];
 
+// reservations: an order reserved for a voucher, its profile as a confirmation carries it
+const reserved = Array.from({ length: N }, (_, n) => {
+  const {
+    discountAmount: _discount,
+    confirmedAt: _at,
+    ...data
+  } = orderVoucherConfirmed({
+    orderId: `r_${n}`,
+    applicationId: `app_r_${n}`,
+  }).data;
+  return evolveOrder(
+    null,
+    stored<OrderEvent>({ type: 'OrderVoucherReserved', data: { ...data, reservedAt: '2026-01-15T12:00:00Z' } }),
+  )!;
+});
+
 const orders = Array.from({ length: N }, (_, n) =>
   evolveOrder(null, stored<OrderEvent>(orderVoucherConfirmed({ orderId: `o_${n}`, applicationId: `app_${n}` })))!,
 );
@@ -50,5 +66,6 @@ process.stdout.write(
     rolledBack: pairs(applications.filter((a) => a.status === 'rolled_back')),
     orders: pairs(orders),
     orderVouchers: pairs(orders.flatMap((o) => liveVouchers(o))),
+    reservations: pairs(reserved.flatMap((o) => reservationsOf(o))),
   })}\n`,
 );

@@ -11,7 +11,7 @@ import { ROOT } from '../support/processes.ts';
 describe('hidden classes of the states the command handler keeps', function () {
   this.timeout(30_000);
 
-  it('gives every application, rolled-back application, order and order voucher the hidden class of the one before (V8)', async () => {
+  it('gives every application, rolled-back application, order, order voucher and reservation the hidden class of the one before (V8)', async () => {
     const { stdout } = await promisify(execFile)(
       process.execPath,
       ['--allow-natives-syntax', '--import', 'tsx', 'test/support/hiddenClassProbe.ts'],
@@ -22,6 +22,7 @@ describe('hidden classes of the states the command handler keeps', function () {
       rolledBack: { pairs: 19, same: 19 },
       orders: { pairs: 39, same: 39 },
       orderVouchers: { pairs: 39, same: 39 },
+      reservations: { pairs: 39, same: 39 },
     });
   });
 });

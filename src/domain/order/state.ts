@@ -37,34 +37,27 @@ const order = (orderId: string, vouchers: OrderEntry[], reservations: Reservatio
 
 type Profiled = OrderVoucherProfile & { applicationId: string };
 
-const entry = (d: Profiled & { discountAmount: number }, at: string): OrderEntry => {
-  const built: OrderEntry = {
+/** The voucher's stacking profile and application, the fields an entry and a reservation share. */
+const profiled = (d: Profiled): StackProfile & { orderValue: number; applicationId: string } => {
+  const built: StackProfile & { orderValue: number; applicationId: string } = {
     voucherId: d.voucherId,
     code: d.code,
     type: d.voucherType,
     priority: d.priority,
     orderValue: d.orderValue,
     applicationId: d.applicationId,
-    discountAmount: d.discountAmount,
-    attachedAt: at,
   };
   if (d.stackRules) built.stackRules = d.stackRules;
   return built;
 };
 
-const reservation = (d: Profiled & { reservedAt: string }): Reservation => {
-  const built: Reservation = {
-    voucherId: d.voucherId,
-    code: d.code,
-    type: d.voucherType,
-    priority: d.priority,
-    orderValue: d.orderValue,
-    applicationId: d.applicationId,
-    reservedAt: d.reservedAt,
-  };
-  if (d.stackRules) built.stackRules = d.stackRules;
-  return built;
-};
+// Object.assign adds the properties one by one in this order, so entries (and reservations) share
+// their hidden classes as literals do.
+const entry = (d: Profiled & { discountAmount: number }, at: string): OrderEntry =>
+  Object.assign(profiled(d), { discountAmount: d.discountAmount, attachedAt: at });
+
+const reservation = (d: Profiled & { reservedAt: string }): Reservation =>
+  Object.assign(profiled(d), { reservedAt: d.reservedAt });
 
 const without = (reservations: Reservation[] | undefined, applicationId: string): Reservation[] | undefined =>
   reservations?.some((r) => r.applicationId === applicationId)
