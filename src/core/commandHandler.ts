@@ -105,6 +105,16 @@ interface SnapshotProgress {
   dirty: Set<string>;
 }
 
+/**
+ * The progress of a state just loaded from the snapshot at `base`, or folded from the stream's
+ * start (`base` -1, every key there): nothing loaded or changed since.
+ */
+const progressFrom = (base: number): SnapshotProgress => ({
+  base,
+  loaded: base < 0 ? undefined : new Set(),
+  dirty: new Set(),
+});
+
 /** A stored entry written after the snapshot a cached state was loaded from: load it again. */
 class StaleSnapshotError extends Error {
   override readonly name = 'StaleSnapshotError';
@@ -273,7 +283,7 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
       // A stream written new (expected: no stream): these events are its whole history.
       let state = this.decider.initialState();
       for (const event of events) state = this.decider.evolve(state, event);
-      const snap = this.snapshots ? { base: -1, loaded: undefined, dirty: new Set<string>() } : undefined;
+      const snap = this.snapshots ? progressFrom(-1) : undefined;
       const entry = cacheEntry(state, nextRevision, this.store.externalChangeToken?.(), snap);
       this.touched(entry, events);
       this.remember(streamId, entry);
@@ -478,13 +488,14 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
       this.onSnapshotError(error, streamId); // folded from the start instead
     }
     if (!snapshot) {
-      return cacheEntry(this.decider.initialState(), -1, undefined, { base: -1, loaded: undefined, dirty: new Set() });
+      return cacheEntry(this.decider.initialState(), -1, undefined, progressFrom(-1));
     }
-    return cacheEntry(this.snapshots.codec.fromCore(snapshot.core), snapshot.revision, undefined, {
-      base: snapshot.revision,
-      loaded: new Set(),
-      dirty: new Set(),
-    });
+    return cacheEntry(
+      this.snapshots.codec.fromCore(snapshot.core),
+      snapshot.revision,
+      undefined,
+      progressFrom(snapshot.revision),
+    );
   }
 
   /** Records the keys these folded events changed, for the next snapshot. */
@@ -525,11 +536,7 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
       }
       this.remember(
         streamId,
-        cacheEntry(codec.withoutEntries(state), entry.revision, entry.token, {
-          base: revision,
-          loaded: new Set(),
-          dirty: new Set(),
-        }),
+        cacheEntry(codec.withoutEntries(state), entry.revision, entry.token, progressFrom(revision)),
       );
     } catch (error) {
       this.onSnapshotError(error, streamId);
