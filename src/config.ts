@@ -80,8 +80,8 @@ export interface Config {
   webhookDelivery: 'thread' | 'inline';
   /**
    * HEAP_GROWING_PERCENT: how far V8 lets the JavaScript heap grow past what the last full garbage
-   * collection left before the next one, in percent (default 30; 0: V8's own choice, up to 300 %).
-   * Decision 064.
+   * collection left before the next one, in percent: 0 to 1000, default 30; 0 leaves it to V8's
+   * heuristic, which lets the heap grow by up to 300 %. Decision 064.
    */
   heapGrowingPercent: number;
 }

@@ -65,14 +65,15 @@ const levelsOf = ({ logLevel }: typeof Kafkajs): Record<number, KafkaLogLevel> =
 
 /** Whether a kafkajs error means no broker answered (a later attempt may succeed). */
 export function isUnavailable(error: unknown): boolean {
-  if (!(error instanceof kafkajs().KafkaJSError)) return false;
+  const k = kafkajs();
+  if (!(error instanceof k.KafkaJSError)) return false;
   return (
     error.retriable ||
-    error instanceof kafkajs().KafkaJSNumberOfRetriesExceeded ||
-    error instanceof kafkajs().KafkaJSConnectionError ||
-    error instanceof kafkajs().KafkaJSRequestTimeoutError ||
-    error instanceof kafkajs().KafkaJSBrokerNotFound ||
-    error instanceof kafkajs().KafkaJSTimeout
+    error instanceof k.KafkaJSNumberOfRetriesExceeded ||
+    error instanceof k.KafkaJSConnectionError ||
+    error instanceof k.KafkaJSRequestTimeoutError ||
+    error instanceof k.KafkaJSBrokerNotFound ||
+    error instanceof k.KafkaJSTimeout
   );
 }
 
@@ -94,18 +95,19 @@ export class KafkaBus implements Bus {
     this.#options = options;
     this.topicPrefix = options.topicPrefix ?? DEFAULT_TOPIC_PREFIX;
     const log = options.log;
-    const levels = levelsOf(kafkajs());
+    const k = kafkajs();
+    const levels = levelsOf(k);
     const config: KafkaConfig = {
       clientId: options.clientId ?? 'voucher-service',
       brokers: [...options.brokers],
       retry: { retries: options.connectRetries ?? 5 },
-      logLevel: log ? kafkajs().logLevel.WARN : kafkajs().logLevel.NOTHING,
+      logLevel: log ? k.logLevel.WARN : k.logLevel.NOTHING,
       logCreator:
         () =>
         ({ namespace, level, log: { message, ...fields } }: LogEntry) =>
           log?.(levels[level] ?? 'info', message, { namespace, ...fields }),
     };
-    this.#kafka = options.kafka ?? new (kafkajs().Kafka)(config);
+    this.#kafka = options.kafka ?? new k.Kafka(config);
   }
 
   topicOf(environment: string): string {

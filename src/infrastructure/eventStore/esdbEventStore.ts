@@ -32,8 +32,6 @@ import type {
 import type * as Esdb from '@eventstore/db-client';
 import { lazyPackage } from '../../core/lazyPackage.ts';
 
-/** The client library, loaded when an EventStoreDB store is first used. */
-const esdb = lazyPackage<typeof Esdb>('@eventstore/db-client');
 import {
   WrongExpectedRevisionError,
   type AppendResult,
@@ -68,6 +66,9 @@ export interface EsdbEventStoreOptions<E extends DomainEvent = AnyEvent> {
   /** close() also disposes of the client (the store opened it). Default false. */
   ownsClient?: boolean;
 }
+
+/** The client library, loaded when an EventStoreDB store is first used. */
+const esdb = lazyPackage<typeof Esdb>('@eventstore/db-client');
 
 /** Name of the store in StoreUnavailableError and in messages. */
 export const EVENTSTORE = 'eventstore';
