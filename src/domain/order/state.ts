@@ -25,9 +25,10 @@ export type OrderState = Order | null;
 
 export const initialOrderState = (): OrderState => null;
 
-// Orders, entries and reservations are built as object literals, each property assigned once, so
-// that all of a kind share one V8 hidden class; spread copies (`{ ...current, vouchers }`) get one
-// of their own each, about 400 bytes more for every order the command handler keeps (decision 064).
+// Orders, entries and reservations are built from object literals, their other properties added in
+// a fixed order, so that all of a kind share one V8 hidden class; spread copies
+// (`{ ...current, vouchers }`) get one of their own each, about 400 bytes more for every order the
+// command handler keeps (decision 064).
 
 const order = (orderId: string, vouchers: OrderEntry[], reservations: Reservation[] | undefined): Order => {
   const built: Order = { orderId, vouchers };
