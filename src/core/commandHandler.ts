@@ -7,7 +7,7 @@ import {
   type NewEvent,
   type StreamAppend,
 } from './eventStore.ts';
-import type { Snapshotting } from './snapshotStore.ts';
+import { DEFAULT_SNAPSHOT_HELD_EVENTS, snapshotAfter, type Snapshotting } from './snapshotStore.ts';
 
 /**
  * One unit of work on a stream: decide events from the state, then read a result. `X` is the
@@ -504,10 +504,15 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
     for (const event of events) for (const key of this.snapshots.codec.eventKeys(event)) entry.snap.dirty.add(key);
   }
 
-  /** Whether `every` events were folded into the stream's entry since its snapshot. */
+  /**
+   * Whether the stream's entry folded enough events since its snapshot: `every`, or its share of
+   * the events all cached entries may hold (`snapshotAfter`).
+   */
   private snapshotDue(streamId: string): boolean {
     const entry = this.cache.get(streamId);
-    return !!this.snapshots && !!entry?.snap && entry.revision - entry.snap.base >= this.snapshots.every;
+    if (!this.snapshots || !entry?.snap) return false;
+    const { every, held = DEFAULT_SNAPSHOT_HELD_EVENTS } = this.snapshots;
+    return entry.revision - entry.snap.base >= snapshotAfter(every, held, this.cache.size);
   }
 
   /**

@@ -71,6 +71,13 @@ export interface Snapshotting<E, S> {
   codec: SnapshotCodec<E, S>;
   /** Events folded since the last snapshot after which the handler writes a new one. */
   every: number;
+  /**
+   * Events the cached aggregates may hold since their snapshots, all together (default
+   * DEFAULT_SNAPSHOT_HELD_EVENTS): with many aggregates cached, each is snapshotted after its share
+   * of this (`snapshotAfter`), so that what the cache holds does not grow with the number of
+   * aggregates in use.
+   */
+  held?: number;
 }
 
 /**
@@ -80,3 +87,21 @@ export interface Snapshotting<E, S> {
  * events changed) comes once per hundred events of the stream.
  */
 export const DEFAULT_SNAPSHOT_EVERY = 100;
+
+/**
+ * Events the cached vouchers hold since their snapshots, all together, by default: about 20,000
+ * applications' entries (30 to 40 MB of heap), whatever the number of vouchers in use (decision
+ * 067).
+ */
+export const DEFAULT_SNAPSHOT_HELD_EVENTS = 20_000;
+
+/** The fewest events between two snapshots of one aggregate, however many are cached. */
+export const MIN_EVENTS_BETWEEN_SNAPSHOTS = 4;
+
+/**
+ * After how many events since its last snapshot an aggregate is snapshotted, with `cached`
+ * aggregates in the cache: `every`, or less when `cached` aggregates holding `every` events each
+ * would hold more than `held` in all; never less than MIN_EVENTS_BETWEEN_SNAPSHOTS.
+ */
+export const snapshotAfter = (every: number, held: number, cached: number): number =>
+  Math.min(every, Math.max(MIN_EVENTS_BETWEEN_SNAPSHOTS, Math.floor(held / Math.max(1, cached))));

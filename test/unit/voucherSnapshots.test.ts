@@ -16,7 +16,7 @@ import { decide, voucherDecider } from '../../src/domain/voucher/decide.ts';
 import { voucherStream, type VoucherStreamEvent } from '../../src/domain/voucher/events.ts';
 import { commandKeys, voucherSnapshots } from '../../src/domain/voucher/snapshot.ts';
 import type { VoucherState } from '../../src/domain/voucher/state.ts';
-import type { SnapshotStore } from '../../src/core/snapshotStore.ts';
+import { MIN_EVENTS_BETWEEN_SNAPSHOTS, snapshotAfter, type SnapshotStore } from '../../src/core/snapshotStore.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { MemorySnapshotStore } from '../../src/infrastructure/snapshots/memorySnapshotStore.ts';
 
@@ -235,6 +235,47 @@ describe('voucher snapshots in the command handler', function () {
     expect(kept.applications).to.be.at.most(50);
     expect(kept.orders).to.be.at.most(50);
     expect(kept.customers).to.be.at.most(50);
+  });
+
+  it('with many vouchers cached, snapshots each after its share of the events all may hold', async () => {
+    /** Applications held in memory per voucher after 30 applies on each of ten, round robin. */
+    const heldPerVoucher = async (held: number) => {
+      const h = new CommandHandler(eventStore(`held-${held}`), voucherDecider, {
+        snapshots: { store: new MemorySnapshotStore(), codec: voucherSnapshots, every: 50, held },
+        onSnapshotError: (error) => {
+          throw error;
+        },
+      });
+      const vouchers = Array.from({ length: 10 }, (_, i) => `v${i}`);
+      for (const voucherId of vouchers) await run(h, plain(voucherId));
+      for (let round = 0; round < 30; round += 1) {
+        for (const voucherId of vouchers) {
+          const command = applyV1(`${voucherId}-o${round}`, `${voucherId}-a${round}`, `${voucherId}-k${round}`);
+          expect(await run(h, { ...command, data: { ...command.data, voucherId } } as VoucherCommand)).to.deep.equal({
+            events: ['VoucherApplied'],
+            uses: round + 1,
+          });
+        }
+      }
+      return Promise.all(
+        vouchers.map((voucherId) => h.read(voucherStream(voucherId), (state) => state!.applications.size)),
+      );
+    };
+    // 100 events for ten vouchers: a snapshot every 10 events of each instead of every 50
+    const shared = await heldPerVoucher(100);
+    expect(Math.max(...shared)).to.be.at.most(10);
+    // a budget the ten vouchers do not reach: each holds its 30 applications (no snapshot yet)
+    expect(await heldPerVoucher(1_000_000)).to.deep.equal(Array.from({ length: 10 }, () => 30));
+  });
+
+  it('snapshots after `every` events, or after a share of the budget when many aggregates are cached', () => {
+    expect(snapshotAfter(100, 20_000, 1)).to.equal(100);
+    expect(snapshotAfter(100, 20_000, 200)).to.equal(100);
+    expect(snapshotAfter(100, 20_000, 1_000)).to.equal(20);
+    expect(snapshotAfter(100, 20_000, 3_000)).to.equal(6);
+    expect(snapshotAfter(100, 20_000, 10_000)).to.equal(MIN_EVENTS_BETWEEN_SNAPSHOTS);
+    expect(snapshotAfter(3, 20_000, 10_000)).to.equal(3);
+    expect(snapshotAfter(100, 20_000, 0)).to.equal(100);
   });
 
   it('a snapshot that cannot be written is reported and changes no answer; the next load folds from the last one', async () => {
