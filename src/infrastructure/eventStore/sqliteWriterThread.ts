@@ -3,7 +3,7 @@
  * (sqliteWriterThread.worker.ts) on a connection of its own per store, so the event loop keeps
  * serving while a batch is written and its WAL fsynced (synchronous=FULL). The opening thread's
  * connection only reads. One writer thread serves every store the thread opens (started at the
- * first append of any, kept while one is open, not keeping the process alive while idle).
+ * first append of any and kept from then on; it keeps the process alive only while it owes answers).
  *
  * - Batching: the appends of one event-loop turn are posted as one message; the thread takes
  *   every message already waiting into one group-commit transaction per store
