@@ -192,6 +192,8 @@ export interface EmbeddedOptions {
    * always runs on the main thread.
    */
   projectors?: 'thread' | 'inline';
+  /** Where the SQLite event stores commit appends (EVENT_STORE_WRITER; default `thread`: SqliteEventStoreOptions.writer). */
+  eventStoreWriter?: 'thread' | 'inline';
   /** Per-API-key quotas on stored quotes and exports (default DEFAULT_QUOTAS). */
   quotas?: Quotas;
   /** Webhook delivery settings (WEBHOOK_*; default: defaultWebhookSettings). */
@@ -323,6 +325,7 @@ export const openEmbeddedEnvironment = async (
   const { servers } = options;
   // The rows of each commit are handed to the projector thread and the webhook thread.
   const events = openEventStore<EnvironmentEvent>(servers, environment, files.events, {
+    writer: options.eventStoreWriter,
     onCommitted: (committed) => {
       thread?.committed(committed);
       webhookThread?.committed(committed);
@@ -826,10 +829,11 @@ export const openAccount = async (
   clock: Clock,
   apiKeys: string[] = [],
   servers?: ServerStores,
+  writer?: 'thread' | 'inline',
 ): Promise<{ account: Account; keys: ApiKeyRegistry }> => {
   const files = accountFiles(dataDir);
   const account = {
-    events: openEventStore<ApiKeyEvent>(servers, 'account', files.events, { pollIntervalMs: 100 }),
+    events: openEventStore<ApiKeyEvent>(servers, 'account', files.events, { pollIntervalMs: 100, writer }),
     kv: (await servers?.mongo?.account()) ?? SqliteKvStore.open(files.kv, clock),
   };
   const keys = new ApiKeyRegistry(account.events, clock, account.kv);
@@ -839,7 +843,13 @@ export const openAccount = async (
 
 /** The whole service on embedded stores: both environments plus the account stores for keys. */
 export const openEmbedded = async (options: EmbeddedOptions & { apiKeys?: string[] }): Promise<Embedded> => {
-  const { account, keys } = await openAccount(options.dataDir, options.clock, options.apiKeys ?? [], options.servers);
+  const { account, keys } = await openAccount(
+    options.dataDir,
+    options.clock,
+    options.apiKeys ?? [],
+    options.servers,
+    options.eventStoreWriter,
+  );
   const following = followKeys(keys, options.logger);
   const sandbox = await openEmbeddedEnvironment('sandbox', options);
   const production = await openEmbeddedEnvironment('production', options);

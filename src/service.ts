@@ -51,6 +51,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     webhooks: config.webhooks,
     applyMode: config.applyMode,
     webhookDelivery: config.webhookDelivery,
+    eventStoreWriter: config.eventStoreWriter,
     snapshotEvery: config.snapshotEvery,
     kafka: config.kafka,
     beforeExportJob: hooks.beforeExportJob,

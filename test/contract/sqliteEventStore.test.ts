@@ -204,9 +204,10 @@ describe('SqliteEventStore (SQLite specifics)', function () {
   });
 
   it('disk full mid-batch: every append of the batch is rejected and nothing is written', async function () {
-    const store = open();
+    // White-box: cap the committing connection's file size so the next batch hits SQLITE_FULL;
+    // inline, that connection is the store's own (the writer thread's is out of reach).
+    const store = open({ writer: 'inline' });
     await store.appendToStream('warm', [{ type: 'Warm', data: {} }]);
-    // White-box: cap this connection's file size so the next batch hits SQLITE_FULL.
     const db = (store as unknown as { db: Database.Database }).db;
     db.pragma(`max_page_count = ${Number(db.pragma('page_count', { simple: true })) + 2}`);
     const big = 'x'.repeat(3000);

@@ -43,6 +43,14 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PROJECTORS: 'both' })).to.throw(/PROJECTORS/);
   });
 
+  it('commits the event stores on a writer thread unless EVENT_STORE_WRITER=inline; refuses anything else', () => {
+    expect(loadConfig({}).eventStoreWriter).to.equal('thread');
+    expect(loadConfig({ EVENT_STORE_WRITER: 'inline' }).eventStoreWriter).to.equal('inline');
+    expect(() => loadConfig({ EVENT_STORE_WRITER: 'main' })).to.throw(
+      /EVENT_STORE_WRITER must be "thread" or "inline"/,
+    );
+  });
+
   it('APPLY_MODE: unset leaves the choice to the event store; atomic or two-append; refuses anything else', () => {
     expect(loadConfig({}).applyMode).to.equal(undefined);
     expect(loadConfig({ APPLY_MODE: 'two-append' }).applyMode).to.equal('two-append');

@@ -1,7 +1,9 @@
 /**
  * Embedded, file-backed EventStore on SQLite (better-sqlite3). Durable (WAL, synchronous=FULL),
- * group-committed appends (see sqliteGroupCommit.ts), catch-up subscriptions that are handed this
- * process's commits and poll for other processes' commits (see sqliteSubscription.ts).
+ * group-committed appends (see sqliteGroupCommit.ts) written by a writer thread of the store's own
+ * (sqliteWriterThread.ts; or on the calling thread, `writer: 'inline'`), catch-up subscriptions
+ * that are handed this process's commits and poll for other processes' commits (see
+ * sqliteSubscription.ts). This thread's connection reads.
  * Several processes may open the same file: writes use BEGIN IMMEDIATE + busy_timeout.
  */
 import { randomUUID } from 'node:crypto';
@@ -34,6 +36,7 @@ import {
 import type { AnyEvent, DomainEvent } from '../../core/decider.ts';
 import { SqliteSubscription } from './sqliteSubscription.ts';
 import { closeWal } from '../sqliteWal.ts';
+import { WriterThread } from './sqliteWriterThread.ts';
 
 export interface SqliteEventStoreOptions<E extends DomainEvent = AnyEvent> {
   /** Applied to every event read back (core/eventStore.ts `Upcaster`). Default: events as stored. */
@@ -46,6 +49,12 @@ export interface SqliteEventStoreOptions<E extends DomainEvent = AnyEvent> {
   onFlush?: (info: FlushInfo) => void;
   /** Called with the rows of every commit (the projector thread is handed them: projectorThread.ts). */
   onCommitted?: (committed: CommittedEvents) => void;
+  /**
+   * Where appends are committed: `thread` (default), by a writer thread with its own connection,
+   * started at the first append, so that the calling thread keeps running while a batch is written
+   * and fsynced; `inline`, by this connection on the calling thread (EVENT_STORE_WRITER=inline).
+   */
+  writer?: 'thread' | 'inline';
 }
 
 export interface SqlitePragmas {
@@ -65,7 +74,9 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
   /** A stored row as the current version of its event (JSON parsed, then upcast). */
   private readonly decode: (row: EventRow) => RecordedEvent<E>;
   private readonly statements: Statements;
-  private readonly committer: GroupCommitter;
+  /** Exactly one of them commits the appends. */
+  private readonly committer: GroupCommitter | undefined;
+  private readonly writer: WriterThread | undefined;
   private readonly subscriptions = new Set<SqliteSubscription<E>>();
   private readonly upcasts: boolean;
   private readonly pollIntervalMs: number;
@@ -79,8 +90,9 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
     filePath: string,
     options: SqliteEventStoreOptions<E> = {},
   ): SqliteEventStore<E> {
-    const db = openDatabase(filePath, { busyTimeoutMs: options.busyTimeoutMs ?? 5000 });
-    return new SqliteEventStore<E>(db, options);
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+    const db = openDatabase(filePath, { busyTimeoutMs });
+    return new SqliteEventStore<E>(db, { ...options, busyTimeoutMs });
   }
 
   private constructor(
@@ -93,11 +105,24 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
     this.upcasts = upcast !== undefined;
     this.pollIntervalMs = options.pollIntervalMs ?? 200;
     this.statements = prepareStatements(db);
-    this.committer = new GroupCommitter(db, this.statements, (info, committed) => {
+    const onCommitted = (info: FlushInfo, committed: CommittedEvents) => {
       options.onFlush?.(info);
       if (committed.rows.length > 0) options.onCommitted?.(committed);
       this.offerToSubscriptions(committed);
-    });
+    };
+    if (options.writer === 'inline' || db.memory) {
+      this.committer = new GroupCommitter(db, this.statements, onCommitted);
+    } else {
+      const statements = this.statements;
+      this.writer = new WriterThread({
+        file: db.name,
+        busyTimeoutMs: options.busyTimeoutMs ?? 5000,
+        walAutocheckpoint: Number(db.pragma('wal_autocheckpoint', { simple: true })),
+        dataVersion: () => statements.dataVersion.get()!,
+        headPosition: () => statements.headPosition.get()!.head,
+        onCommitted,
+      });
+    }
   }
 
   appendToStream(
@@ -121,7 +146,7 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
         validateExpectedRevision(expectedRevision);
         return { streamId, events: events.map(toInsert), expectedRevision };
       });
-      this.committer.enqueue({ parts, resolve, reject });
+      (this.writer ?? this.committer!).enqueue({ parts, resolve, reject });
     });
   }
 
@@ -183,15 +208,17 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
   }
 
   /**
-   * SQLite's data_version: changes only when another connection (another process) commits. The
-   * pragma costs tens of microseconds, so it is read once per event-loop turn: a foreign commit is
-   * seen at the latest one turn later. Writes stay safe regardless (the expected-revision check);
-   * a read-only decision may be one turn stale.
+   * Changes only when another connection (another process) commits: with the writer thread, built
+   * from this connection's data_version and the head positions the thread publishes
+   * (sqliteWriterThread.ts); inline, SQLite's data_version of this connection. It costs tens of
+   * microseconds, so it is read once per event-loop turn: a foreign commit is seen at the latest
+   * one turn after it is visible. Writes stay safe regardless (the expected-revision check); a
+   * read-only decision may be one turn stale.
    */
   externalChangeToken(): number {
     this.assertOpen();
     if (this.tokenTurn === undefined) {
-      this.token = this.statements.dataVersion.get()!;
+      this.token = this.writer ? this.writer.token() : this.statements.dataVersion.get()!;
       this.tokenTurn = setImmediate(() => {
         this.tokenTurn = undefined;
       });
@@ -227,7 +254,7 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
 
   /**
    * Stops the subscriptions (waiting for running handler calls, which may still append),
-   * writes every pending append, then closes the database. Idempotent.
+   * writes every pending append (and ends the writer thread), then closes the database. Idempotent.
    */
   close(): Promise<void> {
     this.closing ??= this.shutDown();
@@ -238,7 +265,8 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
     await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
     this.closed = true;
     clearImmediate(this.tokenTurn);
-    this.committer.flush();
+    this.committer?.flush();
+    await this.writer?.close();
     closeWal(this.db);
   }
 

@@ -62,6 +62,17 @@ class AppendFailedWithoutSavepoint extends Error {
   }
 }
 
+/**
+ * Observer of each batch transaction while it holds the write lock (the writer thread's change
+ * token, sqliteWriterThread.ts): `began` with the head position read at its start, `ending` with
+ * the head position its writes lead to, right before COMMIT. A transaction that is rolled back
+ * (and written again with savepoints) calls `began` again and `ending` only once it is committed.
+ */
+export interface TransactionObserver {
+  began(after: number): void;
+  ending(head: number): void;
+}
+
 interface BatchResult {
   outcomes: Outcome[];
   after: number;
@@ -92,6 +103,7 @@ export class GroupCommitter {
     private readonly statements: Statements,
     /** Called after each successful COMMIT (before the appends' promises settle). */
     private readonly onCommitted: (info: FlushInfo, committed: CommittedEvents) => void,
+    private readonly observer?: TransactionObserver,
   ) {
     // Nested better-sqlite3 transaction = SAVEPOINT ... RELEASE / ROLLBACK TO.
     this.appendOne = db.transaction((append: PendingAppend, recordedAt: string) => this.write(append, recordedAt));
@@ -146,6 +158,7 @@ export class GroupCommitter {
     const recordedAt = new Date().toISOString();
     // Under the write lock: every event committed before this transaction is at or below it.
     const after = this.statements.headPosition.get()!.head;
+    this.observer?.began(after);
     const outcomes = batch.map((append): Outcome => {
       try {
         return savepoints ? this.appendOne(append, recordedAt) : this.write(append, recordedAt);
@@ -158,6 +171,11 @@ export class GroupCommitter {
         return { ok: false, error };
       }
     });
+    if (this.observer) {
+      let head = after;
+      for (const outcome of outcomes) if (outcome.ok && outcome.rows.length > 0) head = outcome.rows.at(-1)!.position;
+      this.observer.ending(head);
+    }
     return { outcomes, after };
   }
 

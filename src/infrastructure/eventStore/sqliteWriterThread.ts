@@ -1,0 +1,305 @@
+/**
+ * The SQLite event stores' writer thread: appends are committed by a worker thread
+ * (sqliteWriterThread.worker.ts) on a connection of its own per store, so the event loop keeps
+ * serving while a batch is written and its WAL fsynced (synchronous=FULL). The opening thread's
+ * connection only reads. One writer thread serves every store the thread opens (started at the
+ * first append of any and kept from then on; it keeps the process alive only while it owes answers).
+ *
+ * - Batching: the appends of one event-loop turn are posted as one message; the thread takes
+ *   every message already waiting into one group-commit transaction per store
+ *   (sqliteGroupCommit.ts), so while one batch is synced the next gathers.
+ * - An append's promise settles once the thread answered, i.e. after its COMMIT returned; the
+ *   thread's connection is at synchronous=FULL, so its rows are visible to other connections only
+ *   once durable.
+ * - Errors cross the thread as data: a failed expected-revision check is rebuilt as
+ *   WrongExpectedRevisionError, an SQLite error as better-sqlite3's SqliteError with its `code`.
+ * - A thread that ends before answering (an exception, terminated) rejects every append it had
+ *   with WriterThreadEnded (whether it was written is unknown: a later append with an expected
+ *   revision tells); the next append starts a new thread. Nothing waits for an answer that cannot come.
+ * - A store's connection on the thread is opened at its first append (a store that only reads,
+ *   as on the projector thread, opens none) and closed by `close()`, which first waits for every
+ *   answer.
+ *
+ * Change token (EventStore.externalChangeToken: the same while no OTHER connection commits). The
+ * opening connection's `PRAGMA data_version` changes on every commit of the writer too, so the
+ * token is built from positions instead (events are never deleted, and a commit that matters adds
+ * events, above every position before it). Two numbers are shared through a SharedArrayBuffer:
+ * - `HEAD`, the highest head position accounted for: the thread stores there the head its
+ *   transaction leads to right BEFORE its COMMIT, so its own rows are never above it;
+ * - `FOREIGN`, the token: foreign commits counted.
+ * A head found above `HEAD` is a foreign commit: whoever finds it first raises `HEAD` to it
+ * (compare-and-swap) and counts it, so each is counted once. The thread looks at the head each
+ * transaction reads under the write lock; the opening thread, once per turn when its data_version
+ * changed. So own commits never change the token, and a foreign commit changes it at the latest at
+ * the first turn after it is visible (as with data_version alone).
+ */
+import { type Worker } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+import { WrongExpectedRevisionError, type AppendResult, type ExpectedRevision } from '../../core/eventStore.ts';
+import type { CommittedEvents, FlushInfo, PendingAppend, StreamPart } from './sqliteGroupCommit.ts';
+import { siblingWorkerUrl, spawnWorker } from '../supervisedWorker.ts';
+
+/** Indexes in the shared BigInt64Array. */
+export const HEAD = 0;
+export const FOREIGN = 1;
+
+/** Counts a head found above `HEAD` as a foreign commit, once (see the change token above). */
+export function accountHead(shared: BigInt64Array, head: number): void {
+  const found = BigInt(head);
+  for (let accounted = Atomics.load(shared, HEAD); found > accounted; accounted = Atomics.load(shared, HEAD)) {
+    if (Atomics.compareExchange(shared, HEAD, accounted, found) === accounted) {
+      Atomics.add(shared, FOREIGN, 1n);
+      return;
+    }
+  }
+}
+
+/** How the thread opens a store's connection. */
+export interface WriterOpen {
+  file: string;
+  busyTimeoutMs: number;
+  /** The writer connection's wal_autocheckpoint: the opening thread's own (0 when the checkpointer thread copies the WAL). */
+  walAutocheckpoint: number;
+  /** HEAD and FOREIGN (see above). */
+  shared: SharedArrayBuffer;
+}
+
+export type WireError =
+  | { kind: 'revision'; streamId: string; expected: ExpectedRevision; actual: number }
+  | { kind: 'error'; name: string; message: string; code?: string };
+
+export type WireOutcome = { ok: true; results: AppendResult[] } | { ok: false; error: WireError };
+
+/** `id` names the store. */
+export type ToWriter =
+  | ({ type: 'open'; id: number } & WriterOpen)
+  | { type: 'append'; id: number; appends: StreamPart[][] }
+  | { type: 'close'; id: number };
+
+export type FromWriter =
+  | {
+      /** One transaction's outcomes, in the order the appends were posted. */
+      type: 'done';
+      id: number;
+      outcomes: WireOutcome[];
+      info: FlushInfo;
+      /** Present when the transaction committed. */
+      committed?: CommittedEvents;
+    }
+  | { type: 'closed'; id: number };
+
+/** The writer thread ended before it answered these appends. */
+export class WriterThreadEnded extends Error {
+  override readonly name = 'WriterThreadEnded';
+  constructor(detail: string, cause?: unknown) {
+    super(
+      `the event store's writer thread ended (${detail}) before answering: the append may or may not have been written`,
+      cause === undefined ? undefined : { cause },
+    );
+  }
+}
+
+export function toWireError(error: unknown): WireError {
+  if (error instanceof WrongExpectedRevisionError)
+    return { kind: 'revision', streamId: error.streamId, expected: error.expected, actual: error.actual };
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return { kind: 'error', name: error.name, message: error.message, ...(typeof code === 'string' ? { code } : {}) };
+  }
+  return { kind: 'error', name: 'Error', message: String(error) };
+}
+
+export function fromWireError(wire: WireError): Error {
+  if (wire.kind === 'revision') return new WrongExpectedRevisionError(wire.streamId, wire.expected, wire.actual);
+  if (wire.code !== undefined && wire.name === 'SqliteError') return new Database.SqliteError(wire.message, wire.code);
+  const error = new Error(wire.message);
+  error.name = wire.name;
+  if (wire.code !== undefined) Object.assign(error, { code: wire.code });
+  return error;
+}
+
+const WORKER_URL = siblingWorkerUrl('sqliteWriterThread.worker', import.meta.url);
+
+/** The writer thread of this thread's stores: starts it, routes its answers, sees it end. */
+class WriterHost {
+  private worker: Worker | undefined;
+  private lastError: unknown;
+  private readonly clients = new Map<number, WriterThread>();
+  private readonly closeWaiters = new Map<number, () => void>();
+  private nextId = 1;
+  /** Appends posted and not answered, over all stores: the thread keeps the process alive while some are. */
+  private unanswered = 0;
+
+  register(client: WriterThread): number {
+    const id = this.nextId++;
+    this.clients.set(id, client);
+    return id;
+  }
+
+  /** Posts a store's appends, opening its connection on the thread first if needed. */
+  append(id: number, open: WriterOpen, appends: StreamPart[][]): void {
+    const worker = this.start();
+    const client = this.clients.get(id)!;
+    if (client.openedOn !== worker) {
+      worker.postMessage({ type: 'open', id, ...open } satisfies ToWriter);
+      client.openedOn = worker;
+    }
+    this.unanswered += appends.length;
+    worker.ref();
+    worker.postMessage({ type: 'append', id, appends } satisfies ToWriter);
+  }
+
+  /** Closes the store's connection on the thread (at once if it has none) and forgets the store. */
+  close(id: number): Promise<void> {
+    const client = this.clients.get(id);
+    this.clients.delete(id);
+    const worker = this.worker;
+    if (!client || !worker || client.openedOn !== worker) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      this.closeWaiters.set(id, resolve);
+      worker.ref();
+      worker.postMessage({ type: 'close', id } satisfies ToWriter);
+    });
+  }
+
+  private start(): Worker {
+    if (this.worker) return this.worker;
+    const worker = spawnWorker(WORKER_URL, {});
+    worker.on('message', (message: FromWriter) => {
+      if (message.type === 'closed') {
+        this.closeWaiters.get(message.id)?.();
+        this.closeWaiters.delete(message.id);
+      } else {
+        this.unanswered -= message.outcomes.length;
+        this.clients.get(message.id)?.answer(message);
+      }
+      if (this.unanswered === 0 && this.closeWaiters.size === 0) worker.unref();
+    });
+    worker.on('error', (error) => {
+      this.lastError = error;
+    });
+    worker.on('exit', (code) => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      this.unanswered = 0;
+      const error = new WriterThreadEnded(`exit code ${code}`, this.lastError);
+      this.lastError = undefined;
+      for (const client of this.clients.values()) client.ended(error);
+      for (const resolve of this.closeWaiters.values()) resolve();
+      this.closeWaiters.clear();
+    });
+    worker.unref(); // after the listeners: adding a 'message' listener refs the worker again
+    this.worker = worker;
+    return worker;
+  }
+}
+
+const host = new WriterHost();
+
+export interface WriterThreadOptions {
+  file: string;
+  busyTimeoutMs: number;
+  walAutocheckpoint: number;
+  /** The opening connection's `PRAGMA data_version` and head position (reads). */
+  dataVersion(): number;
+  headPosition(): number;
+  /** Called with each committed transaction, before its appends' promises settle. */
+  onCommitted(info: FlushInfo, committed: CommittedEvents): void;
+}
+
+/** One store's side of the writer thread: its appends, their answers and its change token. */
+export class WriterThread {
+  /** The thread on which this store's connection is open. */
+  openedOn: Worker | undefined;
+  private readonly id = host.register(this);
+  private readonly shared = new BigInt64Array(new SharedArrayBuffer(2 * BigInt64Array.BYTES_PER_ELEMENT));
+  private readonly open: WriterOpen;
+  /** Appends of this turn, not posted yet. */
+  private queue: PendingAppend[] = [];
+  private scheduled: NodeJS.Immediate | undefined;
+  /** Posted, not answered yet, in posting order (`answered` of them settled). */
+  private posted: PendingAppend[] = [];
+  private answered = 0;
+  private idleWaiters: Array<() => void> = [];
+  private lastVersion: number;
+
+  constructor(private readonly options: WriterThreadOptions) {
+    const { file, busyTimeoutMs, walAutocheckpoint } = options;
+    this.open = { file, busyTimeoutMs, walAutocheckpoint, shared: this.shared.buffer as SharedArrayBuffer };
+    Atomics.store(this.shared, HEAD, BigInt(options.headPosition()));
+    this.lastVersion = options.dataVersion();
+  }
+
+  enqueue(append: PendingAppend): void {
+    this.queue.push(append);
+    this.scheduled ??= setImmediate(() => this.flush());
+  }
+
+  /** Posts the appends gathered so far to the thread (started if none runs). */
+  flush(): void {
+    if (this.scheduled) clearImmediate(this.scheduled);
+    this.scheduled = undefined;
+    const batch = this.queue;
+    if (batch.length === 0) return;
+    this.queue = [];
+    this.posted.push(...batch);
+    host.append(
+      this.id,
+      this.open,
+      batch.map((append) => append.parts),
+    );
+  }
+
+  /** See the change token above. Reads the opening connection: call it at most once per turn. */
+  token(): number {
+    const version = this.options.dataVersion();
+    if (version !== this.lastVersion) {
+      this.lastVersion = version;
+      accountHead(this.shared, this.options.headPosition());
+    }
+    return Number(Atomics.load(this.shared, FOREIGN));
+  }
+
+  /** Posts what is queued, waits for every answer, then closes the store's connection on the thread. */
+  async close(): Promise<void> {
+    this.flush();
+    if (this.posted.length > this.answered) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    await host.close(this.id);
+  }
+
+  /** One transaction's answer. */
+  answer({ outcomes, info, committed }: Extract<FromWriter, { type: 'done' }>): void {
+    if (committed) {
+      try {
+        this.options.onCommitted(info, committed);
+      } catch {
+        // An observer must never keep committed appends from resolving.
+      }
+    }
+    const appends = this.posted;
+    for (const outcome of outcomes) {
+      const append = appends[this.answered++]!;
+      if (outcome.ok) append.resolve(outcome.results);
+      else append.reject(fromWireError(outcome.error));
+    }
+    if (this.answered === appends.length) this.idle();
+  }
+
+  /**
+   * The thread ended: appends it did not answer are rejected (their outcome is unknown), and the
+   * token changes (a commit it made but did not report must not leave a cache current).
+   */
+  ended(error: WriterThreadEnded): void {
+    this.openedOn = undefined;
+    for (const append of this.posted.slice(this.answered)) append.reject(error);
+    Atomics.store(this.shared, HEAD, BigInt(this.options.headPosition()));
+    Atomics.add(this.shared, FOREIGN, 1n);
+    this.idle();
+  }
+
+  private idle(): void {
+    this.posted = [];
+    this.answered = 0;
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+}

@@ -1,0 +1,124 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Worker } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+import { expect } from 'chai';
+import { WrongExpectedRevisionError } from '../../src/core/eventStore.ts';
+import type { AnyEvent } from '../../src/core/decider.ts';
+import {
+  SqliteEventStore,
+  type SqliteEventStoreOptions,
+} from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
+import { WriterThreadEnded } from '../../src/infrastructure/eventStore/sqliteWriterThread.ts';
+
+/** White-box: the store's side of the writer thread. */
+const writerOf = (store: SqliteEventStore<AnyEvent>) =>
+  (store as unknown as { writer: { openedOn: Worker | undefined; flush(): void } }).writer;
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('SqliteEventStore writer thread', function () {
+  let dir: string;
+  let file: string;
+  const opened: SqliteEventStore<AnyEvent>[] = [];
+  const open = (options: SqliteEventStoreOptions<AnyEvent> = {}) => {
+    const store = SqliteEventStore.open<AnyEvent>(file, options);
+    opened.push(store);
+    return store;
+  };
+
+  beforeEach(function () {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'writer-thread-'));
+    file = path.join(dir, 'events.db');
+  });
+
+  afterEach(async function () {
+    await Promise.all(opened.splice(0).map((store) => store.close()));
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("commits on a thread of its own: the opening connection's data_version moves, the change token does not", async function () {
+    const store = open();
+    const before = store.externalChangeToken();
+    const version = () => (store as unknown as { db: Database.Database }).db.pragma('data_version', { simple: true });
+    const versionBefore = version();
+    for (let i = 0; i < 5; i += 1) {
+      await store.appendToStream('own', [{ type: 'Own', data: { i } }]);
+      await nextTurn();
+      expect(store.externalChangeToken(), `after own append ${i}`).to.equal(before);
+    }
+    expect(version()).to.not.equal(versionBefore); // another connection (the writer's) committed
+    expect(writerOf(store).openedOn).to.not.equal(undefined);
+  });
+
+  it('the change token changes when another store on the file commits, once, and not on own appends after it', async function () {
+    const store = open();
+    await store.appendToStream('own', [{ type: 'Own', data: {} }]);
+    await nextTurn();
+    const before = store.externalChangeToken();
+    const other = open();
+    await other.appendToStream('theirs', [{ type: 'Theirs', data: {} }]);
+    await nextTurn();
+    const after = store.externalChangeToken();
+    expect(after).to.not.equal(before);
+    // the own writer then finds the foreign commit too, under its write lock: not counted again
+    await store.appendToStream('own', [{ type: 'Own', data: {} }]);
+    await nextTurn();
+    expect(store.externalChangeToken()).to.equal(after);
+    // a foreign commit the opening thread has not looked at before the own writer's next transaction
+    await other.appendToStream('theirs', [{ type: 'Theirs', data: {} }]);
+    await store.appendToStream('own', [{ type: 'Own', data: {} }]);
+    await nextTurn();
+    const third = store.externalChangeToken();
+    expect(third).to.not.equal(after);
+    await store.appendToStream('own', [{ type: 'Own', data: {} }]);
+    await nextTurn();
+    expect(store.externalChangeToken()).to.equal(third);
+  });
+
+  it('errors cross the thread as the classes and codes callers check', async function () {
+    const store = open();
+    await store.appendToStream('s', [{ type: 'A', data: {} }]);
+    const revision = await store
+      .appendToStream('s', [{ type: 'B', data: {} }], { expectedRevision: 'no_stream' })
+      .catch((e: unknown) => e);
+    expect(revision).to.be.instanceOf(WrongExpectedRevisionError);
+    expect(revision).to.include({ streamId: 's', expected: 'no_stream', actual: 0 });
+    const id = '0b7c3a58-6d0b-4a53-9a3f-3f1f3c9b0a11';
+    await store.appendToStream('t', [{ id, type: 'First', data: {} }]);
+    const duplicate = await store.appendToStream('u', [{ id, type: 'Again', data: {} }]).catch((e: unknown) => e);
+    expect(duplicate).to.be.instanceOf(Database.SqliteError).and.include({ code: 'SQLITE_CONSTRAINT_UNIQUE' });
+  });
+
+  it('a writer thread that ends rejects the appends it did not answer; the next append starts a new one', async function () {
+    const store = open();
+    await store.appendToStream('s', [{ type: 'A', data: {} }]);
+    const token = store.externalChangeToken();
+    const writer = writerOf(store);
+    const first = writer.openedOn!;
+    const pending = store.appendToStream('s', [{ type: 'Lost?', data: {} }]).catch((e: unknown) => e);
+    void first.terminate();
+    writer.flush(); // posted to a thread that is ending: never answered
+    const error = await pending;
+    expect(error).to.be.instanceOf(WriterThreadEnded);
+    expect((error as Error).message).to.match(/writer thread ended .* may or may not have been written/);
+    await nextTurn();
+    expect(store.externalChangeToken()).to.not.equal(token); // caches are read again
+    expect(await store.appendToStream('s', [{ type: 'B', data: {} }], { expectedRevision: 0 })).to.deep.equal({
+      nextExpectedRevision: 1,
+      position: 2,
+    });
+    expect(writerOf(store).openedOn).to.not.equal(first);
+    expect((await store.readStream('s')).map((e) => e.type)).to.deep.equal(['A', 'B']);
+  });
+
+  it("inline (writer: 'inline') commits on the calling thread's connection", async function () {
+    const store = open({ writer: 'inline' });
+    const token = store.externalChangeToken();
+    await store.appendToStream('s', [{ type: 'A', data: {} }]);
+    await nextTurn();
+    expect(store.externalChangeToken()).to.equal(token);
+    expect((store as unknown as { writer: unknown }).writer).to.equal(undefined);
+  });
+});
