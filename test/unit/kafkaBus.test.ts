@@ -70,7 +70,8 @@ function fakeKafka() {
     producer,
     consumer,
     eachMessage: () => eachMessage!,
-    crash: (error: Error) => listeners.get('consumer.crash')?.({ payload: { error } }),
+    join: () => listeners.get('consumer.group_join')?.({ payload: {} }),
+    crash: (error: Error, restart = false) => listeners.get('consumer.crash')?.({ payload: { error, restart } }),
   };
 }
 
@@ -335,6 +336,48 @@ describe('KafkaBus (kafkajs boundary)', function () {
       );
       expect(error).to.be.instanceOf(BusUnavailableError);
       expect(error.message).to.contain('kafka-1:9092,kafka-2:9092');
+      sinon.assert.calledOnce(fake.consumer.disconnect);
+    });
+
+    /** A retriable error kafkajs restarts the consumer after: the group's coordinator still loading. */
+    const loading = () =>
+      new errors.KafkaJSProtocolError({
+        message: "The coordinator is loading and hence can't process requests for this group",
+        type: 'COORDINATOR_LOAD_IN_PROGRESS',
+        code: 14,
+        retriable: true,
+      });
+
+    it('waits for the join when the consumer crashes and kafkajs restarts it', async function () {
+      const fake = fakeKafka();
+      fake.consumer.run.callsFake(async () => {
+        setImmediate(() => fake.crash(loading(), true));
+        setTimeout(() => fake.crash(loading(), true), 5);
+        setTimeout(() => fake.join(), 10);
+      });
+      const subscription = await new KafkaBus(options(fake, { joinTimeoutMs: 5_000 })).subscribe({
+        groupId: 'g',
+        environments: ['sandbox'],
+        handler: async () => {},
+      });
+      sinon.assert.notCalled(fake.consumer.disconnect);
+      await subscription.stop();
+    });
+
+    it('rejects with BusUnavailableError naming the last error when restarts do not join in time', async function () {
+      const fake = fakeKafka();
+      fake.consumer.run.callsFake(async () => {
+        setImmediate(() => fake.crash(loading(), true));
+      });
+      const error = await rejectionOf(
+        new KafkaBus(options(fake, { joinTimeoutMs: 50 })).subscribe({
+          groupId: 'g',
+          environments: ['sandbox'],
+          handler: async () => {},
+        }),
+      );
+      expect(error).to.be.instanceOf(BusUnavailableError);
+      expect(error.message).to.contain('coordinator is loading');
       sinon.assert.calledOnce(fake.consumer.disconnect);
     });
   });

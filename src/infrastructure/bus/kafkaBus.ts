@@ -49,6 +49,11 @@ export interface KafkaBusOptions {
   heartbeatIntervalMs?: number;
   /** Partitions a member handles at the same time, one message each (default 1). */
   partitionsConsumedConcurrently?: number;
+  /**
+   * How long a subscription waits for its consumer to join its group while kafkajs restarts the
+   * consumer after retriable errors (e.g. a coordinator still loading): default 60000 ms.
+   */
+  joinTimeoutMs?: number;
   /** kafkajs's log lines at warn and above (default: none). */
   log?: KafkaLog;
   /** The kafkajs client (tests pass a stand-in); default: one made from the options above. */
@@ -80,6 +85,8 @@ export function isUnavailable(error: unknown): boolean {
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 const DEFAULT_REPLICATION = 3;
+/** See KafkaBusOptions.joinTimeoutMs. */
+const DEFAULT_JOIN_TIMEOUT_MS = 60_000;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -171,18 +178,34 @@ export class KafkaBus implements Bus {
     this.#subscriptions.add(subscription);
     try {
       await consumer.subscribe({ topics: [...environmentOf.keys()], fromBeginning: true });
+      const joinTimeoutMs = this.#options.joinTimeoutMs ?? DEFAULT_JOIN_TIMEOUT_MS;
       const joined = new Promise<void>((resolve, reject) => {
-        const offJoin = consumer.on(consumer.events.GROUP_JOIN, () => {
+        let lastError: unknown;
+        const done = () => {
           offJoin();
           offCrash();
+          clearTimeout(deadline);
+        };
+        const offJoin = consumer.on(consumer.events.GROUP_JOIN, () => {
+          done();
           resolve();
         });
         const offCrash = consumer.on(consumer.events.CRASH, ({ payload }) => {
-          offJoin();
-          offCrash();
+          lastError = payload.error;
+          if (payload.restart) return; // kafkajs starts the consumer again: its join is awaited
+          done();
           reject(payload.error);
         });
+        const deadline = setTimeout(() => {
+          done();
+          reject(
+            lastError ?? new (kafkajs().KafkaJSError)(`the consumer did not join its group in ${joinTimeoutMs} ms`),
+          );
+        }, joinTimeoutMs);
+        deadline.unref();
       });
+      // Awaited below once run() returned; should run() throw first, its outcome no longer matters.
+      joined.catch(() => undefined);
       const retryDelayMs = options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS;
       await consumer.run({
         partitionsConsumedConcurrently: this.#options.partitionsConsumedConcurrently ?? 1,
