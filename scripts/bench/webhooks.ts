@@ -26,13 +26,21 @@ const DRAIN_LIMIT_MS = 300_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The body of a 200 answer; any other answer (a 429 would leave endpoints in the wrong state) ends the bench. */
+const expectOk = async (answer: ReturnType<typeof api>): Promise<Record<string, unknown>> => {
+  const { status, body } = await answer;
+  if (status !== 200) throw new Error(`webhooks bench: the service answered ${status}: ${JSON.stringify(body)}`);
+  return body as Record<string, unknown>;
+};
+
 /** Waits until no delivery of the endpoints is pending; returns how long that took (ms), or null when it did not within DRAIN_LIMIT_MS. */
 const drain = async (baseUrl: string, endpoints: string[]): Promise<number | null> => {
   const started = Date.now();
   for (;;) {
     let pending = 0;
     for (const id of endpoints)
-      pending += Number((await api(baseUrl, 'GET', `/v1/webhooks/${id}/deliveries?status=pending&limit=1`)).body.total);
+      pending += (await expectOk(api(baseUrl, 'GET', `/v1/webhooks/${id}/deliveries?status=pending&limit=1`)))
+        .total as number;
     if (pending === 0) return Date.now() - started;
     if (Date.now() - started > DRAIN_LIMIT_MS) return null;
     await sleep(250);
@@ -40,7 +48,7 @@ const drain = async (baseUrl: string, endpoints: string[]): Promise<number | nul
 };
 
 const setStatus = async (baseUrl: string, endpoints: string[], status: 'enabled' | 'disabled') => {
-  for (const id of endpoints) await api(baseUrl, 'PATCH', `/v1/webhooks/${id}`, { status });
+  for (const id of endpoints) await expectOk(api(baseUrl, 'PATCH', `/v1/webhooks/${id}`, { status }));
 };
 
 export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<string, unknown>> => {
