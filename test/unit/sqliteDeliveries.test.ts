@@ -33,7 +33,7 @@ describe('SqliteDeliveries', () => {
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it('moves the deliveries an earlier build stored as documents into its table when it opens the file, once', async () => {
+  it('moves the deliveries an earlier build stored as documents into its table when it opens the file, once, the documents winning', async () => {
     const old = [
       doc('msg_1', { seq: 1, payload: '{"id":"evt_msg_1"}' }), // due, holding its own body
       doc('msg_2', { seq: 2, next_attempt_at: null }), // waiting behind msg_1
@@ -46,6 +46,10 @@ describe('SqliteDeliveries', () => {
         failure_reason: 'endpoint disabled',
       }),
     ];
+    // msg_3 as a later build stored it before the file went back to an earlier one, which then ended it
+    const later = new SqliteDeliveries(SqliteReadStore.open(file));
+    await later.write({ upserts: [{ collection: DELIVERIES, doc: doc('msg_3', { seq: 3, order_key: 'v2' }) }] });
+    await later.close();
     const before = SqliteReadStore.open(file);
     await before.writeBatch({
       upserts: [

@@ -7,7 +7,8 @@
  *
  * Deliveries stored as documents by earlier builds (the ReadStore collection `wh_deliveries`) are
  * moved into the table when a connection opens the file, in one transaction, and that collection
- * is dropped: every connection finds them in the table from then on.
+ * is dropped: every connection finds them in the table from then on. A delivery found in both (the
+ * file went back to an earlier build and forward again) takes the documents' version, the later.
  */
 import type Database from 'better-sqlite3';
 import type { WriteBatch } from '../../core/readStore.ts';
@@ -146,7 +147,7 @@ export class SqliteDeliveries implements DeliveryStorage {
             ? `coalesce(json_extract(doc, '$.attempts'), '[]')`
             : `json_extract(doc, '$.${column}')`;
         this.db.exec(
-          `INSERT OR IGNORE INTO wh_delivery (${COLUMNS.join(', ')}) SELECT ${COLUMNS.map(field).join(', ')} FROM ${OLD_TABLE}`,
+          `INSERT OR REPLACE INTO wh_delivery (${COLUMNS.join(', ')}) SELECT ${COLUMNS.map(field).join(', ')} FROM ${OLD_TABLE}`,
         );
         this.db.exec(`DROP TABLE ${OLD_TABLE}`);
       })
