@@ -32,6 +32,8 @@ import type { ProjectorHandle } from './core/projectionRunner.ts';
 import { ProjectorThread } from './infrastructure/projector/projectorThread.ts';
 import { startGroup } from './core/projectionGroups.ts';
 import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
+import { ReadStoreDeliveries } from './infrastructure/webhooks/readStoreDeliveries.ts';
+import { SqliteDeliveries } from './infrastructure/webhooks/sqliteDeliveries.ts';
 import { connectEsdb, EsdbEventStore, type EsdbClient } from './infrastructure/eventStore/esdbEventStore.ts';
 import { openMongoStores, type MongoStores } from './infrastructure/mongo/mongoStores.ts';
 import { MongoReadStore } from './infrastructure/readStore/mongoReadStore.ts';
@@ -48,6 +50,7 @@ import {
   PUBLISHER_CHECKPOINT,
   type DeliveryControl,
   type DeliveryDoc,
+  type DeliveryStorage,
 } from './application/webhooks/deliveryStore.ts';
 import { WebhookPublisher } from './application/webhooks/publisher.ts';
 import type { ReadinessProbe, RoleReadiness } from './http/ops.ts';
@@ -467,6 +470,10 @@ export const openEmbeddedEnvironment = async (
   return ctx;
 };
 
+/** The deliveries' storage on a webhooks store: a table of columns on SQLite, documents elsewhere (MongoDB). */
+const deliveryStorageOf = (store: ReadStore): DeliveryStorage =>
+  store instanceof SqliteReadStore ? new SqliteDeliveries(store) : new ReadStoreDeliveries(store);
+
 /** A process's name as a lease holder: host, pid and a random part (two processes never share one). */
 const leaseHolder = (options: EmbeddedOptions): string =>
   options.leases?.holder ?? `${os.hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -554,7 +561,7 @@ const startRoleWebhooks = async (
   options: EmbeddedOptions,
   logger: Logger,
 ): Promise<ReadinessProbe[]> => {
-  const deliveries = new DeliveryStore(store);
+  const deliveries = new DeliveryStore(deliveryStorageOf(store));
   const runs = role === 'publisher' || role === 'dispatcher';
   const probes: ReadinessProbe[] = [];
   const ownBus =
@@ -568,8 +575,18 @@ const startRoleWebhooks = async (
       (error: unknown) => logger.error({ err: error }, 'kafka: could not connect'),
     );
   }
-  const work = (fenced: ReadStore): Promise<{ stop(): Promise<void> }> => {
-    const leased = new DeliveryStore(fenced);
+  const lease = runs
+    ? new Lease({
+        store,
+        name: role,
+        holder: leaseHolder(options),
+        clock: options.clock,
+        ttlMs: options.leases?.ttlMs,
+      })
+    : undefined;
+  const work = (): Promise<{ stop(): Promise<void> }> => {
+    // every write of this tenure fenced on the lease, deliveries and the other collections alike
+    const leased = deliveries.fenced(() => lease!.fenced({}).fence!);
     return role === 'publisher' ? startPublisher(leased) : startDispatcher(leased);
   };
   const startPublisher = async (leased: DeliveryStore) => {
@@ -597,14 +614,7 @@ const startRoleWebhooks = async (
     };
   };
   let runner: LeasedRunner | undefined;
-  if (runs) {
-    const lease = new Lease({
-      store,
-      name: role,
-      holder: leaseHolder(options),
-      clock: options.clock,
-      ttlMs: options.leases?.ttlMs,
-    });
+  if (lease) {
     runner = new LeasedRunner(lease, { start: work }, logger);
     webhookRunners.set(ctx, runner);
     await runner.start(options.leases?.timers ?? true);
@@ -691,7 +701,7 @@ const startWebhookThread = async (
     (endpointId, reason) => disableEndpoint(ctx, endpointId, reason),
     logger,
   );
-  const deliveries = new DeliveryStore(SqliteReadStore.open(files.webhooks));
+  const deliveries = new DeliveryStore(deliveryStorageOf(SqliteReadStore.open(files.webhooks)));
   Object.assign(ctx.webhooks, {
     publisher: thread,
     deliveries,
@@ -705,7 +715,7 @@ const startWebhookThread = async (
     } satisfies DeliveryControl,
     stop: async () => {
       await thread.stop();
-      await deliveries.store.close();
+      await deliveries.close();
     },
   });
   return thread;
@@ -740,7 +750,7 @@ const startWebhooks = async (
   logger: Logger,
   buses: Pick<EmbeddedOptions, 'kafka' | 'webhookBus'>,
 ): Promise<void> => {
-  const deliveries = new DeliveryStore(store);
+  const deliveries = new DeliveryStore(deliveryStorageOf(store));
   const ownBus = buses.webhookBus || !buses.kafka ? undefined : createBus(buses.kafka, kafkaLogTo(logger));
   const bus = buses.webhookBus ?? ownBus;
   await ownBus?.start([ctx.environment]);
@@ -768,7 +778,7 @@ const startWebhooks = async (
       await dispatcher.stop();
       await publisher.stop();
       await ownBus?.close();
-      await deliveries.store.close();
+      await deliveries.close();
     },
   });
   dispatcher.start();

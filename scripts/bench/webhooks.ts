@@ -24,7 +24,16 @@ const ENDPOINTS = 3;
 const LATENCY_APPLIES = 200;
 const DRAIN_LIMIT_MS = 300_000;
 
+const fixed = (value: number | null, digits: number): string => (value === null ? '?' : value.toFixed(digits));
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The body of a 200 answer; any other answer (a 429 would leave endpoints in the wrong state) ends the bench. */
+const expectOk = async (answer: ReturnType<typeof api>): Promise<Record<string, unknown>> => {
+  const { status, body } = await answer;
+  if (status !== 200) throw new Error(`webhooks bench: the service answered ${status}: ${JSON.stringify(body)}`);
+  return body as Record<string, unknown>;
+};
 
 /** Waits until no delivery of the endpoints is pending; returns how long that took (ms), or null when it did not within DRAIN_LIMIT_MS. */
 const drain = async (baseUrl: string, endpoints: string[]): Promise<number | null> => {
@@ -32,7 +41,8 @@ const drain = async (baseUrl: string, endpoints: string[]): Promise<number | nul
   for (;;) {
     let pending = 0;
     for (const id of endpoints)
-      pending += Number((await api(baseUrl, 'GET', `/v1/webhooks/${id}/deliveries?status=pending&limit=1`)).body.total);
+      pending += (await expectOk(api(baseUrl, 'GET', `/v1/webhooks/${id}/deliveries?status=pending&limit=1`)))
+        .total as number;
     if (pending === 0) return Date.now() - started;
     if (Date.now() - started > DRAIN_LIMIT_MS) return null;
     await sleep(250);
@@ -40,7 +50,7 @@ const drain = async (baseUrl: string, endpoints: string[]): Promise<number | nul
 };
 
 const setStatus = async (baseUrl: string, endpoints: string[], status: 'enabled' | 'disabled') => {
-  for (const id of endpoints) await api(baseUrl, 'PATCH', `/v1/webhooks/${id}`, { status });
+  for (const id of endpoints) await expectOk(api(baseUrl, 'PATCH', `/v1/webhooks/${id}`, { status }));
 };
 
 export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<string, unknown>> => {
@@ -83,7 +93,20 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
   const roundS = Math.max(1, Math.round(DURATION_S / ROUNDS));
   log(`measuring apply without and with ${ENDPOINTS} endpoints (${ROUNDS} rounds of ${roundS} s each) ...`);
   await measure(apply, baseUrl, service.child.pid, null, WARMUP_S, 1); // warm the service up
-  const rounds: Array<{ none: number; three: number; ratio: number; drainMs: number | null; deliveries: number }> = [];
+  const rounds: Array<{
+    none: number;
+    three: number;
+    ratio: number;
+    drainMs: number | null;
+    deliveries: number;
+    /** The service's CPU (every thread) per apply, ms, and the CPU of every other process (the receiver included), cores. */
+    cpu: {
+      noneMsPerApply: number | null;
+      threeMsPerApply: number | null;
+      otherNone: number | null;
+      otherThree: number | null;
+    };
+  }> = [];
   /** With --profile: the measured windows of each kind, and the requests of the last round of each. */
   const windows = { none: [] as ProfileWindow[], three: [] as ProfileWindow[], requests: { none: 0, three: 0 } };
   for (let r = 0; r < ROUNDS; r++) {
@@ -104,9 +127,15 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
       ratio: three.reqPerSec / none.reqPerSec,
       drainMs,
       deliveries: three.ok2xx * ENDPOINTS,
+      cpu: {
+        noneMsPerApply: none.serverCpuMsPerReq,
+        threeMsPerApply: three.serverCpuMsPerReq,
+        otherNone: none.otherCpu,
+        otherThree: three.otherCpu,
+      },
     });
     log(
-      `  round ${r + 1}: ${Math.round(none.reqPerSec)} req/s without, ${Math.round(three.reqPerSec)} with (ratio ${(three.reqPerSec / none.reqPerSec).toFixed(2)}); ${three.ok2xx * ENDPOINTS} deliveries drained ${drainMs === null ? 'not within 5 min' : `${(drainMs / 1000).toFixed(1)} s after the run`}`,
+      `  round ${r + 1}: ${Math.round(none.reqPerSec)} req/s without, ${Math.round(three.reqPerSec)} with (ratio ${(three.reqPerSec / none.reqPerSec).toFixed(2)}); ${three.ok2xx * ENDPOINTS} deliveries drained ${drainMs === null ? 'not within 5 min' : `${(drainMs / 1000).toFixed(1)} s after the run`}; service CPU per apply ${fixed(none.serverCpuMsPerReq, 3)} / ${fixed(three.serverCpuMsPerReq, 3)} ms, other processes ${fixed(none.otherCpu, 2)} / ${fixed(three.otherCpu, 2)} cores`,
     );
   }
 

@@ -17,6 +17,7 @@ import { DeliveryStore, PAYLOADS, type DeliveryDoc } from '../../src/application
 import { parseCidrs } from '../../src/domain/webhooks/targets.ts';
 import { InMemoryBus } from '../../src/infrastructure/bus/inMemoryBus.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
+import { SqliteDeliveries } from '../../src/infrastructure/webhooks/sqliteDeliveries.ts';
 import { applyBody } from '../fixtures/orders.ts';
 import { fixedVoucher } from '../fixtures/vouchers.ts';
 import { FakeClock } from '../support/fakeClock.ts';
@@ -197,7 +198,7 @@ describe('webhooks through the in-memory bus', function () {
       readStream: (async (stream: string, options?: { maxCount?: number }) =>
         batch.filter((e) => e.streamId === stream).slice(0, options?.maxCount)) as EventSource['readStream'],
     };
-    const deliveries = new DeliveryStore(SqliteReadStore.open(':memory:'));
+    const deliveries = new DeliveryStore(new SqliteDeliveries(SqliteReadStore.open(':memory:')));
     const published: { endpoints: string[]; copy: boolean }[] = [];
     const recording: Pick<Bus, 'publish'> = {
       publish: async (_environment, messages) => {
@@ -216,12 +217,12 @@ describe('webhooks through the in-memory bus', function () {
       { endpoints: ['we_1'], copy: true },
     ]);
     await publisher.stop();
-    await deliveries.store.close();
+    await deliveries.close();
   });
 
   it('records a message handed twice as one delivery, and one that is not a published event as none', async () => {
     service = await start(bus);
-    const deliveries = new DeliveryStore(SqliteReadStore.open(':memory:'));
+    const deliveries = new DeliveryStore(new SqliteDeliveries(SqliteReadStore.open(':memory:')));
     await deliveries.start();
     const made: DeliveryDoc[] = [];
     const consumer = new BusDeliveries(bus, deliveries, 'sandbox', (docs) => made.push(...docs));
@@ -257,6 +258,6 @@ describe('webhooks through the in-memory bus', function () {
     // the next event of the voucher waits behind the pending one of each endpoint
     await consumer.handle(message(JSON.stringify({ ...event, event_id: 'evt_2', seq: 8 }), '4'));
     expect(made.slice(2).map((d) => d.next_attempt_at)).to.deep.equal([null, null]);
-    await deliveries.store.close();
+    await deliveries.close();
   });
 });

@@ -189,6 +189,11 @@ describe('webhook delivery', function () {
       }
     }
     expect(accepted.filter((r) => r.voucherId === a.id).map((r) => r.json.data.value)).to.deep.equal([100, 300, 400]);
+    // the receiver has answered the last attempt; its outcome is stored a moment later
+    await until(
+      async () => (await deliveriesOf(endpoint.id)).every((d: { status: string }) => d.status === 'succeeded'),
+      'every outcome recorded',
+    );
     const listed = await deliveriesOf(endpoint.id);
     for (const d of listed) {
       expect(d.status).to.equal('succeeded');

@@ -17,6 +17,7 @@ import { localDeliveryControl } from '../../src/application/webhooks/deliveries.
 import { WebhookDispatcher } from '../../src/application/webhooks/dispatcher.ts';
 import type { SendRequest, SendResult } from '../../src/domain/webhooks/delivery.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
+import { SqliteDeliveries } from '../../src/infrastructure/webhooks/sqliteDeliveries.ts';
 
 const T0 = Date.parse('2026-03-01T00:00:00Z');
 const endpoint = (id: string) => ({
@@ -75,7 +76,7 @@ describe('webhook dispatcher', () => {
   beforeEach(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-dispatcher-'));
     store = SqliteReadStore.open(path.join(dir, 'webhooks.db'));
-    deliveries = new DeliveryStore(store);
+    deliveries = new DeliveryStore(new SqliteDeliveries(store));
     await deliveries.start();
   });
   afterEach(async () => {
@@ -129,7 +130,7 @@ describe('webhook dispatcher', () => {
         ]).flat(),
       ],
     });
-    const writes = sinon.spy(store, 'writeBatch');
+    const writes = sinon.spy(deliveries.storage, 'write');
     const held: Array<() => void> = [];
     const sent: string[] = [];
     /** For each send of a voucher's second delivery: was its first one already recorded as succeeded? */
@@ -232,8 +233,8 @@ describe('webhook dispatcher', () => {
     });
     const control = localDeliveryControl(deliveries, { wake: () => {} });
     expect(await control.purge(T0 - 30 * 86_400_000)).to.equal(4);
-    const left = await deliveries.store.find<DeliveryDoc>(DELIVERIES, {}, { sort: [['id', 1]] });
-    expect(left.map((d) => d.id)).to.deep.equal(['msg_we_a_3', 'msg_we_b_2']);
+    const left = await deliveries.find({}, { skip: 0, limit: 100 });
+    expect(left.map((d) => d.id).sort()).to.deep.equal(['msg_we_a_3', 'msg_we_b_2']);
     const bodies = await deliveries.store.find<PayloadDoc>(PAYLOADS, {}, { sort: [['id', 1]] });
     expect(bodies.map((b) => b.id)).to.deep.equal(['evt_2', 'evt_3']);
   });
@@ -252,9 +253,9 @@ describe('webhook dispatcher', () => {
     const control = localDeliveryControl(deliveries, { wake: () => {} });
     // the resend is asked for while the purge reads its page of old deliveries
     let resent: Promise<DeliveryDoc | null> | undefined;
-    const find = deliveries.store.find.bind(deliveries.store);
-    sinon.stub(deliveries.store, 'find').callsFake(async (...args: Parameters<typeof find>) => {
-      const page = await find(...args);
+    const read = deliveries.storage.endedBefore.bind(deliveries.storage);
+    sinon.stub(deliveries.storage, 'endedBefore').callsFake(async (...args: Parameters<typeof read>) => {
+      const page = await read(...args);
       resent ??= control.resend('we_a', 'msg_we_a_1', T0);
       for (let turn = 0; turn < 20; turn += 1) await new Promise((resolve) => setImmediate(resolve));
       return page;

@@ -6,24 +6,37 @@ import { expect } from 'chai';
 import { DELIVERIES, DeliveryStore, ENDPOINTS } from '../../src/application/webhooks/deliveryStore.ts';
 import { webhookQueueStats } from '../../src/application/webhooks/queueStats.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
+import { SqliteDeliveries } from '../../src/infrastructure/webhooks/sqliteDeliveries.ts';
 
 describe('webhookQueueStats', () => {
   let dir: string;
   let deliveries: DeliveryStore;
   beforeEach(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-queue-'));
-    deliveries = new DeliveryStore(SqliteReadStore.open(path.join(dir, 'webhooks.db')));
+    deliveries = new DeliveryStore(new SqliteDeliveries(SqliteReadStore.open(path.join(dir, 'webhooks.db'))));
     await deliveries.start();
   });
   afterEach(async () => {
-    await deliveries.store.close();
+    await deliveries.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('counts each live endpoint’s pending and failed deliveries; succeeded ones and deleted endpoints are left out', async () => {
     const delivery = (id: string, endpoint_id: string, status: string) => ({
       collection: DELIVERIES,
-      doc: { id, endpoint_id, status, order_key: 'v', seq: 1, next_attempt_at: null, attempts: [], created_ms: 1 },
+      doc: {
+        id,
+        endpoint_id,
+        event_id: `evt_${id}`,
+        event_type: 'voucher.applied',
+        status,
+        order_key: 'v',
+        seq: 1,
+        next_attempt_at: null,
+        attempts: [],
+        created_at: '1970-01-01T00:00:00Z',
+        created_ms: 1,
+      },
     });
     await deliveries.write({
       upserts: [

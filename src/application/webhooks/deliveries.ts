@@ -3,11 +3,18 @@ import { isoSeconds } from '../../domain/clock.ts';
 import type { DeliveryStatus } from '../../domain/webhooks/delivery.ts';
 import { endpointNotFound } from '../../domain/webhooks/endpoint.ts';
 import { TEST_EVENT_TYPE } from '../../domain/webhooks/events.ts';
-import type { Filter, WriteBatch } from '../../core/readStore.ts';
+import type { WriteBatch } from '../../core/readStore.ts';
 import type { EnvContext, WebhookContext } from '../context.ts';
 import { randomBase62 } from '../ids.ts';
 import type { Page } from '../queries.ts';
-import { DELIVERIES, PAYLOADS, type DeliveryControl, type DeliveryDoc, type DeliveryStore } from './deliveryStore.ts';
+import {
+  DELIVERIES,
+  PAYLOADS,
+  type DeliveryControl,
+  type DeliveryDoc,
+  type DeliveryFilter,
+  type DeliveryStore,
+} from './deliveryStore.ts';
 import { deliveryIdOf } from './publisher.ts';
 
 /** Deliveries that ended (succeeded or failed) are kept this long after their event, then removed. */
@@ -62,7 +69,7 @@ export const listDeliveries = async (
   q: { status?: DeliveryStatus; limit: number; offset: number },
 ): Promise<Page<Record<string, unknown>>> => {
   const { deliveries } = await endpointOf(ctx, endpointId);
-  const filter: Filter = { endpoint_id: endpointId, ...(q.status ? { status: q.status } : {}) };
+  const filter: DeliveryFilter = { endpoint_id: endpointId, ...(q.status ? { status: q.status } : {}) };
   const [docs, total] = await Promise.all([
     deliveries.find(filter, { skip: q.offset, limit: q.limit }),
     deliveries.count(filter),
@@ -151,11 +158,7 @@ export const localDeliveryControl = (
   },
   recover: async (endpointId, sinceMs, now) => {
     const recovered = await deliveries.exclusive(async () => {
-      const failed = await deliveries.store.find<DeliveryDoc>(
-        DELIVERIES,
-        { endpoint_id: endpointId, status: 'failed', created_ms: { $gte: sinceMs } },
-        { sort: [['seq', 1]], limit: MAX_RECOVER },
-      );
+      const failed = await deliveries.failedSince(endpointId, sinceMs, MAX_RECOVER);
       const write: WriteBatch = { upserts: [] };
       const started = new Set<string>();
       for (const d of failed) {
@@ -184,11 +187,7 @@ export const localDeliveryControl = (
       // deliveries (pending again) comes before the read, and the delivery is not in the page, or
       // after the removal, and answers that the delivery is gone.
       const page = await deliveries.exclusive(async () => {
-        const old = await deliveries.store.find<DeliveryDoc>(
-          DELIVERIES,
-          { status: { $in: ['succeeded', 'failed'] }, created_ms: { $lt: cutoffMs } },
-          { limit: PURGE_PAGE },
-        );
+        const old = await deliveries.endedBefore(cutoffMs, PURGE_PAGE);
         if (old.length === 0) return 0;
         const bodies = await deliveries.unreferencedPayloads(old);
         await deliveries.write({

@@ -1,9 +1,15 @@
-import type { Document, Filter, ReadStore, WriteBatch } from '../../core/readStore.ts';
-import type { Attempt, DeliveryStatus } from '../../domain/webhooks/delivery.ts';
+import type { Document, ReadStore, WriteBatch } from '../../core/readStore.ts';
+import {
+  DELIVERIES,
+  type DeliveryDoc,
+  type DeliveryFilter,
+  type DeliveryStorage,
+} from '../../domain/webhooks/deliveryStorage.ts';
 import type { Endpoint } from '../../domain/webhooks/endpoint.ts';
 
-/** Collections of an environment's webhooks store (DATA_DIR/<environment>/webhooks.db on the embedded default). */
-export const DELIVERIES = 'wh_deliveries';
+export { DELIVERIES, type DeliveryDoc, type DeliveryFilter, type DeliveryStorage };
+
+// Collections of an environment's webhooks store (DATA_DIR/<environment>/webhooks.db on the embedded default), beside DELIVERIES.
 /** The publisher's copy of each endpoint at its checkpoint (secrets included: this store is the service's own). */
 export const ENDPOINTS = 'wh_endpoints';
 /** Per endpoint: since when every attempt has failed (the 5-day auto-disable). */
@@ -12,32 +18,8 @@ export const HEALTH = 'wh_health';
 export const PAYLOADS = 'wh_payloads';
 export const PUBLISHER_CHECKPOINT = 'webhook_publisher.v1';
 
-export interface DeliveryDoc extends Document {
-  /** `msg_…`, derived from the event and the endpoint. */
-  id: string;
-  endpoint_id: string;
-  /** `evt_…`: the `webhook-id` of every attempt. */
-  event_id: string;
-  event_type: string;
-  /** Deliveries with the same endpoint and key go out one at a time, in `seq` order (the voucher id). */
-  order_key: string;
-  /** The event's global position (0 for test events). */
-  seq: number;
-  /**
-   * The exact body every attempt sends, when the delivery holds it itself (test events, and
-   * deliveries stored before bodies were kept apart); otherwise it is the PAYLOADS document of
-   * `event_id`.
-   */
-  payload?: string;
-  status: DeliveryStatus;
-  /** Ms since epoch when due; null while it waits behind an earlier delivery of its key, or once final. */
-  next_attempt_at: number | null;
-  attempts: Attempt[];
-  created_at: string;
-  created_ms: number;
-  /** Why it failed without an attempt (endpoint deleted or disabled). */
-  failure_reason?: string;
-}
+/** A write's fence (process roles: the lease the writer holds), taken at each write. */
+export type FenceOf = () => NonNullable<WriteBatch['fence']>;
 
 /**
  * The changes the API makes to deliveries, made where the dispatcher runs (it is woken after
@@ -71,22 +53,33 @@ export interface HealthDoc extends Document {
 }
 
 /**
- * The deliveries, kept in a ReadStore (any implementation of the port: the embedded SQLite one by
- * default). Every change that decides whether a delivery of a key waits or goes (the publisher's
- * batch, the end of an attempt, resend, recover) runs through `exclusive`, one at a time, so a
- * delivery never waits behind one that has just finished.
+ * The deliveries, kept in a DeliveryStorage (a SQLite table on the embedded default, documents of
+ * a ReadStore on MongoDB), with the webhooks store's other collections in `store`. Every change
+ * that decides whether a delivery of a key waits or goes (the publisher's batch, the end of an
+ * attempt, resend, recover) runs through `exclusive`, one at a time, so a delivery never waits
+ * behind one that has just finished. With `fence` (a process role's lease), every write is
+ * refused once the lease is another process's.
  */
 export class DeliveryStore {
   private tail: Promise<unknown> = Promise.resolve();
 
-  constructor(readonly store: ReadStore) {}
+  constructor(
+    readonly storage: DeliveryStorage,
+    private readonly fence?: FenceOf,
+  ) {}
 
-  async start(): Promise<void> {
-    await this.store.ensureIndex(DELIVERIES, ['status', 'next_attempt_at']);
-    await this.store.ensureIndex(DELIVERIES, ['endpoint_id', 'order_key', 'status', 'seq']);
-    await this.store.ensureIndex(DELIVERIES, ['endpoint_id', 'created_ms']);
-    await this.store.ensureIndex(DELIVERIES, ['endpoint_id', 'status', 'created_ms']);
-    await this.store.ensureIndex(DELIVERIES, ['status', 'created_ms']);
+  /** The webhooks store's other collections (endpoint copies, health, bodies, checkpoints, leases). */
+  get store(): ReadStore {
+    return this.storage.store;
+  }
+
+  /** The same storage, every write fenced by `fence`. */
+  fenced(fence: FenceOf): DeliveryStore {
+    return new DeliveryStore(this.storage, fence);
+  }
+
+  start(): Promise<void> {
+    return this.storage.start();
   }
 
   /** Runs `fn` after every earlier exclusive call has finished. */
@@ -97,7 +90,7 @@ export class DeliveryStore {
   }
 
   get(id: string): Promise<DeliveryDoc | null> {
-    return this.store.get<DeliveryDoc>(DELIVERIES, id);
+    return this.storage.get(id);
   }
 
   endpoint(id: string): Promise<EndpointDoc | null> {
@@ -130,24 +123,18 @@ export class DeliveryStore {
     if (events.length === 0) return [];
     const bodies = await this.store.getMany<PayloadDoc>(PAYLOADS, events);
     const others = [...bodies.values()].flatMap((b) => b.deliveries.filter((id) => !gone.has(id)));
-    const kept = others.length > 0 ? await this.store.getMany<DeliveryDoc>(DELIVERIES, others) : new Map();
+    const kept = others.length > 0 ? await this.storage.getMany(others) : new Map<string, DeliveryDoc>();
     return [...bodies.values()].filter((b) => !b.deliveries.some((id) => kept.has(id))).map((b) => b.id);
   }
 
   /** Is a delivery of this endpoint and key pending (due, retrying or waiting)? */
-  async hasPending(endpointId: string, orderKey: string): Promise<boolean> {
-    const found = await this.store.find<DeliveryDoc>(
-      DELIVERIES,
-      { endpoint_id: endpointId, order_key: orderKey, status: 'pending' },
-      // in the index's order: the first match ends the search (ordered by id, every match of the key is read and sorted)
-      { sort: [['seq', 1]], limit: 1 },
-    );
-    return found.length > 0;
+  hasPending(endpointId: string, orderKey: string): Promise<boolean> {
+    return this.storage.hasPending(endpointId, orderKey);
   }
 
   /** The stored deliveries among `ids`, by id. */
   getMany(ids: string[]): Promise<Map<string, DeliveryDoc>> {
-    return this.store.getMany<DeliveryDoc>(DELIVERIES, ids);
+    return this.storage.getMany(ids);
   }
 
   /**
@@ -164,53 +151,50 @@ export class DeliveryStore {
       const key = `${endpointId}/${orderKey}`;
       if (keys.has(key)) continue;
       keys.add(key);
-      const [next] = await this.store.find<DeliveryDoc>(
-        DELIVERIES,
-        { endpoint_id: endpointId, order_key: orderKey, status: 'pending', next_attempt_at: null },
-        { sort: [['seq', 1]], limit: 1 },
-      );
+      const next = await this.storage.firstWaiting(endpointId, orderKey);
       if (next) released.push({ ...next, next_attempt_at: now });
     }
     return released;
   }
 
   due(now: number, limit: number): Promise<DeliveryDoc[]> {
-    return this.store.find<DeliveryDoc>(
-      DELIVERIES,
-      { status: 'pending', next_attempt_at: { $lte: now } },
-      { sort: [['next_attempt_at', 1]], limit },
-    );
+    return this.storage.due(now, limit);
   }
 
   /** When the next pending delivery falls due (ms), or null. */
-  async nextDueAt(after: number): Promise<number | null> {
-    const [next] = await this.store.find<DeliveryDoc>(
-      DELIVERIES,
-      { status: 'pending', next_attempt_at: { $gt: after } },
-      { sort: [['next_attempt_at', 1]], limit: 1 },
-    );
-    return next?.next_attempt_at ?? null;
+  nextDueAt(after: number): Promise<number | null> {
+    return this.storage.nextDueAt(after);
   }
 
-  find(filter: Filter, options: { skip: number; limit: number }): Promise<DeliveryDoc[]> {
-    return this.store.find<DeliveryDoc>(DELIVERIES, filter, {
-      sort: [
-        ['created_ms', -1],
-        ['seq', -1],
-      ],
-      ...options,
-    });
+  /** Newest first. */
+  find(filter: DeliveryFilter, options: { skip: number; limit: number }): Promise<DeliveryDoc[]> {
+    return this.storage.list(filter, options);
   }
 
-  count(filter: Filter): Promise<number> {
-    return this.store.count(DELIVERIES, filter);
+  count(filter: DeliveryFilter): Promise<number> {
+    return this.storage.count(filter);
+  }
+
+  /** The endpoint's failed deliveries created at or after `sinceMs`, by `seq`. */
+  failedSince(endpointId: string, sinceMs: number, limit: number): Promise<DeliveryDoc[]> {
+    return this.storage.failedSince(endpointId, sinceMs, limit);
+  }
+
+  /** Deliveries that ended and were created before `cutoffMs`. */
+  endedBefore(cutoffMs: number, limit: number): Promise<DeliveryDoc[]> {
+    return this.storage.endedBefore(cutoffMs, limit);
   }
 
   health(endpointId: string): Promise<HealthDoc | null> {
     return this.store.get<HealthDoc>(HEALTH, endpointId);
   }
 
+  /** Writes the batch in one transaction: DELIVERIES to the deliveries, the rest to their collections; fenced when this store is. */
   write(batch: WriteBatch): Promise<void> {
-    return this.store.writeBatch(batch);
+    return this.storage.write(this.fence ? { ...batch, fence: this.fence() } : batch);
+  }
+
+  close(): Promise<void> {
+    return this.storage.close();
   }
 }

@@ -1,4 +1,4 @@
-import { DELIVERIES, ENDPOINTS, type DeliveryStore, type EndpointDoc } from './deliveryStore.ts';
+import { ENDPOINTS, type DeliveryStore, type EndpointDoc } from './deliveryStore.ts';
 
 /** One endpoint's deliveries as `GET /metrics` reports them. */
 export interface EndpointQueueStats {
@@ -20,8 +20,8 @@ export const webhookQueueStats = async (deliveries: DeliveryStore): Promise<Endp
   return Promise.all(
     live.map(async (endpoint) => ({
       endpointId: endpoint.id,
-      pending: await deliveries.store.count(DELIVERIES, { endpoint_id: endpoint.id, status: 'pending' }),
-      failed: await deliveries.store.count(DELIVERIES, { endpoint_id: endpoint.id, status: 'failed' }),
+      pending: await deliveries.count({ endpoint_id: endpoint.id, status: 'pending' }),
+      failed: await deliveries.count({ endpoint_id: endpoint.id, status: 'failed' }),
     })),
   );
 };

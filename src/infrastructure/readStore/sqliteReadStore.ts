@@ -53,13 +53,14 @@ export class SqliteReadStore implements ReadStore {
   private readonly statements = new Map<string, Database.Statement>();
   private readonly upserts = new Map<string, Database.Statement>();
   private readonly tables = new Set<string>();
-  private readonly applyBatch: Database.Transaction<(batch: WriteBatch) => void>;
+  private readonly applyBatch: Database.Transaction<(batch: WriteBatch, extra?: () => void) => void>;
   private readonly clear: Database.Transaction<(tables: string[], checkpointName: string) => void>;
 
   private constructor(private readonly db: Database.Database) {
     db.exec('CREATE TABLE IF NOT EXISTS checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)');
-    this.applyBatch = db.transaction((batch: WriteBatch) => {
+    this.applyBatch = db.transaction((batch: WriteBatch, extra?: () => void) => {
       if (batch.fence) this.checkFence(batch.fence);
+      extra?.();
       for (const { collection, doc } of batch.upserts ?? []) {
         if (!isPlainObject(doc)) throw new Error(`upsert into ${collection}: document must be a plain object`);
         assertId(doc.id, `upsert into ${collection}`);
@@ -156,6 +157,19 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async writeBatch(batch: WriteBatch): Promise<void> {
+    this.writeBatchWith(batch);
+  }
+
+  /**
+   * The connection, for an adapter that keeps tables of its own in this file (the webhooks'
+   * deliveries, sqliteDeliveries.ts) and writes them in this store's transactions.
+   */
+  get database(): Database.Database {
+    return this.db;
+  }
+
+  /** writeBatch, synchronously, with `extra` run in the same transaction after the fence's check. */
+  writeBatchWith(batch: WriteBatch, extra?: () => void): void {
     // Create tables before the transaction: a rollback would undo a CREATE TABLE that
     // `this.tables` already remembers.
     const collections = new Set<string>();
@@ -163,7 +177,7 @@ export class SqliteReadStore implements ReadStore {
     for (const { collection } of batch.deletes ?? []) collections.add(collection);
     for (const collection of collections) this.table(collection);
     if (batch.fence) this.table(batch.fence.collection);
-    this.applyBatch.immediate(batch);
+    this.applyBatch.immediate(batch, extra);
   }
 
   /** Throws FencedWriteError unless the fence's document holds its value (inside the batch's transaction). */

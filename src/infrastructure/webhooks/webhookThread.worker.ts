@@ -28,6 +28,7 @@ import { BusDeliveries } from '../../application/webhooks/busDeliveries.ts';
 import { createBus, kafkaLogTo } from '../bus/createBus.ts';
 import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
+import { SqliteDeliveries } from './sqliteDeliveries.ts';
 import { createHttpSender } from './httpSender.ts';
 import type { ControlCall, FromWebhookThread, ToWebhookThread, WebhookThreadOptions } from './webhookThread.ts';
 
@@ -55,7 +56,7 @@ const run = async () => {
   const events = SqliteEventStore.open<EnvironmentEvent>(options.eventsFile, {
     pollIntervalMs: options.pollIntervalMs,
   });
-  const deliveries = new DeliveryStore(SqliteReadStore.open(options.webhooksFile));
+  const deliveries = new DeliveryStore(new SqliteDeliveries(SqliteReadStore.open(options.webhooksFile)));
   let nextId = 1;
   const disabling = new Map<number, { resolve(): void; reject(error: Error): void }>();
   const dispatcher = new WebhookDispatcher({
@@ -99,7 +100,7 @@ const run = async () => {
       await publisher.stop();
       await bus?.close().catch((error: unknown) => logger.warn({ err: error }, 'closing the Kafka bus failed'));
       for (const pending of disabling.values()) pending.reject(new Error('the webhook thread is stopping'));
-      await deliveries.store.close();
+      await deliveries.close();
       await events.close();
       port.close(); // the thread then ends: the main thread waits for its exit
     })());
