@@ -178,7 +178,7 @@ const openEventStore = <E extends EnvironmentEvent | ApiKeyEvent>(
 ): EventStore<E> =>
   servers?.eventStore
     ? new EsdbEventStore<E>(servers.eventStore, { namespace })
-    : SqliteEventStore.open<E>(file, options);
+    : SqliteEventStore.open<E>(file, { startWriter: true, ...options });
 
 export interface EmbeddedOptions {
   dataDir: string;

@@ -38,6 +38,18 @@ describe('SqliteEventStore writer thread', function () {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it("startWriter opens the store's connection on the thread at once; without it, at the first append", async function () {
+    const eager = open({ startWriter: true });
+    expect(writerOf(eager).openedOn, 'started with the store').to.not.equal(undefined);
+    const lazy = SqliteEventStore.open<AnyEvent>(path.join(dir, 'lazy.db'));
+    opened.push(lazy);
+    expect(writerOf(lazy).openedOn, 'before any append').to.equal(undefined);
+    await lazy.appendToStream('s', [{ type: 'E', data: {} }]);
+    expect(writerOf(lazy).openedOn, 'after the first append').to.not.equal(undefined);
+    await eager.appendToStream('s', [{ type: 'E', data: {} }]);
+    expect(await eager.readStream('s')).to.have.length(1);
+  });
+
   it("commits on a thread of its own: the opening connection's data_version moves, the change token does not", async function () {
     const store = open();
     const before = store.externalChangeToken();

@@ -136,14 +136,20 @@ class WriterHost {
     return id;
   }
 
-  /** Posts a store's appends, opening its connection on the thread first if needed. */
-  append(id: number, open: WriterOpen, appends: StreamPart[][]): void {
+  /** Starts the thread if none runs and opens the store's connection on it if not open yet. */
+  open(id: number, open: WriterOpen): Worker {
     const worker = this.start();
     const client = this.clients.get(id)!;
     if (client.openedOn !== worker) {
       worker.postMessage({ type: 'open', id, ...open } satisfies ToWriter);
       client.openedOn = worker;
     }
+    return worker;
+  }
+
+  /** Posts a store's appends, opening its connection on the thread first if needed. */
+  append(id: number, open: WriterOpen, appends: StreamPart[][]): void {
+    const worker = this.open(id, open);
     this.unanswered += appends.length;
     worker.ref();
     worker.postMessage({ type: 'append', id, appends } satisfies ToWriter);
@@ -228,6 +234,11 @@ export class WriterThread {
     this.open = { file, busyTimeoutMs, walAutocheckpoint, shared: this.shared.buffer as SharedArrayBuffer };
     Atomics.store(this.shared, HEAD, BigInt(options.headPosition()));
     this.lastVersion = options.dataVersion();
+  }
+
+  /** Starts the thread and opens this store's connection on it now, rather than at the first append. */
+  start(): void {
+    host.open(this.id, this.open);
   }
 
   enqueue(append: PendingAppend): void {
