@@ -6,6 +6,13 @@ import type { Cidr } from './targets.ts';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
+/** Every delivery status. */
+export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['pending', 'succeeded', 'failed'];
+
+/** Whether `value` is a delivery status. */
+export const isDeliveryStatus = (value: unknown): value is DeliveryStatus =>
+  (DELIVERY_STATUSES as readonly unknown[]).includes(value);
+
 /** One attempt as the deliveries list shows it: an HTTP status, or why there was none. */
 export interface Attempt {
   at: string;

@@ -6,7 +6,7 @@
  * stack); both pass test/contract/deliveryStorageContract.ts.
  */
 import type { Document, ReadStore, WriteBatch } from '../../core/readStore.ts';
-import type { Attempt, DeliveryStatus } from './delivery.ts';
+import { DELIVERY_STATUSES, isDeliveryStatus, type Attempt, type DeliveryStatus } from './delivery.ts';
 
 /** The deliveries' collection name in write batches (stored by the DeliveryStorage, not the ReadStore). */
 export const DELIVERIES = 'wh_deliveries';
@@ -38,8 +38,6 @@ export interface DeliveryDoc extends Document {
   failure_reason?: string;
 }
 
-const STATUSES: readonly string[] = ['pending', 'succeeded', 'failed'] satisfies DeliveryStatus[];
-
 /**
  * `doc` as a delivery to store: throws, naming the field, when a field the queries use is missing
  * or of the wrong type (a storage then writes nothing of the batch).
@@ -53,7 +51,7 @@ export const checkDelivery = (doc: Record<string, unknown>): DeliveryDoc => {
   for (const field of ['endpoint_id', 'event_id', 'event_type', 'order_key', 'created_at'])
     if (typeof doc[field] !== 'string') fail(field, 'a string');
   for (const field of ['seq', 'created_ms']) if (!Number.isSafeInteger(doc[field])) fail(field, 'an integer');
-  if (typeof doc.status !== 'string' || !STATUSES.includes(doc.status)) fail('status', `one of ${STATUSES.join(', ')}`);
+  if (!isDeliveryStatus(doc.status)) fail('status', `one of ${DELIVERY_STATUSES.join(', ')}`);
   if (doc.next_attempt_at !== null && !Number.isSafeInteger(doc.next_attempt_at))
     fail('next_attempt_at', 'an integer or null');
   if (!Array.isArray(doc.attempts)) fail('attempts', 'an array');

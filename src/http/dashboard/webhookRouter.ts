@@ -15,7 +15,7 @@ import {
   resendDelivery,
   sendTestEvent,
 } from '../../application/webhooks/deliveries.ts';
-import type { DeliveryStatus } from '../../domain/webhooks/delivery.ts';
+import { DELIVERY_STATUSES } from '../../domain/webhooks/delivery.ts';
 import { DomainError } from '../../domain/errors.ts';
 import { checkUrl, type TargetPolicy } from '../../domain/webhooks/endpoint.ts';
 import { field, fieldList, send } from './forms.ts';
@@ -35,7 +35,6 @@ import {
 
 const ENDPOINT_ID = /^we_[A-Za-z0-9]{1,64}$/;
 const DELIVERY_ID = /^msg_[A-Za-z0-9]{1,64}$/;
-const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['pending', 'succeeded', 'failed'];
 const PAGE_SIZE = 20;
 const MAX_OFFSET = 1_000_000;
 /** The recover form's default: failed deliveries of the last day. */

@@ -12,7 +12,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { WriteBatch } from '../../core/readStore.ts';
-import type { Attempt, DeliveryStatus } from '../../domain/webhooks/delivery.ts';
+import { isDeliveryStatus, type Attempt, type DeliveryStatus } from '../../domain/webhooks/delivery.ts';
 import {
   checkDelivery,
   DELIVERIES,
@@ -295,8 +295,7 @@ const whereOf = (filter: DeliveryFilter): { where: string; params: string[] } =>
   const params: string[] = [];
   if (filter.status !== undefined) {
     // a literal status lets SQLite use the partial index of that status
-    if (filter.status !== 'pending' && filter.status !== 'succeeded' && filter.status !== 'failed')
-      throw new Error('status must be pending, succeeded or failed');
+    if (!isDeliveryStatus(filter.status)) throw new Error('status must be pending, succeeded or failed');
     terms.push(`status = '${filter.status}'`);
   }
   if (filter.endpoint_id !== undefined) {
