@@ -83,6 +83,46 @@ const rssOf = (pid: number | undefined): number | null => {
   }
 };
 
+/** User and system time of a /proc `stat` file (fields 14 and 15, in ticks of 10 ms on Linux), ms. */
+const cpuMsOf = (statFile: string): number => {
+  const stat = fs.readFileSync(statFile, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+
+/**
+ * What a process has cost so far (Linux /proc): bytes it has written to storage (`write_bytes` of
+ * /proc/<pid>/io: the WAL frames, checkpoints and files of every thread), its CPU time (user and
+ * system, every thread) and its main thread's, ms; null elsewhere.
+ */
+const costOf = (pid: number | undefined): { writtenBytes: number; cpuMs: number; mainCpuMs: number } | null => {
+  if (pid === undefined) return null;
+  try {
+    const written = /^write_bytes: (\d+)$/m.exec(fs.readFileSync(`/proc/${pid}/io`, 'utf8'));
+    if (!written) return null;
+    return {
+      writtenBytes: Number(written[1]),
+      cpuMs: cpuMsOf(`/proc/${pid}/stat`),
+      mainCpuMs: cpuMsOf(`/proc/${pid}/task/${pid}/stat`),
+    };
+  } catch {
+    return null;
+  }
+};
+
+/** A segment's storage writes and CPU per application, from the costs before and after it. */
+const perApplication = (
+  before: ReturnType<typeof costOf>,
+  after: ReturnType<typeof costOf>,
+  applications: number,
+): string => {
+  if (!before || !after || applications === 0) return '';
+  const us = (ms: number) => ((ms * 1000) / applications).toFixed(0);
+  return `, ${((after.writtenBytes - before.writtenBytes) / applications / 1024).toFixed(1)} kB written and ${us(
+    after.cpuMs - before.cpuMs,
+  )} µs of CPU per application (main thread ${us(after.mainCpuMs - before.mainCpuMs)} µs)`;
+};
+
 /**
  * Where a process's memory is, from Linux's /proc: its anonymous resident memory (the V8 heap,
  * malloc's arenas with SQLite's page caches) and its resident file pages; and the V8 heap in use,
@@ -151,7 +191,9 @@ const runPhase = async (
 ): Promise<PhaseReport> => {
   const runs: SegmentRun[] = [];
   for (const size of segmentSizes(SCALE_APPLICATIONS)) {
+    const before = costOf(service.proc.child.pid);
     const { result, seconds } = await load(service.baseUrl, body, size);
+    const cost = perApplication(before, costOf(service.proc.child.pid), result['2xx']);
     const run: SegmentRun = {
       requests: result.requests.total,
       ok2xx: result['2xx'],
@@ -163,7 +205,7 @@ const runPhase = async (
     runs.push(run);
     const done = runs.reduce((n, r) => n + r.ok2xx, 0);
     log(
-      `  ${id} ${String(done).padStart(9)}: ${(run.requests / seconds).toFixed(0)} req/s, p99 ${run.p99Ms} ms, RSS ${run.rssBytes === null ? '?' : (run.rssBytes / 2 ** 20).toFixed(0)} MB${await memoryDetail(service.proc.child.pid, service.baseUrl)}${run.failures > 0 ? `, ${run.failures} failed` : ''}`,
+      `  ${id} ${String(done).padStart(9)}: ${(run.requests / seconds).toFixed(0)} req/s, p99 ${run.p99Ms} ms, RSS ${run.rssBytes === null ? '?' : (run.rssBytes / 2 ** 20).toFixed(0)} MB${await memoryDetail(service.proc.child.pid, service.baseUrl)}${cost}${run.failures > 0 ? `, ${run.failures} failed` : ''}`,
     );
   }
   return phaseReport(id, title, runs);
