@@ -5,24 +5,44 @@ import type { SnapshotStore, StoredEntry } from '../../core/snapshotStore.ts';
 import { closeWal, useWal } from '../sqliteWal.ts';
 
 const SCHEMA = `
-CREATE TABLE IF NOT EXISTS snapshots (
+CREATE TABLE IF NOT EXISTS snapshot_cores (
   stream TEXT PRIMARY KEY,
   revision INTEGER NOT NULL,
   core TEXT NOT NULL
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS snapshot_entries (
+CREATE TABLE IF NOT EXISTS snapshot_keys (
   stream TEXT NOT NULL,
   key TEXT NOT NULL,
-  value TEXT NOT NULL,
-  revision INTEGER NOT NULL,
+  value_id INTEGER NOT NULL,
   PRIMARY KEY (stream, key)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS snapshot_values (
+  id INTEGER PRIMARY KEY,
+  value TEXT NOT NULL,
+  revision INTEGER NOT NULL
+);
 `;
+
+/**
+ * The tables of earlier builds: the cores, and the entries in one WITHOUT ROWID table with each
+ * value inside the key's B-tree. Their content moves into snapshot_cores, snapshot_keys and
+ * snapshot_values when the file opens, and they are dropped. The cores have a new table too, so
+ * that an earlier build given this file finds no core whose entries it cannot see, and folds its
+ * streams from their start instead.
+ */
+const OLD_CORES = 'snapshots';
+const OLD_ENTRIES = 'snapshot_entries';
 
 /**
  * Snapshots in an SQLite file of their own (`snapshots.db` of the environment). Derived data, so
  * written at synchronous=NORMAL: a process crash loses nothing committed, a power cut may lose the
  * last snapshots, which only makes the next load fold more of the stream.
+ *
+ * An entry is a key in `snapshot_keys` (a small B-tree of `(stream, key)`, about 60 bytes an
+ * entry) pointing at its value in `snapshot_values` (a row id table, appended to). Most lookups
+ * are of keys never stored (a new order, a new application), and such a lookup reads only the
+ * small tree, whose upper pages stay in the page cache whatever the history; a new value lands at
+ * the end of the values table instead of inside the tree (decision 068).
  */
 export class SqliteSnapshotStore implements SnapshotStore {
   private readonly statements;
@@ -30,18 +50,25 @@ export class SqliteSnapshotStore implements SnapshotStore {
 
   private constructor(private readonly db: Database.Database) {
     db.exec(SCHEMA);
+    moveOldEntries(db);
     this.statements = {
       load: db.prepare<[string], { revision: number; core: string }>(
-        'SELECT revision, core FROM snapshots WHERE stream = ?',
+        'SELECT revision, core FROM snapshot_cores WHERE stream = ?',
       ),
       entry: db.prepare<[string, string], { value: string; revision: number }>(
-        'SELECT value, revision FROM snapshot_entries WHERE stream = ? AND key = ?',
+        `SELECT v.value, v.revision FROM snapshot_keys k JOIN snapshot_values v ON v.id = k.value_id
+         WHERE k.stream = ? AND k.key = ?`,
       ),
+      valueId: db
+        .prepare<[string, string], number>('SELECT value_id FROM snapshot_keys WHERE stream = ? AND key = ?')
+        .pluck(),
       putCore: db.prepare<[string, number, string]>(
-        'INSERT OR REPLACE INTO snapshots (stream, revision, core) VALUES (?, ?, ?)',
+        'INSERT OR REPLACE INTO snapshot_cores (stream, revision, core) VALUES (?, ?, ?)',
       ),
-      putEntry: db.prepare<[string, string, string, number]>(
-        'INSERT OR REPLACE INTO snapshot_entries (stream, key, value, revision) VALUES (?, ?, ?, ?)',
+      addValue: db.prepare<[string, number]>('INSERT INTO snapshot_values (value, revision) VALUES (?, ?)'),
+      setValue: db.prepare<[string, number, number]>('UPDATE snapshot_values SET value = ?, revision = ? WHERE id = ?'),
+      addKey: db.prepare<[string, string, number | bigint]>(
+        'INSERT INTO snapshot_keys (stream, key, value_id) VALUES (?, ?, ?)',
       ),
     };
     const st = this.statements;
@@ -55,7 +82,12 @@ export class SqliteSnapshotStore implements SnapshotStore {
       ): boolean => {
         if ((st.load.get(streamId)?.revision ?? -1) !== base) return false;
         st.putCore.run(streamId, revision, core);
-        for (const [key, value] of entries) st.putEntry.run(streamId, key, JSON.stringify(value ?? null), revision);
+        for (const [key, value] of entries) {
+          const json = JSON.stringify(value ?? null);
+          const id = st.valueId.get(streamId, key);
+          if (id === undefined) st.addKey.run(streamId, key, st.addValue.run(json, revision).lastInsertRowid);
+          else st.setValue.run(json, revision, id);
+        }
         return true;
       },
     );
@@ -98,3 +130,34 @@ export class SqliteSnapshotStore implements SnapshotStore {
     return Promise.resolve();
   }
 }
+
+/**
+ * Moves the snapshots of a file written by an earlier build (OLD_CORES, OLD_ENTRIES) into this
+ * build's tables, in one transaction, and drops the old tables. Old tables beside this build's
+ * (the file went back to an earlier build and forward again) hold the latest snapshots, consistent
+ * among themselves: they replace what this build's tables held. The entries are numbered in the
+ * old table's key order, so each key gets its own value's row id.
+ */
+const moveOldEntries = (db: Database.Database): void => {
+  db.transaction(() => {
+    const tables = db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)")
+      .pluck()
+      .all(OLD_CORES, OLD_ENTRIES) as string[];
+    if (tables.length === 0) return;
+    db.exec('DELETE FROM snapshot_cores; DELETE FROM snapshot_keys; DELETE FROM snapshot_values;');
+    if (tables.includes(OLD_CORES))
+      db.exec(`INSERT INTO snapshot_cores (stream, revision, core) SELECT stream, revision, core FROM ${OLD_CORES}`);
+    if (tables.includes(OLD_ENTRIES)) {
+      db.exec(
+        `INSERT INTO snapshot_values (id, value, revision)
+           SELECT row_number() OVER (ORDER BY stream, key), value, revision FROM ${OLD_ENTRIES}`,
+      );
+      db.exec(
+        `INSERT INTO snapshot_keys (stream, key, value_id)
+           SELECT stream, key, row_number() OVER (ORDER BY stream, key) FROM ${OLD_ENTRIES}`,
+      );
+    }
+    for (const table of tables) db.exec(`DROP TABLE ${table}`);
+  }).immediate();
+};

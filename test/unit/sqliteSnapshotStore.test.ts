@@ -1,0 +1,126 @@
+/**
+ * SqliteSnapshotStore's file: cores in snapshot_cores, entries as keys in snapshot_keys pointing
+ * at values in snapshot_values; a file written by an earlier build (`snapshots` and one
+ * `snapshot_entries` table) is moved into them when it opens, losing nothing, and an earlier build
+ * given the file back finds no core whose entries it cannot read.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { expect } from 'chai';
+import { SqliteSnapshotStore } from '../../src/infrastructure/snapshots/sqliteSnapshotStore.ts';
+
+const OLD_SCHEMA = `
+CREATE TABLE snapshots (stream TEXT PRIMARY KEY, revision INTEGER NOT NULL, core TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE snapshot_entries (
+  stream TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, revision INTEGER NOT NULL,
+  PRIMARY KEY (stream, key)
+) WITHOUT ROWID;
+`;
+
+describe('SqliteSnapshotStore file', () => {
+  let dir: string;
+  let file: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snapshot-file-'));
+    file = path.join(dir, 'snapshots.db');
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  const tables = (): string[] => {
+    const db = new Database(file, { readonly: true });
+    try {
+      return db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all() as string[];
+    } finally {
+      db.close();
+    }
+  };
+
+  it('moves the entries of an earlier build into keys and values, with their revisions, and drops the old table', async () => {
+    const old = new Database(file);
+    old.exec(OLD_SCHEMA);
+    old.prepare('INSERT INTO snapshots VALUES (?, ?, ?)').run('voucher-a', 7, '{"id":"a"}');
+    const entry = old.prepare('INSERT INTO snapshot_entries VALUES (?, ?, ?, ?)');
+    entry.run('voucher-a', 'o:1', '"va_1"', 3);
+    entry.run('voucher-a', 'c:x', '2', 7);
+    entry.run('voucher-b', 'o:1', '"va_9"', 5);
+    old.close();
+
+    const store = SqliteSnapshotStore.open(file);
+    try {
+      expect(await store.load('voucher-a')).to.deep.equal({ revision: 7, core: { id: 'a' } });
+      const a = await store.entries('voucher-a', ['o:1', 'c:x', 'o:2']);
+      expect([...a]).to.deep.equal([
+        ['o:1', { value: 'va_1', revision: 3 }],
+        ['c:x', { value: 2, revision: 7 }],
+      ]);
+      expect([...(await store.entries('voucher-b', ['o:1']))]).to.deep.equal([['o:1', { value: 'va_9', revision: 5 }]]);
+      // a migrated key takes a new value in place; a new key gets a value of its own
+      expect(
+        await store.save('voucher-a', 7, 9, { id: 'a' }, [
+          ['c:x', 3],
+          ['o:2', 'va_2'],
+        ]),
+      ).to.equal(true);
+      expect([...(await store.entries('voucher-a', ['c:x', 'o:2', 'o:1']))]).to.deep.equal([
+        ['c:x', { value: 3, revision: 9 }],
+        ['o:2', { value: 'va_2', revision: 9 }],
+        ['o:1', { value: 'va_1', revision: 3 }],
+      ]);
+    } finally {
+      await store.close();
+    }
+    expect(tables()).to.deep.equal(['snapshot_cores', 'snapshot_keys', 'snapshot_values']);
+  });
+
+  it('keeps one value per key: rewriting a key does not add a value row', async () => {
+    const store = SqliteSnapshotStore.open(file);
+    try {
+      await store.save('voucher-a', -1, 1, {}, [['o:1', 'first']]);
+      await store.save('voucher-a', 1, 2, {}, [
+        ['o:1', 'second'],
+        ['o:2', null],
+      ]);
+      expect([...(await store.entries('voucher-a', ['o:1', 'o:2']))]).to.deep.equal([
+        ['o:1', { value: 'second', revision: 2 }],
+        ['o:2', { value: null, revision: 2 }],
+      ]);
+    } finally {
+      await store.close();
+    }
+    const db = new Database(file, { readonly: true });
+    try {
+      expect(db.prepare('SELECT count(*) FROM snapshot_values').pluck().get()).to.equal(2);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('after going back to an earlier build and forward again, keeps the snapshots the earlier build wrote last', async () => {
+    const first = SqliteSnapshotStore.open(file);
+    await first.save('voucher-a', -1, 1, { by: 'new' }, [
+      ['o:1', 'new build'],
+      ['o:2', 'new build'],
+    ]);
+    await first.close();
+    // the earlier build finds no core it cannot read the entries of: it folds the stream and snapshots again
+    const old = new Database(file);
+    old.exec(OLD_SCHEMA);
+    expect(old.prepare('SELECT count(*) FROM snapshots').pluck().get()).to.equal(0);
+    old.prepare('INSERT INTO snapshots VALUES (?, ?, ?)').run('voucher-a', 4, '{"by":"earlier"}');
+    old.prepare('INSERT INTO snapshot_entries VALUES (?, ?, ?, ?)').run('voucher-a', 'o:1', '"earlier build"', 4);
+    old.close();
+
+    const store = SqliteSnapshotStore.open(file);
+    try {
+      expect(await store.load('voucher-a')).to.deep.equal({ revision: 4, core: { by: 'earlier' } });
+      expect([...(await store.entries('voucher-a', ['o:1', 'o:2']))]).to.deep.equal([
+        ['o:1', { value: 'earlier build', revision: 4 }],
+      ]);
+    } finally {
+      await store.close();
+    }
+    expect(tables()).to.deep.equal(['snapshot_cores', 'snapshot_keys', 'snapshot_values']);
+  });
+});
