@@ -37,7 +37,7 @@ describe('SqliteSnapshotStore file', () => {
     }
   };
 
-  it('moves the entries of an earlier build into keys and values, with their revisions, and drops the old table', async () => {
+  it('moves the entries of an earlier build into keys and values, with their revisions, and drops the old tables', async () => {
     const old = new Database(file);
     old.exec(OLD_SCHEMA);
     old.prepare('INSERT INTO snapshots VALUES (?, ?, ?)').run('voucher-a', 7, '{"id":"a"}');
