@@ -3,7 +3,8 @@ import { isMainThread, Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 
 /**
- * WAL frames not yet copied into the database file after which the checkpointer copies them:
+ * WAL frames not yet copied into the database file after which the checkpointer copies the WAL of
+ * a file whose commits are synced (synchronous=FULL: the event store, the idempotency records):
  * 10,000 pages, about 40 MB, instead of SQLite's 1,000.
  *
  * A checkpoint copies each page once however many commits rewrote it since the last one, and
@@ -17,10 +18,24 @@ import type Database from 'better-sqlite3';
 export const WAL_CHECKPOINT_PAGES = 10_000;
 
 /**
- * WAL frames after which the checkpointer makes the WAL start again from its beginning (a RESTART
- * checkpoint, see the checkpointer's source): twice WAL_CHECKPOINT_PAGES, about 80 MB.
+ * The same for a file whose commits are not synced (synchronous=NORMAL: the read models, the
+ * snapshots, the webhook deliveries): 1,000 pages, about 4 MB. Nothing of such a WAL is on the disk
+ * until its checkpoint syncs it, so a checkpoint writes all of it at once, then the pages it
+ * copied; at 10,000 pages that was 40 MB and more in 80 to 110 ms, and the event store's commit,
+ * whose fsync waits for the same disk, waited as long (decision 069).
  */
-export const WAL_RESTART_FRAMES = 2 * WAL_CHECKPOINT_PAGES;
+export const UNSYNCED_WAL_CHECKPOINT_PAGES = 1_000;
+
+/** The checkpoint interval of a file at this durability (see the two constants above). */
+export const walCheckpointPages = (synchronous: 'FULL' | 'NORMAL'): number =>
+  synchronous === 'FULL' ? WAL_CHECKPOINT_PAGES : UNSYNCED_WAL_CHECKPOINT_PAGES;
+
+/**
+ * WAL frames after which the checkpointer makes the WAL start again from its beginning (a RESTART
+ * checkpoint, see the checkpointer's source): twice the file's checkpoint interval, about 80 MB
+ * for a synced file and 8 MB for another.
+ */
+export const walRestartFrames = (synchronous: 'FULL' | 'NORMAL'): number => 2 * walCheckpointPages(synchronous);
 
 /**
  * The longest a RESTART checkpoint waits for the writer's lock and for readers still on the WAL
@@ -41,14 +56,14 @@ export const WAL_IDLE_MS = 1_000;
  * worker thread of its own (started on first use, not keeping the process alive) holds one more
  * connection to each watched file, reads every WAL_CHECK_INTERVAL_MS how many WAL frames are not
  * yet copied (from the WAL-index header in the -shm file, https://www.sqlite.org/walformat.html:
- * `mxFrame` at byte 16, `nBackfill` at byte 96, in the host's byte order), and once
- * WAL_CHECKPOINT_PAGES are, runs `PRAGMA wal_checkpoint(PASSIVE)`: it copies what no reader still
- * needs and never waits for, nor blocks, a writer or a reader; if commits went on meanwhile, the
- * rest is copied at the next check. Once a checkpoint has copied the whole WAL, the next commit
- * writes it again from its start, so the WAL stays about WAL_CHECKPOINT_PAGES long. Under commits
- * that never pause that moment never comes: once the WAL holds WAL_RESTART_FRAMES, a RESTART
- * checkpoint holds commits back for a few milliseconds while it copies the rest, and the WAL starts
- * again from its beginning (decision 060). A file idle
+ * `mxFrame` at byte 16, `nBackfill` at byte 96, in the host's byte order), and once the file's
+ * checkpoint interval (`walCheckpointPages`) are, runs `PRAGMA wal_checkpoint(PASSIVE)`: it copies
+ * what no reader still needs and never waits for, nor blocks, a writer or a reader; if commits went
+ * on meanwhile, the rest is copied at the next check. Once a checkpoint has copied the whole WAL,
+ * the next commit writes it again from its start, so the WAL stays about one interval long. Under
+ * commits that never pause that moment never comes: once the WAL holds `walRestartFrames`, a
+ * RESTART checkpoint holds commits back for a few milliseconds while it copies the rest, and the
+ * WAL starts again from its beginning (decision 060). A file idle
  * for WAL_IDLE_MS gets a PASSIVE checkpoint and, once its WAL is fully copied, a `TRUNCATE` one
  * (which gives up at once if a writer holds the lock): the WAL file shrinks to zero bytes.
  *
@@ -60,11 +75,11 @@ export const WAL_AUTOCHECKPOINT_PAGES = 0;
 
 /**
  * Connections opened on other threads (the projector thread) keep SQLite's automatic checkpoint
- * every WAL_CHECKPOINT_PAGES: such a checkpoint stalls that thread only, not the event loop. Every
- * file they write is opened by the main thread too, whose checkpointer then usually copies it
+ * at the file's checkpoint interval: such a checkpoint stalls that thread only, not the event loop.
+ * Every file they write is opened by the main thread too, whose checkpointer then usually copies it
  * first: one checkpointer per process.
  */
-export const WORKER_THREAD_AUTOCHECKPOINT_PAGES = WAL_CHECKPOINT_PAGES;
+export const workerThreadAutocheckpointPages = walCheckpointPages;
 
 const CHECKPOINTER_SOURCE = `
 const fs = require('node:fs');
@@ -115,21 +130,22 @@ const check = (watched, now) => {
     watched.frames = state.frames;
     watched.changed = now;
   }
-  if (state.uncopied >= workerData.pages || (watched.partial && state.uncopied > 0)) {
+  if (state.uncopied >= watched.pages || (watched.partial && state.uncopied > 0)) {
     passive(watched);
-    if (state.frames >= workerData.restartFrames) restart(watched);
+    if (state.frames >= 2 * watched.pages) restart(watched);
   }
   else if (state.frames > 0 && now - watched.changed >= workerData.idleMs) {
     const result = passive(watched);
     if (result.busy === 0 && result.checkpointed === result.log) watched.db.pragma('wal_checkpoint(TRUNCATE)');
   }
 };
-parentPort.on('message', ({ type, file }) => {
+parentPort.on('message', ({ type, file, pages }) => {
   if (type === 'watch') {
-    if (files.has(file)) return;
+    const known = files.get(file);
+    if (known) { known.pages = Math.min(known.pages, pages); return; }
     try {
       const db = new Database(file, { fileMustExist: true, timeout: 0 });
-      files.set(file, { file, db, shm: undefined, frames: -1, changed: Date.now(), partial: false });
+      files.set(file, { file, pages, db, shm: undefined, frames: -1, changed: Date.now(), partial: false });
     } catch {
       // the file is gone already: nothing to checkpoint
     }
@@ -160,18 +176,29 @@ setInterval(() => {
 
 class Checkpointer {
   private worker: Worker | undefined;
-  private readonly watched = new Map<string, number>();
+  /** Connections of this thread per watched file, and the file's checkpoint interval. */
+  private readonly watched = new Map<string, { count: number; pages: number }>();
   private readonly waiting: Array<() => void> = [];
 
-  watch(file: string): void {
-    const count = this.watched.get(file) ?? 0;
-    this.watched.set(file, count + 1);
-    if (count === 0) this.post({ type: 'watch', file });
+  /**
+   * One more connection of this thread to `file`, whose commits want a checkpoint every `pages`
+   * frames. A file opened at two durabilities (the key-value store's two connections) is copied at
+   * the shorter interval: its WAL holds unsynced frames.
+   */
+  watch(file: string, pages: number): void {
+    const known = this.watched.get(file);
+    if (known === undefined) this.watched.set(file, { count: 1, pages });
+    else {
+      known.count += 1;
+      if (pages >= known.pages) return;
+      known.pages = pages;
+    }
+    this.post({ type: 'watch', file, pages });
   }
 
   unwatch(file: string): void {
-    const count = this.watched.get(file) ?? 0;
-    if (count > 1) this.watched.set(file, count - 1);
+    const count = this.watched.get(file)?.count ?? 0;
+    if (count > 1) this.watched.get(file)!.count -= 1;
     else if (count === 1) {
       this.watched.delete(file);
       this.post({ type: 'unwatch', file });
@@ -201,7 +228,7 @@ class Checkpointer {
     });
   }
 
-  private post(message: { type: 'watch' | 'unwatch' | 'checkpoint' | 'sync'; file?: string }): void {
+  private post(message: { type: 'watch' | 'unwatch' | 'checkpoint' | 'sync'; file?: string; pages?: number }): void {
     this.start().postMessage(message);
   }
 
@@ -214,8 +241,6 @@ class Checkpointer {
         sqlite,
         intervalMs: WAL_CHECK_INTERVAL_MS,
         idleMs: WAL_IDLE_MS,
-        pages: WAL_CHECKPOINT_PAGES,
-        restartFrames: WAL_RESTART_FRAMES,
         restartWaitMs: WAL_RESTART_WAIT_MS,
       },
     });
@@ -230,7 +255,7 @@ class Checkpointer {
     });
     worker.unref(); // after the listeners: adding a 'message' listener refs the worker again
     this.worker = worker;
-    for (const file of this.watched.keys()) worker.postMessage({ type: 'watch', file });
+    for (const [file, { pages }] of this.watched) worker.postMessage({ type: 'watch', file, pages });
     return worker;
   }
 }
@@ -259,10 +284,12 @@ export const useWal = (db: Database.Database, synchronous: 'FULL' | 'NORMAL'): v
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${synchronous}`);
   db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
-  db.pragma(`wal_autocheckpoint = ${isMainThread ? WAL_AUTOCHECKPOINT_PAGES : WORKER_THREAD_AUTOCHECKPOINT_PAGES}`);
+  db.pragma(
+    `wal_autocheckpoint = ${isMainThread ? WAL_AUTOCHECKPOINT_PAGES : workerThreadAutocheckpointPages(synchronous)}`,
+  );
   if (isMainThread && !db.memory && !inCheckpointer.has(db)) {
     inCheckpointer.add(db);
-    checkpointer.watch(db.name);
+    checkpointer.watch(db.name, walCheckpointPages(synchronous));
   }
 };
 

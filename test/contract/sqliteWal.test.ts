@@ -15,8 +15,10 @@ import {
   checkpointer,
   closeWal,
   PAGE_CACHE_KIB,
+  UNSYNCED_WAL_CHECKPOINT_PAGES,
   useWal,
-  WAL_RESTART_FRAMES,
+  WAL_CHECKPOINT_PAGES,
+  walRestartFrames,
 } from '../../src/infrastructure/sqliteWal.ts';
 import { exitWithin, run, sleep } from '../support/processes.ts';
 
@@ -92,16 +94,16 @@ describe('SQLite WAL checkpoints off the committing connections', function () {
     }
   });
 
-  it('under commits that never stop, the WAL is written again from its start once it reaches WAL_RESTART_FRAMES: its file stops growing', async function () {
+  it('under commits that never stop, the WAL is written again from its start once it reaches walRestartFrames: its file stops growing', async function () {
     this.timeout(120_000);
     const file = path.join(dir, 'busy.db');
     const db = new Database(file);
-    useWal(db, 'NORMAL');
+    useWal(db, 'FULL');
     const pageSize = db.pragma('page_size', { simple: true }) as number;
     db.exec('CREATE TABLE blobs (id INTEGER PRIMARY KEY, body BLOB)');
     const insert = db.prepare('INSERT OR REPLACE INTO blobs (id, body) VALUES (?, ?)');
     const body = Buffer.alloc(64 * pageSize, 7); // 64 pages a commit, rows rewritten in a ring
-    const restartBytes = WAL_RESTART_FRAMES * pageSize;
+    const restartBytes = walRestartFrames('FULL') * pageSize;
     try {
       // Commits one after the other, yielding to the event loop between them (the checkpointer is a
       // thread of its own): six times as many bytes as the WAL may hold before it is written again
@@ -115,6 +117,40 @@ describe('SQLite WAL checkpoints off the committing connections', function () {
       expect(largest).to.be.below(3 * restartBytes);
     } finally {
       closeWal(db);
+    }
+  });
+
+  it('a file whose commits are not synced is copied every UNSYNCED_WAL_CHECKPOINT_PAGES frames, a synced one not before WAL_CHECKPOINT_PAGES', async function () {
+    this.timeout(60_000);
+    const open = (name: string, synchronous: 'FULL' | 'NORMAL') => {
+      const db = new Database(path.join(dir, name));
+      useWal(db, synchronous);
+      db.exec('CREATE TABLE blobs (id INTEGER PRIMARY KEY, body BLOB)');
+      return { db, file: path.join(dir, name), insert: db.prepare('INSERT INTO blobs (body) VALUES (?)') };
+    };
+    const unsynced = open('unsynced.db', 'NORMAL');
+    const synced = open('synced.db', 'FULL');
+    const pageSize = unsynced.db.pragma('page_size', { simple: true }) as number;
+    const body = Buffer.alloc(8 * pageSize, 7);
+    const copiedBefore = { unsynced: pageCount(unsynced.file), synced: pageCount(synced.file) };
+    try {
+      // Both files take commits every few ms (never idle for WAL_IDLE_MS), until the unsynced one
+      // has been copied: its WAL then held UNSYNCED_WAL_CHECKPOINT_PAGES, the synced one's as many,
+      // far below WAL_CHECKPOINT_PAGES. Bounded: 1.5 × WAL_CHECKPOINT_PAGES frames at most.
+      expect(UNSYNCED_WAL_CHECKPOINT_PAGES * 3).to.be.below(WAL_CHECKPOINT_PAGES);
+      let frames = 0;
+      while (pageCount(unsynced.file) === copiedBefore.unsynced) {
+        if (frames > 1.5 * WAL_CHECKPOINT_PAGES) throw new Error('the unsynced file was never copied');
+        unsynced.insert.run(body);
+        synced.insert.run(body);
+        frames += 9;
+        await sleep(2);
+      }
+      expect(frames).to.be.below(2 * UNSYNCED_WAL_CHECKPOINT_PAGES + 1_000);
+      expect(pageCount(synced.file)).to.equal(copiedBefore.synced);
+    } finally {
+      closeWal(unsynced.db);
+      closeWal(synced.db);
     }
   });
 
