@@ -25,6 +25,38 @@ export const machineCpuSeconds = (): number | null => {
   }
 };
 
+/** Bytes of the page cache not yet on the disk (Dirty + Writeback in /proc/meminfo); null elsewhere. */
+export const unwrittenBytes = (): number | null => {
+  try {
+    const meminfo = fs.readFileSync('/proc/meminfo', 'utf8');
+    const kib = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(meminfo)?.[1] ?? 0);
+    return (kib('Dirty') + kib('Writeback')) * 1024;
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * A target that writes leaves writes behind it: the last commits of a file at synchronous=NORMAL
+ * stay in the page cache until its idle checkpoint syncs them a second later, and the kernel
+ * writes back the rest. Before the next measurement, wait until less than `bytes` are left
+ * unwritten (at most `limitMs`), so that one target's leftovers do not land on the fsyncs of the
+ * next. Resolves with the time waited, and whether the disk got there.
+ */
+export const waitForDisk = async (
+  bytes = 4 * 1024 * 1024,
+  limitMs = 5_000,
+): Promise<{ waitedMs: number; quiet: boolean }> => {
+  const started = Date.now();
+  for (;;) {
+    const left = unwrittenBytes();
+    const waitedMs = Date.now() - started;
+    if (left === null || left < bytes) return { waitedMs, quiet: true };
+    if (waitedMs >= limitMs) return { waitedMs, quiet: false };
+    await sleep(100);
+  }
+};
+
 /**
  * Other sessions may be using the machine: before a measurement, wait (from a budget shared by
  * the whole run) for half a second in which the machine is almost idle. Best effort.

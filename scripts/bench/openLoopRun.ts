@@ -28,7 +28,7 @@ import {
   ROOT,
   WARMUP_S,
 } from './cli.ts';
-import { startCpuMeter } from './cpu.ts';
+import { startCpuMeter, waitForDisk } from './cpu.ts';
 import { measure, median, takeBody, type Measured } from './load.ts';
 import { mergeRuns, runOpenLoop, type OpenLoopRun } from './openLoop.ts';
 import {
@@ -68,6 +68,8 @@ const targetsOf = (ab: boolean) =>
     ? OPEN_LOOP_TARGETS.flatMap((t) => [t, { ...t, target: `${t.target}-b` as OpenLoopVerdict['target'] }])
     : OPEN_LOOP_TARGETS;
 const TARGET_FRACTION = 0.5;
+/** Longer than the checkpointer's idle delay (WAL_IDLE_MS, 1 s) and one check after it. */
+const DISK_SETTLE_MS = 1_300;
 
 const scenario = (id: string): Scenario => {
   const found = SCENARIOS.find((s) => s.id === id);
@@ -169,6 +171,8 @@ export const mainOpenLoop = async (): Promise<void> => {
 
   const rows: OpenLoopRow[] = [];
   const windows: Windows = {};
+  const diskWaits: number[] = [];
+  let diskBusy = 0;
   const roundS = OPEN_LOOP_DURATION_S / ROUNDS;
   for (const fraction of RATES) {
     const rate = Math.max(1, Math.round(fraction * applyMax));
@@ -184,6 +188,11 @@ export const mainOpenLoop = async (): Promise<void> => {
       for (const id of roundOrder(r)) {
         const t = targets[id]!;
         await quiet();
+        // wait out the writes the previous target left (after the idle checkpoint of its files)
+        await new Promise((resolve) => setTimeout(resolve, DISK_SETTLE_MS));
+        const disk = await waitForDisk();
+        diskWaits.push(disk.waitedMs);
+        if (!disk.quiet) diskBusy += 1;
         const stopCpu = startCpuMeter(t.pid);
         const run = await runOpenLoop(
           { url: t.url, method: 'POST', headers: HEADERS, body: () => takeBody(t.body) },
@@ -211,6 +220,11 @@ export const mainOpenLoop = async (): Promise<void> => {
       });
     }
   }
+  log(
+    `before each target: ${DISK_SETTLE_MS} ms, then a wait for less than 4 MB of unwritten pages:` +
+      ` median ${median(diskWaits)} ms, longest ${Math.max(...diskWaits)} ms` +
+      (diskBusy > 0 ? `, ${diskBusy} time(s) given up after 5 s (other writers on the disk)` : ''),
+  );
   await Promise.all([stopChild(service.proc), stopChild(bare.proc), ...(serviceB ? [stopChild(serviceB.proc)] : [])]);
 
   const verdicts: OpenLoopVerdict[] = [];
