@@ -120,37 +120,41 @@ describe('SQLite WAL checkpoints off the committing connections', function () {
     }
   });
 
-  it('a file whose commits are not synced is copied every UNSYNCED_WAL_CHECKPOINT_PAGES frames, a synced one not before WAL_CHECKPOINT_PAGES', async function () {
+  it('a file whose commits are not synced is copied every UNSYNCED_WAL_CHECKPOINT_PAGES frames, a synced one not before WAL_CHECKPOINT_PAGES, one opened at both at the shorter', async function () {
     this.timeout(60_000);
     const open = (name: string, synchronous: 'FULL' | 'NORMAL') => {
       const db = new Database(path.join(dir, name));
       useWal(db, synchronous);
-      db.exec('CREATE TABLE blobs (id INTEGER PRIMARY KEY, body BLOB)');
+      db.exec('CREATE TABLE IF NOT EXISTS blobs (id INTEGER PRIMARY KEY, body BLOB)');
       return { db, file: path.join(dir, name), insert: db.prepare('INSERT INTO blobs (body) VALUES (?)') };
     };
     const unsynced = open('unsynced.db', 'NORMAL');
     const synced = open('synced.db', 'FULL');
+    // the key-value store's case: a synced connection and an unsynced one to the same file; the
+    // commits here go through the synced one, but the file's WAL may hold unsynced frames
+    const mixed = open('mixed.db', 'FULL');
+    const mixedUnsynced = open('mixed.db', 'NORMAL');
+    const files = [unsynced, synced, mixed];
     const pageSize = unsynced.db.pragma('page_size', { simple: true }) as number;
     const body = Buffer.alloc(8 * pageSize, 7);
-    const copiedBefore = { unsynced: pageCount(unsynced.file), synced: pageCount(synced.file) };
+    const [unsyncedBefore, syncedBefore, mixedBefore] = files.map((f) => pageCount(f.file));
     try {
-      // Both files take commits every few ms (never idle for WAL_IDLE_MS), until the unsynced one
-      // has been copied: its WAL then held UNSYNCED_WAL_CHECKPOINT_PAGES, the synced one's as many,
-      // far below WAL_CHECKPOINT_PAGES. Bounded: 1.5 × WAL_CHECKPOINT_PAGES frames at most.
+      // The files take commits every few ms (never idle for WAL_IDLE_MS), until the unsynced and
+      // the mixed one have been copied: their WALs then held UNSYNCED_WAL_CHECKPOINT_PAGES, the
+      // synced one's as many, far below WAL_CHECKPOINT_PAGES. Bounded: 1.5 × WAL_CHECKPOINT_PAGES
+      // frames at most.
       expect(UNSYNCED_WAL_CHECKPOINT_PAGES * 3).to.be.below(WAL_CHECKPOINT_PAGES);
       let frames = 0;
-      while (pageCount(unsynced.file) === copiedBefore.unsynced) {
-        if (frames > 1.5 * WAL_CHECKPOINT_PAGES) throw new Error('the unsynced file was never copied');
-        unsynced.insert.run(body);
-        synced.insert.run(body);
+      while (pageCount(unsynced.file) === unsyncedBefore || pageCount(mixed.file) === mixedBefore) {
+        if (frames > 1.5 * WAL_CHECKPOINT_PAGES) throw new Error('the unsynced or the mixed file was never copied');
+        for (const f of files) f.insert.run(body);
         frames += 9;
         await sleep(2);
       }
       expect(frames).to.be.below(2 * UNSYNCED_WAL_CHECKPOINT_PAGES + 1_000);
-      expect(pageCount(synced.file)).to.equal(copiedBefore.synced);
+      expect(pageCount(synced.file)).to.equal(syncedBefore);
     } finally {
-      closeWal(unsynced.db);
-      closeWal(synced.db);
+      for (const f of [...files, mixedUnsynced]) closeWal(f.db);
     }
   });
 
