@@ -2,13 +2,18 @@
 import fs from 'node:fs';
 import { sleep } from '../lib/processes.ts';
 
+/** utime + stime in seconds of a /proc `stat` file (a process's, or one thread's under `task/`); throws if unreadable. */
+export const statCpuSeconds = (statFile: string): number => {
+  const stat = fs.readFileSync(statFile, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
+};
+
 /** utime + stime of a process in seconds (Linux /proc; null elsewhere). */
 export const processCpuSeconds = (pid: number | undefined): number | null => {
   if (pid === undefined) return null;
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
+    return statCpuSeconds(`/proc/${pid}/stat`);
   } catch {
     return null;
   }

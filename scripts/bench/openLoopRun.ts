@@ -38,6 +38,7 @@ import {
   type OpenLoopTarget,
   type OpenLoopVerdict,
 } from './openLoopReport.ts';
+import { sleep } from '../lib/processes.ts';
 import { stopChild } from './processes.ts';
 import { prepareProfDir, reportProfiles, type Windows } from './profiling.ts';
 import { log, quiet, startCeiling, startService } from './run.ts';
@@ -189,7 +190,7 @@ export const mainOpenLoop = async (): Promise<void> => {
         const t = targets[id]!;
         await quiet();
         // wait out the writes the previous target left (after the idle checkpoint of its files)
-        await new Promise((resolve) => setTimeout(resolve, DISK_SETTLE_MS));
+        await sleep(DISK_SETTLE_MS);
         const disk = await waitForDisk();
         diskWaits.push(disk.waitedMs);
         if (!disk.quiet) diskBusy += 1;

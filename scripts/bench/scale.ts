@@ -33,6 +33,7 @@ import {
   SERVICE_ROOT,
   WARMUP_S,
 } from './cli.ts';
+import { statCpuSeconds } from './cpu.ts';
 import { takeBody } from './load.ts';
 import { buildCheckout, freePort, startChild, stopChild, tempDirs, waitForHealth, type Child } from './processes.ts';
 import { HEADERS, HOT_CODE, RUN, SPREAD_POOL, serviceEnv, spreadCode, voucherBody } from './scenarios.ts';
@@ -83,13 +84,6 @@ const rssOf = (pid: number | undefined): number | null => {
   }
 };
 
-/** User and system time of a /proc `stat` file (fields 14 and 15, in ticks of 10 ms on Linux), ms. */
-const cpuMsOf = (statFile: string): number => {
-  const stat = fs.readFileSync(statFile, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-};
-
 /**
  * What a process has cost so far (Linux /proc): bytes it has written to storage (`write_bytes` of
  * /proc/<pid>/io: the WAL frames, checkpoints and files of every thread), its CPU time (user and
@@ -102,8 +96,8 @@ const costOf = (pid: number | undefined): { writtenBytes: number; cpuMs: number;
     if (!written) return null;
     return {
       writtenBytes: Number(written[1]),
-      cpuMs: cpuMsOf(`/proc/${pid}/stat`),
-      mainCpuMs: cpuMsOf(`/proc/${pid}/task/${pid}/stat`),
+      cpuMs: statCpuSeconds(`/proc/${pid}/stat`) * 1000,
+      mainCpuMs: statCpuSeconds(`/proc/${pid}/task/${pid}/stat`) * 1000,
     };
   } catch {
     return null;

@@ -30,12 +30,16 @@ export const UNSYNCED_WAL_CHECKPOINT_PAGES = 1_000;
 export const walCheckpointPages = (synchronous: 'FULL' | 'NORMAL'): number =>
   synchronous === 'FULL' ? WAL_CHECKPOINT_PAGES : UNSYNCED_WAL_CHECKPOINT_PAGES;
 
+/** How many checkpoint intervals a WAL may hold before a RESTART (`walRestartFrames`). */
+const WAL_RESTART_FACTOR = 2;
+
 /**
  * WAL frames after which the checkpointer makes the WAL start again from its beginning (a RESTART
  * checkpoint, see the checkpointer's source): twice the file's checkpoint interval, about 80 MB
  * for a synced file and 8 MB for another.
  */
-export const walRestartFrames = (synchronous: 'FULL' | 'NORMAL'): number => 2 * walCheckpointPages(synchronous);
+export const walRestartFrames = (synchronous: 'FULL' | 'NORMAL'): number =>
+  WAL_RESTART_FACTOR * walCheckpointPages(synchronous);
 
 /**
  * The longest a RESTART checkpoint waits for the writer's lock and for readers still on the WAL
@@ -132,7 +136,7 @@ const check = (watched, now) => {
   }
   if (state.uncopied >= watched.pages || (watched.partial && state.uncopied > 0)) {
     passive(watched);
-    if (state.frames >= 2 * watched.pages) restart(watched);
+    if (state.frames >= workerData.restartFactor * watched.pages) restart(watched);
   }
   else if (state.frames > 0 && now - watched.changed >= workerData.idleMs) {
     const result = passive(watched);
@@ -197,9 +201,10 @@ class Checkpointer {
   }
 
   unwatch(file: string): void {
-    const count = this.watched.get(file)?.count ?? 0;
-    if (count > 1) this.watched.get(file)!.count -= 1;
-    else if (count === 1) {
+    const known = this.watched.get(file);
+    if (known === undefined) return;
+    if (known.count > 1) known.count -= 1;
+    else {
       this.watched.delete(file);
       this.post({ type: 'unwatch', file });
     }
@@ -241,6 +246,7 @@ class Checkpointer {
         sqlite,
         intervalMs: WAL_CHECK_INTERVAL_MS,
         idleMs: WAL_IDLE_MS,
+        restartFactor: WAL_RESTART_FACTOR,
         restartWaitMs: WAL_RESTART_WAIT_MS,
       },
     });
