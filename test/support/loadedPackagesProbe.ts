@@ -1,5 +1,5 @@
 /**
- * Which of the optional client packages a service on the embedded stores has loaded: opens the
+ * Which of the optional client packages (and the webhook sender's HTTP client) a service on the embedded stores has loaded: opens the
  * embedded service (both environments, their projector and webhook threads) on a temporary
  * DATA_DIR, prints the loaded ones as a JSON array, and closes it. Run in a child process of its
  * own (test/unit/lazyPackages.test.ts), so that nothing else has loaded them.
@@ -12,7 +12,7 @@ import { openEmbedded } from '../../src/composition.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { createLogger } from '../../src/logger.ts';
 
-const PACKAGES = ['mongodb', '@eventstore/db-client', 'kafkajs', 'exceljs'];
+const PACKAGES = ['mongodb', '@eventstore/db-client', 'kafkajs', 'exceljs', 'undici'];
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'loaded-packages-'));
 const service = await openEmbedded({ dataDir, clock: systemClock, logger: createLogger('silent') });

@@ -13,7 +13,7 @@ import { ROOT } from '../support/processes.ts';
 describe('optional packages loaded on first use', function () {
   this.timeout(60_000);
 
-  it('a service on the embedded stores has loaded none of mongodb, @eventstore/db-client, kafkajs and exceljs', async () => {
+  it('a service on the embedded stores has loaded none of mongodb, @eventstore/db-client, kafkajs, exceljs and undici', async () => {
     const { stdout } = await promisify(execFile)(
       process.execPath,
       ['--import', 'tsx', 'test/support/loadedPackagesProbe.ts'],
