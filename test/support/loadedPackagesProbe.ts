@@ -1,8 +1,9 @@
 /**
- * Which of the optional client packages (and the webhook sender's HTTP client) a service on the embedded stores has loaded: opens the
- * embedded service (both environments, their projector and webhook threads) on a temporary
- * DATA_DIR, prints the loaded ones as a JSON array, and closes it. Run in a child process of its
- * own (test/unit/lazyPackages.test.ts), so that nothing else has loaded them.
+ * Which of the optional packages (the clients of the servers, exceljs, and the webhook sender's
+ * HTTP client) a service on the embedded stores has loaded: opens the embedded service (both
+ * environments, their projector and webhook threads) on a temporary DATA_DIR, prints the loaded
+ * ones as a JSON array, and closes it. Run in a child process of its own
+ * (test/unit/lazyPackages.test.ts), so that nothing else has loaded them.
  */
 import { createRequire } from 'node:module';
 import fs from 'node:fs';

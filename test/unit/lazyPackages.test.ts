@@ -1,6 +1,6 @@
 /**
- * The clients of the servers and the XLSX writer are loaded only when used (decision 064): a
- * service on the embedded stores loads none of them (test/support/loadedPackagesProbe.ts, in a
+ * The clients of the servers, the XLSX writer (decision 064) and the webhook sender's HTTP client
+ * (decision 070) are loaded only when used: a service on the embedded stores loads none of them (test/support/loadedPackagesProbe.ts, in a
  * child process of its own).
  */
 import { execFile } from 'node:child_process';

@@ -1,9 +1,9 @@
 /**
  * The HTTP side of a webhook attempt (decisions.md, Webhooks, Targets): resolve the URL's host at
  * every attempt (all its addresses), refuse every address in a refused range unless the operator
- * allows it by CIDR, connect to the checked address itself (the request's `lookup` answers with
- * it, so DNS cannot change between the check and the connection), never follow a redirect, give
- * up after the timeout, and read at most a little of the answer.
+ * allows it by CIDR, connect to the checked address itself (the connection pool's origin is that
+ * address, so DNS cannot change between the check and the connection), never follow a redirect,
+ * give up after the timeout, and read at most a little of the answer.
  */
 import dns from 'node:dns';
 import net from 'node:net';
@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import type { ConnectionOptions } from 'node:tls';
 import type * as Undici from 'undici';
 import { lazyPackage } from '../../core/lazyPackage.ts';
-import { parseRetryAfter, type SendRequest, type SendResult, type Sender } from '../../domain/webhooks/delivery.ts';
+import { parseRetryAfter, type SendRequest, type Sender } from '../../domain/webhooks/delivery.ts';
 import { addressLiteral, refusedRange } from '../../domain/webhooks/targets.ts';
 
 export interface ResolvedAddress {
