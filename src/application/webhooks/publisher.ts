@@ -106,6 +106,8 @@ const bounded = (body: { data: Record<string, unknown> } & Record<string, unknow
 };
 
 const STATE_CACHE_SIZE = 2_000;
+/** Events read at a time when a voucher the cache does not hold is folded from its stream's start. */
+const STATE_READ_PAGE = 1_000;
 /** Batches without deliveries read before the checkpoint is written anyway (bounds the re-read after a crash). */
 const UNWRITTEN_BATCHES = 100;
 
@@ -370,11 +372,18 @@ export class WebhookPublisher implements ProjectorHandle {
     if (cached?.revision === event.revision) state = cached.state;
     else if (cached?.revision === event.revision - 1) state = evolveVoucher(cached.state, event);
     else {
+      // folded from the stream's start a page at a time: a long history is never in memory at once
       state = null;
-      const events = await this.source.readStream<VoucherEvent>(voucherStream(voucherId), {
-        maxCount: event.revision + 1,
-      });
-      for (const e of events) state = evolveVoucher(state, e);
+      const stream = voucherStream(voucherId);
+      for (let from = 0; from <= event.revision; ) {
+        const page = await this.source.readStream<VoucherEvent>(stream, {
+          fromRevision: from,
+          maxCount: Math.min(STATE_READ_PAGE, event.revision + 1 - from),
+        });
+        for (const e of page) state = evolveVoucher(state, e);
+        if (page.length === 0) break;
+        from = page.at(-1)!.revision + 1;
+      }
     }
     this.remember(voucherId, event.revision, state);
     return state;
