@@ -375,7 +375,7 @@ export class WebhookPublisher implements ProjectorHandle {
       // folded from the stream's start a page at a time: a long history is never in memory at once
       state = null;
       const stream = voucherStream(voucherId);
-      for (let from = 0; from <= event.revision; ) {
+      for (let from = 0; from <= event.revision;) {
         const page = await this.source.readStream<VoucherEvent>(stream, {
           fromRevision: from,
           maxCount: Math.min(STATE_READ_PAGE, event.revision + 1 - from),
