@@ -10,49 +10,24 @@ import type { ReadStreamOptions, RecordedEvent } from '../../src/core/eventStore
 import { DeliveryStore, type DeliveryDoc } from '../../src/application/webhooks/deliveryStore.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 import { SqliteDeliveries } from '../../src/infrastructure/webhooks/sqliteDeliveries.ts';
-import { voucherApplied, voucherCreated } from '../fixtures/events.ts';
+import { recorded, voucherApplied, voucherCreated, webhookEndpointCreated } from '../fixtures/events.ts';
 import { until } from '../support/webhookReceiver.ts';
 
 /** Applications recorded before any endpoint listens. */
 const HISTORY = 2_400;
 
-const record = (event: EnvironmentEvent, streamId: string, position: number, revision: number) =>
-  ({
-    ...event,
-    id: `e${position}`,
-    streamId,
-    metadata: {},
-    revision,
-    position,
-    recordedAt: '2026-01-01T00:00:00Z',
-  }) as RecordedEvent<EnvironmentEvent>;
+/** The event at `position` of the log, at `revision` of its stream. */
+const record = (event: EnvironmentEvent, position: number, revision: number) =>
+  recorded(event, position, { revision }) as RecordedEvent<EnvironmentEvent>;
 
 describe('webhook publisher: the state of a voucher it does not hold', () => {
   it('folds the stream in pages of at most 1,000 events and renders the voucher as of the event', async () => {
-    const log: RecordedEvent<EnvironmentEvent>[] = [record(voucherCreated(), 'voucher-v_1', 1, 0)];
+    const log: RecordedEvent<EnvironmentEvent>[] = [record(voucherCreated(), 1, 0)];
     for (let i = 1; i <= HISTORY; i++)
-      log.push(record(voucherApplied({ applicationId: `va_${i}`, orderId: `o_${i}` }), 'voucher-v_1', i + 1, i));
-    log.push(
-      record(
-        {
-          type: 'WebhookEndpointCreated',
-          data: {
-            endpointId: 'we_1',
-            environment: 'sandbox',
-            url: 'https://example.com/hook',
-            events: ['voucher.applied'],
-            description: null,
-            secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-            createdAt: '2026-01-01T00:00:00Z',
-          },
-        },
-        'webhook-we_1',
-        HISTORY + 2,
-        0,
-      ),
-    );
+      log.push(record(voucherApplied({ applicationId: `va_${i}`, orderId: `o_${i}` }), i + 1, i));
+    log.push(record(webhookEndpointCreated(), HISTORY + 2, 0));
     const last = HISTORY + 1;
-    log.push(record(voucherApplied({ applicationId: 'va_last', orderId: 'o_last' }), 'voucher-v_1', HISTORY + 3, last));
+    log.push(record(voucherApplied({ applicationId: 'va_last', orderId: 'o_last' }), HISTORY + 3, last));
     const reads: ReadStreamOptions[] = [];
     const source: EventSource = {
       subscribeToAll: (_options, handler) => {
