@@ -108,6 +108,14 @@ describe('webhook HTTP sender', () => {
       expect((await pending).error).to.equal('aborted: the service is stopping');
     });
 
+    it('ends an attempt still resolving its host when the service stops', async () => {
+      const stop = new AbortController();
+      const unanswered: Resolve = () => new Promise(() => undefined);
+      const pending = createHttpSender(unanswered)({ ...attempt('http://hooks.test/hook'), signal: stop.signal });
+      setTimeout(() => stop.abort(), 50);
+      expect((await pending).error).to.equal('aborted: the service is stopping');
+    });
+
     it('names a refused connection by its code', async () => {
       const spare = http.createServer();
       const port = await listen(spare);

@@ -29,6 +29,14 @@ const MAX_RESPONSE_BYTES = 64 * 1024;
 
 class Refused extends Error {}
 
+/** Rejects with Refused(`reason()`) once `signal` is aborted (at once if it is already). */
+const whenEnded = (signal: AbortSignal, reason: () => string): Promise<never> =>
+  new Promise((_resolve, reject) => {
+    const fail = () => reject(new Refused(reason()));
+    if (signal.aborted) fail();
+    else signal.addEventListener('abort', fail, { once: true });
+  });
+
 /** The address to connect to: the literal, or the first allowed address of the name; throws Refused. */
 const vet = async (hostname: string, request: SendRequest, resolve: Resolve): Promise<ResolvedAddress> => {
   const literal = addressLiteral(hostname);
@@ -95,40 +103,34 @@ export const createHttpSender = (resolve: Resolve = systemResolve, options: Http
     const started = performance.now();
     const took = () => performance.now() - started;
     const url = new URL(request.url);
-    let target: ResolvedAddress;
-    let onStop: (() => void) | undefined;
-    try {
-      const stopping = new Promise<never>((_resolve, reject) => {
-        onStop = () => reject(new Refused('aborted: the service is stopping'));
-        request.signal?.addEventListener('abort', onStop, { once: true });
-      });
-      target = await Promise.race([vet(url.hostname, request, resolve), stopping]);
-    } catch (error) {
-      if (error instanceof Refused) return { error: error.message, durationMs: took() };
-      throw error;
-    } finally {
-      if (onStop) request.signal?.removeEventListener('abort', onStop);
-    }
-    // the connection goes to the vetted address whatever the name resolves to now
-    const deadline = new AbortController();
+    // One end for the whole attempt, the service stopping (while vetting or sending) or the
+    // deadline; `ended` says which came first.
+    const attempt = new AbortController();
     let ended: string | undefined;
-    const timer = setTimeout(() => {
-      ended = `timeout: no answer within ${request.timeoutMs} ms`;
-      deadline.abort();
-    }, request.timeoutMs);
-    const onAbort = () => {
-      ended ??= 'aborted: the service is stopping';
-      deadline.abort();
+    const end = (why: string) => {
+      ended ??= why;
+      attempt.abort();
     };
-    request.signal?.addEventListener('abort', onAbort);
-    if (request.signal?.aborted) onAbort();
+    const onStop = () => end('aborted: the service is stopping');
+    request.signal?.addEventListener('abort', onStop);
+    if (request.signal?.aborted) onStop();
+    let timer: NodeJS.Timeout | undefined;
     try {
+      let target: ResolvedAddress;
+      try {
+        target = await Promise.race([vet(url.hostname, request, resolve), whenEnded(attempt.signal, () => ended!)]);
+      } catch (error) {
+        if (error instanceof Refused) return { error: error.message, durationMs: took() };
+        throw error;
+      }
+      // the connection goes to the vetted address whatever the name resolves to now
+      timer = setTimeout(() => end(`timeout: no answer within ${request.timeoutMs} ms`), request.timeoutMs);
       const response = await poolFor(url, target).request({
         path: `${url.pathname}${url.search}`,
         method: 'POST',
         headers: { ...request.headers, host: url.host },
         body: request.body,
-        signal: deadline.signal,
+        signal: attempt.signal,
       });
       const status = response.statusCode;
       const header = response.headers['retry-after'];
@@ -145,7 +147,7 @@ export const createHttpSender = (resolve: Resolve = systemResolve, options: Http
       return { error: `connection failed: ${why}`, durationMs: took() };
     } finally {
       clearTimeout(timer);
-      request.signal?.removeEventListener('abort', onAbort);
+      request.signal?.removeEventListener('abort', onStop);
     }
   };
 };
