@@ -41,6 +41,10 @@ export const unwrittenBytes = (): number | null => {
   }
 };
 
+/** Unwritten bytes under which the disk counts as quiet (`waitForDisk`), and the longest wait for it. */
+export const DISK_QUIET_BYTES = 4 * 1024 * 1024;
+export const DISK_WAIT_LIMIT_MS = 5_000;
+
 /**
  * A target that writes leaves writes behind it: the last commits of a file at synchronous=NORMAL
  * stay in the page cache until its idle checkpoint syncs them a second later, and the kernel
@@ -49,8 +53,8 @@ export const unwrittenBytes = (): number | null => {
  * next. Resolves with the time waited, and whether the disk got there.
  */
 export const waitForDisk = async (
-  bytes = 4 * 1024 * 1024,
-  limitMs = 5_000,
+  bytes = DISK_QUIET_BYTES,
+  limitMs = DISK_WAIT_LIMIT_MS,
 ): Promise<{ waitedMs: number; quiet: boolean }> => {
   const started = Date.now();
   for (;;) {

@@ -28,7 +28,7 @@ import {
   ROOT,
   WARMUP_S,
 } from './cli.ts';
-import { startCpuMeter, waitForDisk } from './cpu.ts';
+import { DISK_QUIET_BYTES, DISK_WAIT_LIMIT_MS, startCpuMeter, waitForDisk } from './cpu.ts';
 import { measure, median, takeBody, type Measured } from './load.ts';
 import { mergeRuns, runOpenLoop, type OpenLoopRun } from './openLoop.ts';
 import {
@@ -222,9 +222,11 @@ export const mainOpenLoop = async (): Promise<void> => {
     }
   }
   log(
-    `before each target: ${DISK_SETTLE_MS} ms, then a wait for less than 4 MB of unwritten pages:` +
+    `before each target: ${DISK_SETTLE_MS} ms, then a wait for less than ${DISK_QUIET_BYTES / 1024 / 1024} MB of unwritten pages:` +
       ` median ${median(diskWaits)} ms, longest ${Math.max(...diskWaits)} ms` +
-      (diskBusy > 0 ? `, ${diskBusy} time(s) given up after 5 s (other writers on the disk)` : ''),
+      (diskBusy > 0
+        ? `, ${diskBusy} time(s) given up after ${DISK_WAIT_LIMIT_MS / 1000} s (other writers on the disk)`
+        : ''),
   );
   await Promise.all([stopChild(service.proc), stopChild(bare.proc), ...(serviceB ? [stopChild(serviceB.proc)] : [])]);
 
