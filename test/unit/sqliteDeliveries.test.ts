@@ -1,12 +1,10 @@
 /** The SQLite delivery storage's own behaviour beyond the contract: deliveries stored as documents by earlier builds move into its table. */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { DELIVERIES, type DeliveryDoc } from '../../src/domain/webhooks/deliveryStorage.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 import { SqliteDeliveries } from '../../src/infrastructure/webhooks/sqliteDeliveries.ts';
+import { tempFileEach } from '../support/tempFiles.ts';
 
 const T0 = Date.parse('2026-03-01T00:00:00Z');
 const doc = (id: string, fields: Partial<DeliveryDoc>): DeliveryDoc => ({
@@ -25,13 +23,7 @@ const doc = (id: string, fields: Partial<DeliveryDoc>): DeliveryDoc => ({
 });
 
 describe('SqliteDeliveries', () => {
-  let dir: string;
-  let file: string;
-  beforeEach(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-deliveries-'));
-    file = path.join(dir, 'webhooks.db');
-  });
-  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = tempFileEach('voucher-deliveries-', 'webhooks.db');
 
   it('moves the deliveries an earlier build stored as documents into its table when it opens the file, once, the documents winning', async () => {
     const old = [
@@ -47,10 +39,10 @@ describe('SqliteDeliveries', () => {
       }),
     ];
     // msg_3 as a later build stored it before the file went back to an earlier one, which then ended it
-    const later = new SqliteDeliveries(SqliteReadStore.open(file));
+    const later = new SqliteDeliveries(SqliteReadStore.open(file()));
     await later.write({ upserts: [{ collection: DELIVERIES, doc: doc('msg_3', { seq: 3, order_key: 'v2' }) }] });
     await later.close();
-    const before = SqliteReadStore.open(file);
+    const before = SqliteReadStore.open(file());
     await before.writeBatch({
       upserts: [
         ...old.map((d) => ({ collection: DELIVERIES, doc: d })),
@@ -60,7 +52,7 @@ describe('SqliteDeliveries', () => {
     });
     await before.close();
 
-    const storage = new SqliteDeliveries(SqliteReadStore.open(file));
+    const storage = new SqliteDeliveries(SqliteReadStore.open(file()));
     for (const d of old) expect(await storage.get(d.id)).to.deep.equal(d);
     expect((await storage.due(T0, 10)).map((d) => d.id)).to.deep.equal(['msg_1']);
     expect((await storage.firstWaiting('we_a', 'v1'))?.id).to.equal('msg_2');
@@ -69,12 +61,12 @@ describe('SqliteDeliveries', () => {
     expect(await storage.store.getCheckpoint('webhook_publisher.v1')).to.equal(3);
     expect(await storage.store.get('wh_payloads', 'evt_msg_2')).to.not.equal(null);
     // a second connection to the file (the API's beside the webhook thread's) finds them in the table too
-    const second = new SqliteDeliveries(SqliteReadStore.open(file));
+    const second = new SqliteDeliveries(SqliteReadStore.open(file()));
     expect(await second.count({})).to.equal(3);
     await second.close();
     await storage.close();
 
-    const raw = new Database(file, { readonly: true });
+    const raw = new Database(file(), { readonly: true });
     const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all();
     raw.close();
     expect(tables).to.include('wh_delivery');
@@ -82,7 +74,7 @@ describe('SqliteDeliveries', () => {
   });
 
   it('keeps the dispatcher’s and publisher’s lookups on the partial indexes of pending deliveries', () => {
-    const storage = new SqliteDeliveries(SqliteReadStore.open(file));
+    const storage = new SqliteDeliveries(SqliteReadStore.open(file()));
     const db = storage.store.database;
     const plan = (sql: string) =>
       (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((r) => r.detail).join('; ');

@@ -4,12 +4,10 @@
  * `snapshot_entries` table) is moved into them when it opens, losing nothing, and an earlier build
  * given the file back finds no core whose entries it cannot read.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { SqliteSnapshotStore } from '../../src/infrastructure/snapshots/sqliteSnapshotStore.ts';
+import { tempFileEach } from '../support/tempFiles.ts';
 
 const OLD_SCHEMA = `
 CREATE TABLE snapshots (stream TEXT PRIMARY KEY, revision INTEGER NOT NULL, core TEXT NOT NULL) WITHOUT ROWID;
@@ -20,16 +18,10 @@ CREATE TABLE snapshot_entries (
 `;
 
 describe('SqliteSnapshotStore file', () => {
-  let dir: string;
-  let file: string;
-  beforeEach(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snapshot-file-'));
-    file = path.join(dir, 'snapshots.db');
-  });
-  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = tempFileEach('snapshot-file-', 'snapshots.db');
 
   const tables = (): string[] => {
-    const db = new Database(file, { readonly: true });
+    const db = new Database(file(), { readonly: true });
     try {
       return db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all() as string[];
     } finally {
@@ -38,7 +30,7 @@ describe('SqliteSnapshotStore file', () => {
   };
 
   it('moves the entries of an earlier build into keys and values, with their revisions, and drops the old tables', async () => {
-    const old = new Database(file);
+    const old = new Database(file());
     old.exec(OLD_SCHEMA);
     old.prepare('INSERT INTO snapshots VALUES (?, ?, ?)').run('voucher-a', 7, '{"id":"a"}');
     const entry = old.prepare('INSERT INTO snapshot_entries VALUES (?, ?, ?, ?)');
@@ -47,7 +39,7 @@ describe('SqliteSnapshotStore file', () => {
     entry.run('voucher-b', 'o:1', '"va_9"', 5);
     old.close();
 
-    const store = SqliteSnapshotStore.open(file);
+    const store = SqliteSnapshotStore.open(file());
     try {
       expect(await store.load('voucher-a')).to.deep.equal({ revision: 7, core: { id: 'a' } });
       const a = await store.entries('voucher-a', ['o:1', 'c:x', 'o:2']);
@@ -75,7 +67,7 @@ describe('SqliteSnapshotStore file', () => {
   });
 
   it('keeps one value per key: rewriting a key does not add a value row', async () => {
-    const store = SqliteSnapshotStore.open(file);
+    const store = SqliteSnapshotStore.open(file());
     try {
       await store.save('voucher-a', -1, 1, {}, [['o:1', 'first']]);
       await store.save('voucher-a', 1, 2, {}, [
@@ -89,7 +81,7 @@ describe('SqliteSnapshotStore file', () => {
     } finally {
       await store.close();
     }
-    const db = new Database(file, { readonly: true });
+    const db = new Database(file(), { readonly: true });
     try {
       expect(db.prepare('SELECT count(*) FROM snapshot_values').pluck().get()).to.equal(2);
     } finally {
@@ -98,21 +90,21 @@ describe('SqliteSnapshotStore file', () => {
   });
 
   it('after going back to an earlier build and forward again, keeps the snapshots the earlier build wrote last', async () => {
-    const first = SqliteSnapshotStore.open(file);
+    const first = SqliteSnapshotStore.open(file());
     await first.save('voucher-a', -1, 1, { by: 'new' }, [
       ['o:1', 'new build'],
       ['o:2', 'new build'],
     ]);
     await first.close();
     // the earlier build finds no core it cannot read the entries of: it folds the stream and snapshots again
-    const old = new Database(file);
+    const old = new Database(file());
     old.exec(OLD_SCHEMA);
     expect(old.prepare('SELECT count(*) FROM snapshots').pluck().get()).to.equal(0);
     old.prepare('INSERT INTO snapshots VALUES (?, ?, ?)').run('voucher-a', 4, '{"by":"earlier"}');
     old.prepare('INSERT INTO snapshot_entries VALUES (?, ?, ?, ?)').run('voucher-a', 'o:1', '"earlier build"', 4);
     old.close();
 
-    const store = SqliteSnapshotStore.open(file);
+    const store = SqliteSnapshotStore.open(file());
     try {
       expect(await store.load('voucher-a')).to.deep.equal({ revision: 4, core: { by: 'earlier' } });
       expect([...(await store.entries('voucher-a', ['o:1', 'o:2']))]).to.deep.equal([
