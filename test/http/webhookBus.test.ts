@@ -12,7 +12,7 @@ import { BusDeliveries } from '../../src/application/webhooks/busDeliveries.ts';
 import { WebhookPublisher, type EventSource } from '../../src/application/webhooks/publisher.ts';
 import type { EnvironmentEvent } from '../../src/application/events.ts';
 import type { RecordedEvent } from '../../src/core/eventStore.ts';
-import { voucherCreated, voucherUpdated } from '../fixtures/events.ts';
+import { recorded, voucherCreated, voucherUpdated, webhookEndpointCreated } from '../fixtures/events.ts';
 import { DeliveryStore, PAYLOADS, type DeliveryDoc } from '../../src/application/webhooks/deliveryStore.ts';
 import { parseCidrs } from '../../src/domain/webhooks/targets.ts';
 import { InMemoryBus } from '../../src/infrastructure/bus/inMemoryBus.ts';
@@ -160,35 +160,12 @@ describe('webhooks through the in-memory bus', function () {
   });
 
   it('writes the copy of an endpoint before publishing a message naming it (one batch creates both)', async () => {
-    const record = (event: EnvironmentEvent, streamId: string, position: number, revision: number) =>
-      ({
-        ...event,
-        id: `e${position}`,
-        streamId,
-        metadata: {},
-        revision,
-        position,
-        recordedAt: '2026-01-01T00:00:00Z',
-      }) as RecordedEvent<EnvironmentEvent>;
+    const record = (event: EnvironmentEvent, position: number, revision: number) =>
+      recorded(event, position, { revision }) as RecordedEvent<EnvironmentEvent>;
     const batch = [
-      record(voucherCreated(), 'voucher-v_1', 1, 0),
-      record(
-        {
-          type: 'WebhookEndpointCreated',
-          data: {
-            endpointId: 'we_1',
-            url: 'https://example.com/hook',
-            events: ['*'],
-            description: null,
-            secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-            createdAt: '2026-01-01T00:00:00Z',
-          },
-        },
-        'webhook-we_1',
-        2,
-        0,
-      ),
-      record(voucherUpdated(), 'voucher-v_1', 3, 1),
+      record(voucherCreated(), 1, 0),
+      record(webhookEndpointCreated({ url: 'https://example.com/hook', events: ['*'] }), 2, 0),
+      record(voucherUpdated(), 3, 1),
     ];
     const source: EventSource = {
       subscribeToAll: (_options, handler) => {
