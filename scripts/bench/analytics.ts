@@ -212,6 +212,7 @@ export const benchAnalytics = async (deps: AnalyticsBenchDeps) => {
       loadGenCpu: (cpu.user + cpu.system) / 1e6 / wall,
       otherCpu: null,
       serverCpuMsPerReq: null,
+      threadCpuMsPerReq: null,
       cpuRatio: null,
     };
   } finally {

@@ -19,6 +19,33 @@ export const processCpuSeconds = (pid: number | undefined): number | null => {
   }
 };
 
+/**
+ * utime + stime in seconds of each of a process's threads, summed by thread name (the names the
+ * service's worker threads give themselves, src/infrastructure/threadIdentity.ts); the process's
+ * first thread is `main`, unnamed others are `other`. Linux /proc; null elsewhere.
+ */
+export const threadCpuSeconds = (pid: number | undefined): Map<string, number> | null => {
+  if (pid === undefined) return null;
+  try {
+    const byName = new Map<string, number>();
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      let name: string;
+      let seconds: number;
+      try {
+        const comm = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+        name = Number(tid) === pid ? 'main' : comm === 'node' ? 'other' : comm;
+        seconds = statCpuSeconds(`/proc/${pid}/task/${tid}/stat`);
+      } catch {
+        continue; // the thread ended meanwhile
+      }
+      byName.set(name, (byName.get(name) ?? 0) + seconds);
+    }
+    return byName;
+  } catch {
+    return null;
+  }
+};
+
 /** Busy CPU seconds of the whole machine (all cores), from /proc/stat; null elsewhere. */
 export const machineCpuSeconds = (): number | null => {
   try {
@@ -96,6 +123,7 @@ export const waitForQuiet = async (): Promise<{ waitedMs: number; quiet: boolean
 export const startCpuMeter = (serverPid: number | undefined) => {
   const cpuBefore = process.cpuUsage();
   const serverBefore = processCpuSeconds(serverPid);
+  const threadsBefore = threadCpuSeconds(serverPid);
   const machineBefore = machineCpuSeconds();
   const started = process.hrtime.bigint();
   return () => {
@@ -103,6 +131,7 @@ export const startCpuMeter = (serverPid: number | undefined) => {
     const wall = Number(ended - started) / 1e9;
     const cpu = process.cpuUsage(cpuBefore);
     const serverAfter = processCpuSeconds(serverPid);
+    const threadsAfter = threadCpuSeconds(serverPid);
     const machineAfter = machineCpuSeconds();
     const loadGenCpu = (cpu.user + cpu.system) / 1e6 / wall;
     const serverCpu = serverBefore !== null && serverAfter !== null ? (serverAfter - serverBefore) / wall : null;
@@ -112,6 +141,11 @@ export const startCpuMeter = (serverPid: number | undefined) => {
       loadGenCpu,
       serverCpu,
       serverCpuSeconds: serverCpu === null ? null : serverCpu * wall,
+      /** CPU seconds of the server's threads by name (see threadCpuSeconds). */
+      serverThreadCpuSeconds:
+        threadsBefore && threadsAfter
+          ? Object.fromEntries([...threadsAfter].map(([name, s]) => [name, s - (threadsBefore.get(name) ?? 0)]))
+          : null,
       otherCpu: machineCpu !== null && serverCpu !== null ? Math.max(0, machineCpu - serverCpu - loadGenCpu) : null,
     };
   };

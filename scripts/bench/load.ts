@@ -27,6 +27,8 @@ export interface Measured {
   otherCpu: number | null;
   /** Server CPU milliseconds per completed request. */
   serverCpuMsPerReq: number | null;
+  /** Server CPU milliseconds per completed request of each of its threads, by name (scripts/bench/cpu.ts threadCpuSeconds). */
+  threadCpuMsPerReq: Record<string, number> | null;
   /** Ceiling's CPU per request over this scenario's: the ratio with CPU contention taken out. */
   cpuRatio: number | null;
   /** With several rounds: each round's ratio (the row's ratio is their median). */
@@ -106,17 +108,25 @@ export const measure = async (
   warmupS = WARMUP_S,
   durationS = DURATION_S,
 ) => {
-  const { result, window, loadGenCpu, serverCpu, serverCpuSeconds, otherCpu, warmup2xx, warmupNon2xx } = await load(
-    `${baseUrl}${scenario.path}`,
-    scenario.body,
-    pid,
-    warmupS,
-    durationS,
-  );
+  const {
+    result,
+    window,
+    loadGenCpu,
+    serverCpu,
+    serverCpuSeconds,
+    serverThreadCpuSeconds,
+    otherCpu,
+    warmup2xx,
+    warmupNon2xx,
+  } = await load(`${baseUrl}${scenario.path}`, scenario.body, pid, warmupS, durationS);
   const reqPerSec = result.requests.mean;
   const ratio = ceiling ? reqPerSec / ceiling.reqPerSec : null;
   const completed = result['2xx'] + result.non2xx;
   const serverCpuMsPerReq = serverCpuSeconds !== null && completed > 0 ? (serverCpuSeconds * 1000) / completed : null;
+  const threadCpuMsPerReq =
+    serverThreadCpuSeconds && completed > 0
+      ? Object.fromEntries(Object.entries(serverThreadCpuSeconds).map(([name, s]) => [name, (s * 1000) / completed]))
+      : null;
   const cpuRatio =
     ceiling?.serverCpuMsPerReq && serverCpuMsPerReq ? ceiling.serverCpuMsPerReq / serverCpuMsPerReq : null;
   const verdict = verdictOf(scenario, ceiling, ratio, result.non2xx + result.errors + result.timeouts);
@@ -139,6 +149,7 @@ export const measure = async (
     loadGenCpu,
     otherCpu,
     serverCpuMsPerReq,
+    threadCpuMsPerReq,
     cpuRatio,
   };
   return { measured, window, warmup2xx, warmupNon2xx };

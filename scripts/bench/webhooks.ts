@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { CONNECTIONS, DURATION_S, HOST, KEEP_DATA, PROFILE, ROOT, ROUNDS, SERVICE_ROOT, WARMUP_S } from './cli.ts';
+import { threadCpuSeconds } from './cpu.ts';
 import { measure, median } from './load.ts';
 import { busyMsIn, formatSummary, loadProfile, summariseProfile, type ProfileWindow } from './profile.ts';
 import { PROF_DIR } from './profiling.ts';
@@ -105,6 +106,10 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
       threeMsPerApply: number | null;
       otherNone: number | null;
       otherThree: number | null;
+      /** The webhook thread's CPU per apply (ms) from the start of the run with endpoints until its deliveries drained. */
+      webhookMsPerApply: number | null;
+      /** The service's CPU per apply (ms) of each of its threads, by name, without and with endpoints. */
+      threads: { none: Record<string, number> | null; three: Record<string, number> | null };
     };
   }> = [];
   /** With --profile: the measured windows of each kind, and the requests of the last round of each. */
@@ -113,6 +118,7 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
     const withoutRun = await measure(apply, baseUrl, service.child.pid, null, 0, roundS);
     const none = withoutRun.measured;
     await setStatus(baseUrl, endpoints, 'enabled');
+    const threadsBefore = threadCpuSeconds(service.child.pid);
     const withRun = await measure(apply, baseUrl, service.child.pid, null, 0, roundS);
     const three = withRun.measured;
     windows.none.push(withoutRun.window);
@@ -120,6 +126,7 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
     windows.requests.none = none.total;
     windows.requests.three = three.total;
     const drainMs = await drain(baseUrl, endpoints);
+    const webhookMsPerApply = webhookThreadMs(threadsBefore, threadCpuSeconds(service.child.pid), three.ok2xx);
     await setStatus(baseUrl, endpoints, 'disabled');
     rounds.push({
       none: none.reqPerSec,
@@ -132,11 +139,19 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
         threeMsPerApply: three.serverCpuMsPerReq,
         otherNone: none.otherCpu,
         otherThree: three.otherCpu,
+        webhookMsPerApply,
+        threads: { none: none.threadCpuMsPerReq, three: three.threadCpuMsPerReq },
       },
     });
     log(
       `  round ${r + 1}: ${Math.round(none.reqPerSec)} req/s without, ${Math.round(three.reqPerSec)} with (ratio ${(three.reqPerSec / none.reqPerSec).toFixed(2)}); ${three.ok2xx * ENDPOINTS} deliveries drained ${drainMs === null ? 'not within 5 min' : `${(drainMs / 1000).toFixed(1)} s after the run`}; service CPU per apply ${fixed(none.serverCpuMsPerReq, 3)} / ${fixed(three.serverCpuMsPerReq, 3)} ms, other processes ${fixed(none.otherCpu, 2)} / ${fixed(three.otherCpu, 2)} cores`,
     );
+    const threads = threadCpuLine(none.threadCpuMsPerReq, three.threadCpuMsPerReq);
+    if (threads) log(`    CPU per apply by thread, ms without / with: ${threads}`);
+    if (webhookMsPerApply !== null)
+      log(
+        `    the webhook thread's CPU per apply from the run's start until drained: ${webhookMsPerApply.toFixed(3)} ms`,
+      );
   }
 
   const latencies = await deliveryLatencies(baseUrl, apply);
@@ -169,6 +184,28 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
 };
 
 type Scenario = (typeof SCENARIOS)[number];
+
+/** CPU ms per apply of the webhook threads (`wh-…`) between two readings of threadCpuSeconds. */
+const webhookThreadMs = (
+  before: Map<string, number> | null,
+  after: Map<string, number> | null,
+  applies: number,
+): number | null => {
+  if (!before || !after || applies === 0) return null;
+  let seconds = 0;
+  for (const [name, s] of after) if (name.startsWith('wh-')) seconds += s - (before.get(name) ?? 0);
+  return (seconds * 1000) / applies;
+};
+
+/** `name a / b` for every thread busy for at least 0.005 ms per apply in either run, busiest first. */
+const threadCpuLine = (none: Record<string, number> | null, three: Record<string, number> | null): string | null => {
+  if (!none || !three) return null;
+  const names = [...new Set([...Object.keys(none), ...Object.keys(three)])]
+    .map((name) => ({ name, a: none[name] ?? 0, b: three[name] ?? 0 }))
+    .filter((t) => Math.max(t.a, t.b) >= 0.005)
+    .sort((x, y) => y.b - x.b);
+  return names.map((t) => `${t.name} ${t.a.toFixed(3)} / ${t.b.toFixed(3)}`).join(', ');
+};
 
 const percentile99 = (sorted: number[]): number => sorted[Math.ceil(sorted.length * 0.99) - 1]!;
 

@@ -87,6 +87,9 @@ export const workerThreadAutocheckpointPages = walCheckpointPages;
 
 const CHECKPOINTER_SOURCE = `
 const fs = require('node:fs');
+try {
+  fs.writeFileSync('/proc/thread-self/comm', 'wal-checkpoint'); // its name in top -H (Linux; see threadIdentity.ts)
+} catch {}
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.sqlite);
 const littleEndian = require('node:os').endianness() === 'LE';

@@ -12,6 +12,7 @@ import { parentPort, receiveMessageOnPort } from 'node:worker_threads';
 import { GroupCommitter, type CommittedEvents, type FlushInfo, type StreamPart } from './sqliteGroupCommit.ts';
 import { openDatabase, prepareStatements, type Statements } from './sqliteSchema.ts';
 import { closeWal } from '../sqliteWal.ts';
+import { nameThread } from '../threadIdentity.ts';
 import {
   FOREIGN,
   HEAD,
@@ -139,4 +140,5 @@ const handle = (first: ToWriter): void => {
   for (const [id, batch] of batches) commit(id, batch);
 };
 
+nameThread('sqlite-writer');
 port.on('message', handle);

@@ -14,6 +14,7 @@ import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
 import type { ProjectionRunner } from '../../core/projectionRunner.ts';
 import { startGroup } from '../../core/projectionGroups.ts';
 import type { FromProjectorThread, ProjectorThreadOptions, ToProjectorThread } from './projectorThread.ts';
+import { nameThread } from '../threadIdentity.ts';
 
 const options = workerData as ProjectorThreadOptions;
 const port = parentPort!;
@@ -21,6 +22,7 @@ const send = (message: FromProjectorThread) => port.postMessage(message);
 const logger = createLogger(options.logLevel).child({ environment: options.environment, thread: 'projector' });
 
 const run = async () => {
+  nameThread(`proj-${options.environment}`);
   const events = SqliteEventStore.open(options.eventsFile, { pollIntervalMs: options.pollIntervalMs });
   const reads = SqliteReadStore.open(options.readsFile);
   const runners: ProjectionRunner[] = [];

@@ -11,9 +11,6 @@
  * `checkpoint` (the publisher wrote a batch), `result`, `disable` (an endpoint to disable through
  * its command handler) and `failed` (it could not start); after `stop` it ends.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '../../logger.ts';
 import { systemClock } from '../../domain/clock.ts';
@@ -28,6 +25,7 @@ import { BusDeliveries } from '../../application/webhooks/busDeliveries.ts';
 import { createBus, kafkaLogTo } from '../bus/createBus.ts';
 import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
+import { lowerThreadPriority, nameThread } from '../threadIdentity.ts';
 import { SqliteDeliveries } from './sqliteDeliveries.ts';
 import { createHttpSender } from './httpSender.ts';
 import type { ControlCall, FromWebhookThread, ToWebhookThread, WebhookThreadOptions } from './webhookThread.ts';
@@ -37,22 +35,13 @@ const port = parentPort!;
 const send = (message: FromWebhookThread) => port.postMessage(message);
 const logger = createLogger(options.logLevel).child({ environment: options.environment, thread: 'webhooks' });
 
-/**
- * Lowers this thread's scheduling priority (Linux: a thread is a task with its own id, and
- * setpriority takes it): under load the kernel gives the main thread the CPU first.
- */
-const lowerPriority = (nice: number): void => {
-  if (nice === 0 || process.platform !== 'linux') return;
+const run = async () => {
+  nameThread(`wh-${options.environment}`);
   try {
-    const tid = Number(path.basename(fs.readlinkSync('/proc/thread-self')));
-    os.setPriority(tid, nice);
+    lowerThreadPriority(options.nice);
   } catch (error) {
     logger.warn({ err: error }, 'the webhook thread could not lower its priority');
   }
-};
-
-const run = async () => {
-  lowerPriority(options.nice);
   const events = SqliteEventStore.open<EnvironmentEvent>(options.eventsFile, {
     pollIntervalMs: options.pollIntervalMs,
   });
