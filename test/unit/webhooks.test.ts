@@ -4,6 +4,8 @@ import { loadConfig } from '../../src/config.ts';
 import { nextDelay, parseRetryAfter } from '../../src/domain/webhooks/delivery.ts';
 import { addressLiteral, parseCidrs, refusedRange } from '../../src/domain/webhooks/targets.ts';
 import { DEFAULT_RETRY_DELAYS_MS, parseDurations } from '../../src/application/webhooks/settings.ts';
+import { deliveryIdOf, eventIdOf } from '../../src/application/webhooks/publisher.ts';
+import { eventId } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 
 describe('webhook targets: refused ranges', () => {
   it('refuses every range that is not public unicast, IPv4-mapped included, and allows public addresses', () => {
@@ -107,5 +109,27 @@ describe('webhook operator settings (config.ts)', () => {
     );
     expect(() => loadConfig({ WEBHOOK_TIMEOUT_MS: '0' })).to.throw(/WEBHOOK_TIMEOUT_MS must be between 1 and 60000/);
     expect(() => loadConfig({ WEBHOOK_TIMEOUT_MS: 'x' })).to.throw(/WEBHOOK_TIMEOUT_MS/);
+  });
+});
+
+describe('webhook delivery ids', () => {
+  const DELIVERY_ID = /^msg_[A-Za-z0-9]{1,64}$/; // what the API accepts (routes/webhooks.ts)
+
+  it('are the same for the same event and endpoint, and differ between endpoints and events', () => {
+    const [a, b] = [eventIdOf({ id: eventId() }), eventIdOf({ id: eventId() })];
+    expect(deliveryIdOf(a, 'we_1')).to.equal(deliveryIdOf(a, 'we_1'));
+    const ids = new Set([deliveryIdOf(a, 'we_1'), deliveryIdOf(a, 'we_2'), deliveryIdOf(b, 'we_1')]);
+    expect(ids.size).to.equal(3);
+    for (const id of ids) expect(id).to.match(DELIVERY_ID);
+  });
+
+  it('sort in the order of their events (the primary-key index grows at its right edge)', () => {
+    const events = Array.from({ length: 5_000 }, () => eventIdOf({ id: eventId() }));
+    const ids = events.map((e, i) => deliveryIdOf(e, `we_${i % 7}`));
+    expect([...ids].sort()).to.deep.equal(ids);
+  });
+
+  it('of a test event match the API pattern', () => {
+    expect(deliveryIdOf('evt_test_AbC123xyz', 'we_1')).to.match(DELIVERY_ID);
   });
 });
