@@ -591,7 +591,16 @@ const startRoleWebhooks = async (
   };
   const startPublisher = async (leased: DeliveryStore) => {
     // the dispatcher (another process) reads the new deliveries from the store
-    const publisher = new WebhookPublisher(ctx.events, leased, ctx.environment, () => {}, logger, undefined, bus);
+    const publisher = new WebhookPublisher(
+      ctx.events,
+      leased,
+      ctx.environment,
+      () => {},
+      logger,
+      undefined,
+      bus,
+      ctx.snapshots,
+    );
     await publisher.start();
     return { stop: () => publisher.stop() };
   };
@@ -688,6 +697,7 @@ const startWebhookThread = async (
       environment: ctx.environment,
       eventsFile: files.events,
       webhooksFile: files.webhooks,
+      ...(ctx.snapshots instanceof SqliteSnapshotStore ? { snapshotsFile: files.snapshots } : {}),
       settings: {
         ...settings,
         allowedCidrs: settings.allowedCidrs.map(([address, bits]) => `${address.toString()}/${bits}`).join(','),
@@ -763,6 +773,7 @@ const startWebhooks = async (
     logger,
     undefined,
     bus,
+    ctx.snapshots,
   );
   const fromBus = bus
     ? new BusDeliveries(bus, deliveries, ctx.environment, (made) => dispatcher.enqueue(made), logger)

@@ -4,6 +4,7 @@ import type { EventStore, RecordedEvent } from '../../core/eventStore.ts';
 import { LogConsumer } from '../../core/logConsumer.ts';
 import type { ProjectorHandle, RunnerLogger } from '../../core/projectionRunner.ts';
 import type { WriteBatch } from '../../core/readStore.ts';
+import type { SnapshotStore } from '../../core/snapshotStore.ts';
 import type { VoucherEvent } from '../../domain/voucher/events.ts';
 import { voucherStream } from '../../domain/voucher/events.ts';
 import {
@@ -12,6 +13,7 @@ import {
   type Voucher,
   type VoucherState,
 } from '../../domain/voucher/state.ts';
+import { voucherSnapshots } from '../../domain/voucher/snapshot.ts';
 import { evolve as evolveEndpoint } from '../../domain/webhooks/endpoint.ts';
 import { subscribes, type WebhookEndpointEvent, type WebhookEventType } from '../../domain/webhooks/events.ts';
 import type { Environment } from '../context.ts';
@@ -153,9 +155,11 @@ export class WebhookPublisher implements ProjectorHandle {
     private readonly deliveries: DeliveryStore,
     private readonly environment: Environment,
     private readonly onDeliveries: (deliveries: DeliveryDoc[]) => void,
-    logger?: RunnerLogger,
+    private readonly logger?: RunnerLogger,
     onAdvance?: (position: number) => void,
     private readonly bus?: Pick<Bus, 'publish'>,
+    /** The command side's voucher snapshots (decision 059): a voucher not cached is folded from its snapshot's core when that is at or before the event. */
+    private readonly snapshots?: Pick<SnapshotStore, 'load'>,
   ) {
     this.consumer = new LogConsumer<EnvironmentEvent>({
       events: source,
@@ -382,10 +386,12 @@ export class WebhookPublisher implements ProjectorHandle {
     if (cached?.revision === event.revision) state = cached.state;
     else if (cached?.revision === event.revision - 1) state = evolveVoucher(cached.state, event);
     else {
-      // folded from the stream's start a page at a time: a long history is never in memory at once
-      state = null;
+      // folded from its snapshot's core (at or before the event) or the stream's start, a page at
+      // a time: a long history is never read whole nor held in memory at once
       const stream = voucherStream(voucherId);
-      for (let from = 0; from <= event.revision;) {
+      const snapshot = await this.snapshotAt(stream, event.revision);
+      state = snapshot ? voucherSnapshots.fromCore(snapshot.core) : null;
+      for (let from = snapshot ? snapshot.revision + 1 : 0; from <= event.revision;) {
         const page = await this.source.readStream<VoucherEvent>(stream, {
           fromRevision: from,
           maxCount: Math.min(STATE_READ_PAGE, event.revision + 1 - from),
@@ -397,6 +403,22 @@ export class WebhookPublisher implements ProjectorHandle {
     }
     this.remember(voucherId, event.revision, state);
     return state;
+  }
+
+  /**
+   * The stream's snapshot when it is at or before `revision` (a snapshot past it, made after the
+   * event, cannot give the state as of the event); a snapshot that cannot be read is skipped:
+   * snapshots are derived data, the stream has everything.
+   */
+  private async snapshotAt(stream: string, revision: number): Promise<{ revision: number; core: unknown } | undefined> {
+    if (!this.snapshots) return undefined;
+    try {
+      const snapshot = await this.snapshots.load(stream);
+      return snapshot && snapshot.revision <= revision ? snapshot : undefined;
+    } catch (error) {
+      this.logger?.error({ err: error, stream }, 'voucher snapshot not read: folding the stream from its start');
+      return undefined;
+    }
   }
 
   private remember(voucherId: string, revision: number, state: VoucherState): void {

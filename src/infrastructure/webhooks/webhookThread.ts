@@ -30,6 +30,8 @@ export interface WebhookThreadOptions {
   environment: string;
   eventsFile: string;
   webhooksFile: string;
+  /** The environment's voucher snapshots (snapshots.db), which the publisher reads to fold a voucher it does not hold; unset: none are kept. */
+  snapshotsFile?: string;
   /** The operator's webhook settings (WebhookSettings), with the allowed CIDRs as text (`10.0.0.0/8,::1/128`). */
   settings: { allowedCidrs: string; retryDelaysMs: number[]; timeoutMs: number };
   /** `user-agent: voucher-service-webhooks/<version>` */

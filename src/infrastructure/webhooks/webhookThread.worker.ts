@@ -25,6 +25,7 @@ import { BusDeliveries } from '../../application/webhooks/busDeliveries.ts';
 import { createBus, kafkaLogTo } from '../bus/createBus.ts';
 import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
+import { SqliteSnapshotStore } from '../snapshots/sqliteSnapshotStore.ts';
 import { lowerThreadPriority, nameThread } from '../threadIdentity.ts';
 import { SqliteDeliveries } from './sqliteDeliveries.ts';
 import { createHttpSender } from './httpSender.ts';
@@ -46,6 +47,7 @@ const run = async () => {
     pollIntervalMs: options.pollIntervalMs,
   });
   const deliveries = new DeliveryStore(new SqliteDeliveries(SqliteReadStore.open(options.webhooksFile)));
+  const snapshots = options.snapshotsFile ? SqliteSnapshotStore.open(options.snapshotsFile) : undefined;
   let nextId = 1;
   const disabling = new Map<number, { resolve(): void; reject(error: Error): void }>();
   const dispatcher = new WebhookDispatcher({
@@ -71,6 +73,7 @@ const run = async () => {
     logger,
     (position) => send({ type: 'checkpoint', position }),
     bus,
+    snapshots,
   );
   const fromBus = bus
     ? new BusDeliveries(bus, deliveries, options.environment, (made) => dispatcher.enqueue(made), logger)
@@ -90,6 +93,7 @@ const run = async () => {
       await bus?.close().catch((error: unknown) => logger.warn({ err: error }, 'closing the Kafka bus failed'));
       for (const pending of disabling.values()) pending.reject(new Error('the webhook thread is stopping'));
       await deliveries.close();
+      await snapshots?.close();
       await events.close();
       port.close(); // the thread then ends: the main thread waits for its exit
     })());
