@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 /** Longest thread name Linux keeps (`comm` holds 15 bytes and a terminating zero). */
-export const THREAD_NAME_MAX = 15;
+const THREAD_NAME_MAX = 15;
 
 /** The calling thread's task id, or undefined off Linux. */
 const taskId = (): number | undefined =>

@@ -47,6 +47,9 @@ const readTask = (tid: number): { comm: string; nice: number } => {
   };
 };
 
+/** The calling thread's name and nice value. */
+const callingTask = () => readTask(Number(fs.readlinkSync('/proc/thread-self').split('/').pop()));
+
 describe('thread identity', function () {
   this.timeout(30_000);
 
@@ -63,10 +66,10 @@ describe('thread identity', function () {
   });
 
   it('lowers the calling thread priority only', async () => {
-    const mainNice = readTask(Number(fs.readlinkSync('/proc/thread-self').split('/').pop())).nice;
+    const mainNice = callingTask().nice;
     const { result } = await inWorker(`identity.lowerThreadPriority(${mainNice + 3}); return 'lowered';`);
     expect(result).to.deep.include({ posted: 'lowered', nice: mainNice + 3 });
-    expect(readTask(Number(fs.readlinkSync('/proc/thread-self').split('/').pop())).nice).to.equal(mainNice);
+    expect(callingTask().nice).to.equal(mainNice);
   });
 
   it('an embedded service names its worker threads; the webhook threads run at nice 10', async () => {
@@ -77,7 +80,7 @@ describe('thread identity', function () {
       const names = threads.map((t) => t.comm);
       for (const name of ['proj-production', 'proj-sandbox', 'wh-production', 'wh-sandbox', 'sqlite-writer'])
         expect(names, name).to.include(name);
-      const mainNice = readTask(Number(fs.readlinkSync('/proc/thread-self').split('/').pop())).nice;
+      const mainNice = callingTask().nice;
       for (const t of threads.filter((t) => t.comm.startsWith('wh-'))) expect(t.nice).to.equal(Math.max(10, mainNice));
       for (const t of threads.filter((t) => t.comm.startsWith('proj-'))) expect(t.nice).to.equal(mainNice);
     } finally {

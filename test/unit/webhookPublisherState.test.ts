@@ -83,7 +83,7 @@ const publish = async (snapshots?: Pick<SnapshotStore, 'load'>) => {
     data: { usage_count: number; application: { order_id: string } };
   };
   await deliveries.close();
-  return { reads, body, errors, log };
+  return { reads, body, errors };
 };
 
 const expectLastApplication = (body: Awaited<ReturnType<typeof publish>>['body']) => {
