@@ -274,10 +274,11 @@ export const checkpointer = new Checkpointer();
 
 /**
  * The page cache of each connection, in KiB: 2 MB, SQLite's own default (better-sqlite3 is built
- * with 16 MB). A process holds about twenty-five connections (each environment's event, read, analytics,
- * key-value, snapshot and webhook files, from the main thread and from the projector and webhook
- * threads), and once the files are larger than their caches every cache is full: at 16 MB each
- * that is over 300 MB of the service's memory, at 2 MB about 50 MB. The pages a request needs are
+ * with 16 MB). An all-in-one process holds about forty connections (each environment's event, read,
+ * analytics, key-value, snapshot and webhook files, from the main thread, the writer, projector,
+ * webhook and checkpointer threads; 43 counted after a start), and once the files are larger than
+ * their caches every cache can fill: at 16 MB each that is over 600 MB of the service's memory, at
+ * 2 MB under 90 MB. The pages a request needs are
  * the few at the top of each index and the newest rows; the rest comes from the operating system's
  * file cache, which every connection shares (decision 064).
  */
