@@ -103,6 +103,15 @@ interface SnapshotProgress {
   base: number;
   loaded?: Set<string>;
   dirty: Set<string>;
+  /** A snapshot of this progress is being written (at most one at a time). */
+  saving?: boolean;
+  /**
+   * The revision of a snapshot written from this progress that it has not moved to yet: it moves
+   * when no batch of the stream runs (`trim`), since a running batch counts on what is loaded.
+   */
+  savedAt?: number;
+  /** The entry must be loaded again (its snapshot moved, or could not be written): never cached again. */
+  dropped?: boolean;
 }
 
 /**
@@ -171,6 +180,8 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
   /** Streams with a batch being decided or written: a read waits for it and sees its outcome. */
   private readonly writing = new Set<string>();
   private readonly idleWaiters: Array<() => void> = [];
+  /** Snapshots being written: `idle()` waits for them too. */
+  private readonly saves = new Set<Promise<void>>();
   private readonly cacheSize: number;
   private readonly maxAttempts: number;
   private readonly maxBatch: number;
@@ -236,10 +247,14 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
     );
   }
 
-  /** Resolves once no work is queued or running on any stream (before closing the store). */
+  /** Resolves once no work is queued or running on any stream and no snapshot is being written (before closing the stores). */
   idle(): Promise<void> {
-    if (this.queues.size === 0) return Promise.resolve();
+    if (this.queues.size === 0 && this.saves.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private wakeIdle(): void {
+    if (this.queues.size === 0 && this.saves.size === 0) this.idleWaiters.splice(0).forEach((resolve) => resolve());
   }
 
   /** Forgets every cached aggregate (for tests and rebuilds). */
@@ -312,10 +327,11 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
     while (queue.length > 0) {
       const batch = queue.splice(0, this.maxBatch);
       await this.runBatch(streamId, batch);
-      if (this.snapshotDue(streamId)) await this.snapshot(streamId);
+      this.trim(streamId);
+      if (this.snapshotDue(streamId)) this.snapshot(streamId);
     }
     this.queues.delete(streamId);
-    if (this.queues.size === 0) this.idleWaiters.splice(0).forEach((resolve) => resolve());
+    this.wakeIdle();
   }
 
   private async runBatch(streamId: string, initial: Array<Pending<E, S, E | X>>): Promise<void> {
@@ -516,41 +532,79 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
   }
 
   /**
-   * Writes a new snapshot of the stream's entry (the core and the changed entries) and keeps only
-   * the core in memory. Runs after the batch's answers have gone out; a snapshot that cannot be
-   * written is reported and the entry dropped (the next load folds from the last one written).
+   * Starts writing a snapshot of the stream's entry, unless one is being written: the stream's
+   * next batches do not wait for it (`idle()` does).
    */
-  private async snapshot(streamId: string): Promise<void> {
+  private snapshot(streamId: string): void {
+    const snap = this.cache.get(streamId)?.snap;
+    if (!snap || snap.saving || snap.savedAt !== undefined) return;
+    snap.saving = true;
+    const save: Promise<void> = this.save(streamId, snap).finally(() => {
+      snap.saving = false;
+      this.saves.delete(save);
+      this.wakeIdle();
+    });
+    this.saves.add(save);
+  }
+
+  /**
+   * Writes a snapshot of the stream's entry (the core and the entries changed since its base),
+   * after the batch's answers have gone out. Batches may run meanwhile; what they fold goes into
+   * the next snapshot. Once it is written, the entry moves to it (`trim`: now, or after the batch
+   * running). A snapshot that cannot be written is reported and the entry dropped (the next load
+   * folds from the last one written).
+   */
+  private async save(streamId: string, snap: SnapshotProgress): Promise<void> {
     await new Promise<void>((resolve) => setImmediate(resolve));
     const entry = this.cache.get(streamId);
-    if (!entry?.snap) return;
+    if (entry?.snap !== snap) return; // dropped or loaded again meanwhile
     const { store, codec } = this.snapshots!;
-    const { state, revision, snap } = entry;
+    const { state, revision } = entry;
+    const saved = snap.dirty;
+    snap.dirty = new Set(); // what batches fold from now on: the next snapshot's entries
     try {
-      const written = await store.save(
-        streamId,
-        snap.base,
-        revision,
-        codec.core(state),
-        codec.entries(state, snap.dirty),
-      );
-      if (this.cache.get(streamId) !== entry) return; // dropped meanwhile: the next load reads the snapshot
+      const written = await store.save(streamId, snap.base, revision, codec.core(state), codec.entries(state, saved));
       if (!written) {
-        this.cache.delete(streamId); // another process wrote one: load from it
+        this.drop(streamId, snap); // another process wrote one: load from it
         return;
       }
-      this.remember(
-        streamId,
-        cacheEntry(codec.withoutEntries(state), entry.revision, entry.token, progressFrom(revision)),
-      );
+      snap.savedAt = revision;
+      if (!this.queues.has(streamId)) this.trim(streamId); // else after the batch running
     } catch (error) {
       this.onSnapshotError(error, streamId);
-      this.cache.delete(streamId);
+      this.drop(streamId, snap);
     }
+  }
+
+  /**
+   * Moves the entry's progress to the snapshot written from it (`savedAt`): its base becomes that
+   * revision, and its state keeps only the entries changed since (all loaded: a folded event's
+   * keys are), the others being in the store. Called when no batch of the stream runs.
+   */
+  private trim(streamId: string): void {
+    const entry = this.cache.get(streamId);
+    const snap = entry?.snap;
+    if (!entry || snap?.savedAt === undefined) return;
+    snap.base = snap.savedAt;
+    snap.savedAt = undefined;
+    snap.loaded = new Set(snap.dirty);
+    const { codec } = this.snapshots!;
+    const kept = codec.entries(entry.state, snap.loaded);
+    this.cache.set(
+      streamId,
+      cacheEntry(codec.withEntries(codec.withoutEntries(entry.state), kept), entry.revision, entry.token, snap),
+    );
+  }
+
+  /** Drops the stream's entry if it has this progress, and keeps a batch running from caching it again. */
+  private drop(streamId: string, snap: SnapshotProgress): void {
+    snap.dropped = true;
+    if (this.cache.get(streamId)?.snap === snap) this.cache.delete(streamId);
   }
 
   private remember(streamId: string, entry: CacheEntry<S>): void {
     this.cache.delete(streamId);
+    if (entry.snap?.dropped) return;
     this.cache.set(streamId, entry);
     if (this.cache.size > this.cacheSize) this.cache.delete(this.cache.keys().next().value!);
   }
