@@ -197,8 +197,6 @@ export interface EmbeddedOptions {
   projectors?: 'thread' | 'inline';
   /** Where the SQLite event stores commit appends (EVENT_STORE_WRITER; default `thread`: SqliteEventStoreOptions.writer). */
   eventStoreWriter?: 'thread' | 'inline';
-  /** Where the SQLite snapshot stores write their snapshots (SNAPSHOT_WRITER; default `thread`: SqliteSnapshotStore's `writer`). */
-  snapshotWriter?: 'thread' | 'inline';
   /** Per-API-key quotas on stored quotes and exports (default DEFAULT_QUOTAS). */
   quotas?: Quotas;
   /** Webhook delivery settings (WEBHOOK_*; default: defaultWebhookSettings). */
@@ -344,11 +342,7 @@ export const openEmbeddedEnvironment = async (
   const { core: reads, analytics: analyticsReads } = onMongo ?? openReadStores(files);
   const kv = onMongo?.kv ?? SqliteKvStore.open(files.kv, options.clock, { relaxedNamespaces: ['quotes'] }); // quotes can be recomputed
   const snapshotEvery = options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
-  const snapshots =
-    snapshotEvery > 0
-      ? (onMongo?.snapshots ??
-        SqliteSnapshotStore.open(files.snapshots, { writer: options.snapshotWriter ?? 'thread' }))
-      : undefined;
+  const snapshots = snapshotEvery > 0 ? (onMongo?.snapshots ?? SqliteSnapshotStore.open(files.snapshots)) : undefined;
   // The threads open the SQLite files themselves: with a server, their work runs here.
   const embedded = !servers?.eventStore && !servers?.mongo;
   const role = options.role ?? 'all';

@@ -76,23 +76,10 @@ describe('thread identity', function () {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'thread-names-'));
     const service = await openEmbedded({ dataDir, clock: systemClock, logger: createLogger('silent') });
     try {
-      const expected = [
-        'proj-production',
-        'proj-sandbox',
-        'wh-production',
-        'wh-sandbox',
-        'sqlite-writer',
-        'snapshot-writer',
-      ];
-      const tasks = () => fs.readdirSync('/proc/self/task').map((tid) => readTask(Number(tid)));
-      // a thread names itself once its modules are loaded, which may be after the service has opened
-      let threads = tasks();
-      for (let waited = 0; waited < 5_000 && !expected.every((n) => threads.some((t) => t.comm === n)); waited += 50) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        threads = tasks();
-      }
+      const threads = fs.readdirSync('/proc/self/task').map((tid) => readTask(Number(tid)));
       const names = threads.map((t) => t.comm);
-      for (const name of expected) expect(names, name).to.include(name);
+      for (const name of ['proj-production', 'proj-sandbox', 'wh-production', 'wh-sandbox', 'sqlite-writer'])
+        expect(names, name).to.include(name);
       const mainNice = callingTask().nice;
       for (const t of threads.filter((t) => t.comm.startsWith('wh-'))) expect(t.nice).to.equal(Math.max(10, mainNice));
       for (const t of threads.filter((t) => t.comm.startsWith('proj-'))) expect(t.nice).to.equal(mainNice);

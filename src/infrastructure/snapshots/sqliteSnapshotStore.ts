@@ -3,7 +3,6 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { SnapshotStore, StoredEntry } from '../../core/snapshotStore.ts';
 import { closeWal, useWal } from '../sqliteWal.ts';
-import { SnapshotWriter, type SerializedSave } from './snapshotWriterThread.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS snapshot_cores (
@@ -44,22 +43,12 @@ const OLD_ENTRIES = 'snapshot_entries';
  * are of keys never stored (a new order, a new application), and such a lookup reads only the
  * small tree, whose upper pages stay in the page cache whatever the history; a new value lands at
  * the end of the values table instead of inside the tree (decision 068).
- *
- * With `writer: 'thread'` (SNAPSHOT_WRITER, the default of the service), `save` serialises the
- * snapshot here and the snapshot writer thread (snapshotWriterThread.ts) writes it on a connection
- * of its own: its B-tree work and page reads stay off the event loop (decision 073). Loads and
- * entry lookups read this connection; a save's promise settles once the thread has committed it,
- * so what it wrote is visible here from then on.
  */
 export class SqliteSnapshotStore implements SnapshotStore {
   private readonly statements;
   private readonly write;
-  private readonly writer: SnapshotWriter | undefined;
 
-  private constructor(
-    private readonly db: Database.Database,
-    writer: SnapshotWriterMode = 'inline',
-  ) {
+  private constructor(private readonly db: Database.Database) {
     db.exec(SCHEMA);
     moveOldEntries(db);
     this.statements = {
@@ -89,11 +78,12 @@ export class SqliteSnapshotStore implements SnapshotStore {
         base: number,
         revision: number,
         core: string,
-        entries: ReadonlyArray<readonly [string, string]>,
+        entries: ReadonlyArray<readonly [string, unknown]>,
       ): boolean => {
         if ((st.load.get(streamId)?.revision ?? -1) !== base) return false;
         st.putCore.run(streamId, revision, core);
-        for (const [key, json] of entries) {
+        for (const [key, value] of entries) {
+          const json = JSON.stringify(value ?? null);
           const id = st.valueId.get(streamId, key);
           if (id === undefined) st.addKey.run(streamId, key, st.addValue.run(json, revision).lastInsertRowid);
           else st.setValue.run(json, revision, id);
@@ -101,27 +91,14 @@ export class SqliteSnapshotStore implements SnapshotStore {
         return true;
       },
     );
-    this.writer = writer === 'thread' ? new SnapshotWriter(db.name) : undefined;
   }
 
-  /** Opens (creating it if needed) the file; `writer`: where `save` writes (see above; default `inline`). */
-  static open(filePath: string, options: { writer?: SnapshotWriterMode } = {}): SqliteSnapshotStore {
+  static open(filePath: string): SqliteSnapshotStore {
     fs.mkdirSync(path.dirname(filePath), { recursive: true });
-    const db = openSnapshotsFile(filePath);
-    try {
-      return new SqliteSnapshotStore(db, options.writer);
-    } catch (error) {
-      closeWal(db);
-      throw error;
-    }
-  }
-
-  /**
-   * Writes a snapshot serialised by `serialise` on this connection, now: what the snapshot writer
-   * thread calls on its own connection. Answers whether it wrote (see SnapshotStore.save).
-   */
-  saveSerialised(save: SerializedSave): boolean {
-    return this.write.immediate(save.stream, save.base, save.revision, save.core, save.entries);
+    const db = new Database(filePath);
+    useWal(db, 'NORMAL');
+    db.pragma('busy_timeout = 5000');
+    return new SqliteSnapshotStore(db);
   }
 
   load(streamId: string): Promise<{ revision: number; core: unknown } | undefined> {
@@ -145,55 +122,14 @@ export class SqliteSnapshotStore implements SnapshotStore {
     core: unknown,
     entries: ReadonlyArray<readonly [string, unknown]>,
   ): Promise<boolean> {
-    const save = serialise(streamId, base, revision, core, entries);
-    if (this.writer) return this.writer.save(save);
-    try {
-      return Promise.resolve(this.saveSerialised(save));
-    } catch (error) {
-      return Promise.reject(error as Error);
-    }
+    return Promise.resolve(this.write.immediate(streamId, base, revision, JSON.stringify(core), entries));
   }
 
-  /** Waits for the saves the thread has not answered, then closes the connections. */
-  async close(): Promise<void> {
-    try {
-      await this.writer?.close();
-    } finally {
-      closeWal(this.db);
-    }
+  close(): Promise<void> {
+    closeWal(this.db);
+    return Promise.resolve();
   }
 }
-
-/** Where a SqliteSnapshotStore's `save` writes: `thread`, the snapshot writer thread; `inline`, its own connection. */
-export type SnapshotWriterMode = 'thread' | 'inline';
-
-/** A connection to a snapshots file: WAL at synchronous=NORMAL (derived data), a busy timeout of 5 s. */
-const openSnapshotsFile = (filePath: string): Database.Database => {
-  const db = new Database(filePath);
-  try {
-    useWal(db, 'NORMAL');
-    db.pragma('busy_timeout = 5000');
-  } catch (error) {
-    closeWal(db);
-    throw error;
-  }
-  return db;
-};
-
-/** A snapshot as the write transaction takes it: the core and each entry's value as JSON. */
-const serialise = (
-  stream: string,
-  base: number,
-  revision: number,
-  core: unknown,
-  entries: ReadonlyArray<readonly [string, unknown]>,
-): SerializedSave => ({
-  stream,
-  base,
-  revision,
-  core: JSON.stringify(core),
-  entries: entries.map(([key, value]) => [key, JSON.stringify(value ?? null)] as [string, string]),
-});
 
 /**
  * Moves the snapshots of a file written by an earlier build (OLD_CORES, OLD_ENTRIES) into this
