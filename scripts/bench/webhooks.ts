@@ -304,4 +304,19 @@ const reportWebhookProfiles = (
   log(
     `\nworker threads busy (ms), without / with: ${workers.map((w) => `${Math.round(busyMsIn(w, last(windows.none)) / 1000)} / ${Math.round(busyMsIn(w, last(windows.three)) / 1000)}`).join(', ')}`,
   );
+  // the webhook thread: the worker whose busy time grows most with endpoints
+  const grown = (w: (typeof workers)[number]) => busyMsIn(w, last(windows.three)) - busyMsIn(w, last(windows.none));
+  const webhook = workers.reduce<(typeof workers)[number] | undefined>(
+    (a, w) => (!a || grown(w) > grown(a) ? w : a),
+    undefined,
+  );
+  if (webhook) {
+    log(`\nthe webhook thread during the last run with endpoints, per apply (its work after the run not included):`);
+    for (const line of formatSummary(
+      summariseProfile(webhook, SERVICE_ROOT, last(windows.three), windows.requests.three),
+      undefined,
+      'the webhook thread (sampled wall time: at nice 10, time it waited for a CPU may count)',
+    ))
+      log(line);
+  }
 };
