@@ -336,8 +336,10 @@ export const busyMsIn = (profile: CpuProfile, window: ProfileWindow): number => 
 
 const us = (n: number) => `${n.toFixed(1).padStart(7)} µs`;
 
-/** Text lines for a summary; with a baseline (the ceiling), modules are compared per request. */
-/** `thread`: whose profile it is, in the first line ("main thread" unless told). */
+/**
+ * Text lines for a summary; with a baseline (the ceiling), modules are compared per request.
+ * `thread` names whose profile it is in the first line ("main thread" unless told).
+ */
 export const formatSummary = (summary: ProfileSummary, baseline?: ProfileSummary, thread = 'main thread'): string[] => {
   const lines = [
     `  busy ${summary.busyMs} ms for ${summary.requests} requests: ${summary.busyUsPerReq} µs of ${thread} per request` +
