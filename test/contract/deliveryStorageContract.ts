@@ -93,7 +93,7 @@ export function deliveryStorageContract(name: string, factory: DeliveryStorageFa
       expect(await storage.get('msg_1')).to.equal(null);
     });
 
-    it('tells whether a key has a pending delivery, and gives its first waiting one by seq', async () => {
+    it("tells which keys have a pending delivery, and gives a key's first waiting one by seq", async () => {
       await storage.write(
         upserts(
           delivery('msg_1', {
@@ -109,11 +109,39 @@ export function deliveryStorageContract(name: string, factory: DeliveryStorageFa
           delivery('msg_5', { endpoint_id: 'we_b', order_key: 'v2', seq: 5, status: 'failed', next_attempt_at: null }),
         ),
       );
-      expect(await storage.hasPending('we_a', 'v1')).to.equal(true);
-      expect(await storage.hasPending('we_b', 'v1')).to.equal(false);
-      expect(await storage.hasPending('we_b', 'v2')).to.equal(false); // failed is not pending
+      const keys = (...pairs: Array<[string, string]>) =>
+        pairs.map(([endpoint, key]) => ({ endpoint_id: endpoint, order_key: key }));
+      expect(
+        await storage.pendingKeys(keys(['we_a', 'v1'], ['we_b', 'v1'], ['we_b', 'v2'], ['we_a', 'v1'], ['we_a', 'v9'])),
+      ).to.deep.equal(new Set(['we_a/v1'])); // failed (we_b/v2) is not pending; a key asked twice is answered once
+      expect(await storage.pendingKeys(keys(['we_b', 'v2']))).to.deep.equal(new Set());
+      expect(await storage.pendingKeys([])).to.deep.equal(new Set());
       expect((await storage.firstWaiting('we_a', 'v1'))?.id).to.equal('msg_3');
       expect(await storage.firstWaiting('we_a', 'v2')).to.equal(null);
+    });
+
+    it('answers a batch of a thousand keys in one call, keys with quotes and non-ASCII characters too', async () => {
+      const odd = 'v"\\é/1';
+      const stored: DeliveryDoc[] = [];
+      for (let i = 0; i < 200; i += 1)
+        stored.push(
+          delivery(`msg_${i}`, {
+            endpoint_id: `we_${i % 3}`,
+            order_key: i === 0 ? odd : `v${i}`,
+            seq: i + 1,
+            ...(i % 4 === 3 ? { status: 'succeeded' as const, next_attempt_at: null } : {}),
+          }),
+        );
+      await storage.write(upserts(...stored));
+      const asked = Array.from({ length: 1_000 }, (_, i) => ({
+        endpoint_id: `we_${i % 3}`,
+        order_key: i === 0 ? odd : `v${i}`,
+      }));
+      const expected = new Set(
+        stored.filter((d) => d.status === 'pending').map((d) => `${d.endpoint_id}/${d.order_key}`),
+      );
+      expect(expected.size).to.equal(150);
+      expect(await storage.pendingKeys(asked)).to.deep.equal(expected);
     });
 
     it('gives the due pending deliveries earliest first, up to the limit, and when the next one falls due', async () => {

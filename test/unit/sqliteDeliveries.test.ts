@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { DELIVERIES, type DeliveryDoc } from '../../src/domain/webhooks/deliveryStorage.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
-import { SqliteDeliveries } from '../../src/infrastructure/webhooks/sqliteDeliveries.ts';
+import { PENDING_KEYS, SqliteDeliveries } from '../../src/infrastructure/webhooks/sqliteDeliveries.ts';
 import { tempFileEach } from '../support/tempFiles.ts';
 
 const T0 = Date.parse('2026-03-01T00:00:00Z');
@@ -78,9 +78,9 @@ describe('SqliteDeliveries', () => {
     const db = storage.store.database;
     const plan = (sql: string) =>
       (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((r) => r.detail).join('; ');
-    expect(
-      plan("SELECT 1 FROM wh_delivery WHERE status = 'pending' AND endpoint_id = 'a' AND order_key = 'v'"),
-    ).to.match(/USING COVERING INDEX wh_delivery_pending_key/);
+    expect(plan(PENDING_KEYS.replace('?', `'[["a","v"]]'`))).to.match(
+      /SEARCH wh_delivery .*USING COVERING INDEX wh_delivery_pending_key \(endpoint_id=\? AND order_key=\?\)/,
+    );
     expect(
       plan("SELECT * FROM wh_delivery WHERE status = 'pending' AND next_attempt_at <= 5 ORDER BY next_attempt_at"),
     ).to.match(/USING INDEX wh_delivery_pending_due/);

@@ -1,6 +1,13 @@
 import type { Bus, BusSubscription, DeliveredMessage } from '../../core/bus.ts';
 import type { RunnerLogger } from '../../core/projectionRunner.ts';
-import { DELIVERIES, PAYLOADS, type DeliveryDoc, type DeliveryStore, type PayloadDoc } from './deliveryStore.ts';
+import {
+  DELIVERIES,
+  PAYLOADS,
+  pendingKey,
+  type DeliveryDoc,
+  type DeliveryStore,
+  type PayloadDoc,
+} from './deliveryStore.ts';
 import { deliveryIdOf } from './publisher.ts';
 import { decodePublishedEvent } from './publishedEvent.ts';
 
@@ -88,10 +95,13 @@ export class BusDeliveries {
     const createdMs = Date.parse(event.created_at);
     const made = await this.deliveries.exclusive(async () => {
       const docs: DeliveryDoc[] = [];
+      const pending = await this.deliveries.pendingKeys(
+        event.endpoints.map((endpointId) => ({ endpoint_id: endpointId, order_key: event.voucher_id })),
+      );
       for (const endpointId of event.endpoints) {
         const id = deliveryIdOf(event.event_id, endpointId);
         if (await this.deliveries.get(id)) continue; // recorded when this message was handled before
-        const waits = await this.deliveries.hasPending(endpointId, event.voucher_id);
+        const waits = pending.has(pendingKey(endpointId, event.voucher_id));
         docs.push({
           id,
           endpoint_id: endpointId,

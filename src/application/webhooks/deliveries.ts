@@ -10,6 +10,7 @@ import type { Page } from '../queries.ts';
 import {
   DELIVERIES,
   PAYLOADS,
+  pendingKey,
   type DeliveryControl,
   type DeliveryDoc,
   type DeliveryFilter,
@@ -161,8 +162,9 @@ export const localDeliveryControl = (
       const failed = await deliveries.failedSince(endpointId, sinceMs, MAX_RECOVER);
       const write: WriteBatch = { upserts: [] };
       const started = new Set<string>();
+      const pending = await deliveries.pendingKeys(failed);
       for (const d of failed) {
-        const waits = started.has(d.order_key) || (await deliveries.hasPending(endpointId, d.order_key));
+        const waits = started.has(d.order_key) || pending.has(pendingKey(endpointId, d.order_key));
         started.add(d.order_key);
         const { failure_reason: _reason, ...rest } = d;
         write.upserts!.push({

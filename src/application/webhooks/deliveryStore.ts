@@ -1,13 +1,15 @@
 import type { Document, ReadStore, WriteBatch } from '../../core/readStore.ts';
 import {
   DELIVERIES,
+  pendingKey,
   type DeliveryDoc,
   type DeliveryFilter,
+  type DeliveryKey,
   type DeliveryStorage,
 } from '../../domain/webhooks/deliveryStorage.ts';
 import type { Endpoint } from '../../domain/webhooks/endpoint.ts';
 
-export { DELIVERIES, type DeliveryDoc, type DeliveryFilter, type DeliveryStorage };
+export { DELIVERIES, pendingKey, type DeliveryDoc, type DeliveryFilter, type DeliveryKey, type DeliveryStorage };
 
 // Collections of an environment's webhooks store (DATA_DIR/<environment>/webhooks.db on the embedded default), beside DELIVERIES.
 /** The publisher's copy of each endpoint at its checkpoint (secrets included: this store is the service's own). */
@@ -127,9 +129,9 @@ export class DeliveryStore {
     return [...bodies.values()].filter((b) => !b.deliveries.some((id) => kept.has(id))).map((b) => b.id);
   }
 
-  /** Is a delivery of this endpoint and key pending (due, retrying or waiting)? */
-  hasPending(endpointId: string, orderKey: string): Promise<boolean> {
-    return this.storage.hasPending(endpointId, orderKey);
+  /** Which of `keys` have a pending delivery (due, retrying or waiting), named by `pendingKey`. */
+  pendingKeys(keys: readonly DeliveryKey[]): Promise<Set<string>> {
+    return this.storage.pendingKeys(keys);
   }
 
   /** The stored deliveries among `ids`, by id. */

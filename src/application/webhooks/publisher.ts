@@ -24,7 +24,9 @@ import {
   ENDPOINTS,
   PAYLOADS,
   PUBLISHER_CHECKPOINT,
+  pendingKey,
   type DeliveryDoc,
+  type DeliveryKey,
   type DeliveryStore,
   type EndpointDoc,
   type PayloadDoc,
@@ -116,6 +118,17 @@ const bounded = (body: { data: Record<string, unknown> } & Record<string, unknow
   }
   return json;
 };
+
+/** A voucher event to fan out: its webhook event, and the endpoints subscribed at its point of the log. */
+interface Planned {
+  event: RecordedEvent<VoucherEvent>;
+  type: WebhookEventType;
+  voucherId: string;
+  targets: string[];
+  event_id: string;
+  created_at: string;
+  payload: string;
+}
 
 const STATE_CACHE_SIZE = 2_000;
 /** Events read at a time when a voucher the cache does not hold is folded from its stream's start. */
@@ -213,8 +226,7 @@ export class WebhookPublisher implements ProjectorHandle {
         checkpoint: { name: PUBLISHER_CHECKPOINT, position: batch.at(-1)!.position },
       };
       const changed = new Set<string>();
-      /** Keys (endpoint/voucher) with a pending delivery, known in this batch. */
-      const pendingKeys = new Set<string>();
+      const planned: Planned[] = [];
       for (const event of batch) {
         if (event.position <= this.checkpoint) continue;
         if (isEndpointEvent(event)) {
@@ -223,9 +235,11 @@ export class WebhookPublisher implements ProjectorHandle {
           if (next) this.endpoints.set(next.id, next as EndpointDoc);
           changed.add(event.data.endpointId);
         } else if (isVoucherEvent(event)) {
-          created.push(...(await this.fanOut(event, write, pendingKeys)));
+          const plan = await this.plan(event);
+          if (plan) planned.push(plan);
         }
       }
+      created.push(...(await this.fanOut(planned, write)));
       for (const id of changed) {
         const doc = this.endpoints.get(id);
         if (doc) write.upserts!.push({ collection: ENDPOINTS, doc: { ...doc } });
@@ -327,47 +341,65 @@ export class WebhookPublisher implements ProjectorHandle {
     };
   }
 
-  private async fanOut(
-    event: RecordedEvent<VoucherEvent>,
-    write: WriteBatch,
-    pendingKeys: Set<string>,
-  ): Promise<DeliveryDoc[]> {
+  /**
+   * A voucher event's webhook event and the endpoints subscribed to it at this point of the log,
+   * or null when none is (the cached voucher state is kept current without a read).
+   */
+  private async plan(event: RecordedEvent<VoucherEvent>): Promise<Planned | null> {
     const type = WEBHOOK_TYPES[event.type];
-    const targets = [...this.endpoints.values()].filter(
-      (e) => !e.deleted && e.status === 'enabled' && subscribes(e.events, type),
-    );
+    const targets = [...this.endpoints.values()]
+      .filter((e) => !e.deleted && e.status === 'enabled' && subscribes(e.events, type))
+      .map((e) => e.id);
     const voucherId = event.data.voucherId;
     if (targets.length === 0) {
       this.follow(voucherId, event); // keeps a cached state current; reads nothing
-      return [];
+      return null;
     }
     const voucher = await this.stateAt(voucherId, event);
-    if (!voucher) return [];
-    const { event_id: eventId, created_at: at, payload } = this.render(event, voucher);
-    const createdMs = Date.parse(at);
+    if (!voucher) return null;
+    return { event, type, voucherId, targets, ...this.render(event, voucher) };
+  }
+
+  /**
+   * The batch's deliveries and bodies, added to `write`. One lookup tells which endpoint and voucher
+   * keys already have a pending delivery: a delivery of such a key waits behind it, as does every
+   * later one of the key in the batch.
+   */
+  private async fanOut(planned: readonly Planned[], write: WriteBatch): Promise<DeliveryDoc[]> {
+    if (planned.length === 0) return [];
+    const keys = new Map<string, DeliveryKey>();
+    for (const { voucherId, targets } of planned)
+      for (const endpointId of targets)
+        keys.set(pendingKey(endpointId, voucherId), { endpoint_id: endpointId, order_key: voucherId });
+    const pending = await this.deliveries.pendingKeys([...keys.values()]);
     const made: DeliveryDoc[] = [];
-    for (const endpoint of targets) {
-      const key = `${endpoint.id}/${voucherId}`;
-      const waits = pendingKeys.has(key) || (await this.deliveries.hasPending(endpoint.id, voucherId));
-      pendingKeys.add(key);
-      const doc: DeliveryDoc = {
-        id: deliveryIdOf(eventId, endpoint.id),
-        endpoint_id: endpoint.id,
-        event_id: eventId,
-        event_type: type,
-        order_key: voucherId,
-        seq: event.position,
-        status: 'pending',
-        next_attempt_at: waits ? null : createdMs,
-        attempts: [],
-        created_at: at,
-        created_ms: createdMs,
-      };
-      write.upserts!.push({ collection: DELIVERIES, doc });
-      made.push(doc);
+    for (const { event, type, voucherId, targets, event_id: eventId, created_at: at, payload } of planned) {
+      const createdMs = Date.parse(at);
+      const ids: string[] = [];
+      for (const endpointId of targets) {
+        const key = pendingKey(endpointId, voucherId);
+        const waits = pending.has(key);
+        pending.add(key);
+        const doc: DeliveryDoc = {
+          id: deliveryIdOf(eventId, endpointId),
+          endpoint_id: endpointId,
+          event_id: eventId,
+          event_type: type,
+          order_key: voucherId,
+          seq: event.position,
+          status: 'pending',
+          next_attempt_at: waits ? null : createdMs,
+          attempts: [],
+          created_at: at,
+          created_ms: createdMs,
+        };
+        write.upserts!.push({ collection: DELIVERIES, doc });
+        made.push(doc);
+        ids.push(doc.id);
+      }
+      const body: PayloadDoc = { id: eventId, payload, deliveries: ids };
+      write.upserts!.push({ collection: PAYLOADS, doc: body });
     }
-    const body: PayloadDoc = { id: eventId, payload, deliveries: made.map((d) => d.id) };
-    write.upserts!.push({ collection: PAYLOADS, doc: body });
     return made;
   }
 

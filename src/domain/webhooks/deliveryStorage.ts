@@ -60,6 +60,15 @@ export const checkDelivery = (doc: Record<string, unknown>): DeliveryDoc => {
   return doc as DeliveryDoc;
 };
 
+/** An endpoint and an order key (a voucher id): its deliveries go out one at a time, in `seq` order. */
+export interface DeliveryKey {
+  endpoint_id: string;
+  order_key: string;
+}
+
+/** The name of an endpoint's key in `pendingKeys`' answer (endpoint ids hold no `/`). */
+export const pendingKey = (endpointId: string, orderKey: string): string => `${endpointId}/${orderKey}`;
+
 /** Which deliveries a list or count covers. */
 export interface DeliveryFilter {
   endpoint_id?: string;
@@ -79,8 +88,11 @@ export interface DeliveryStorage {
   start(): Promise<void>;
   get(id: string): Promise<DeliveryDoc | null>;
   getMany(ids: readonly string[]): Promise<Map<string, DeliveryDoc>>;
-  /** Is a delivery of this endpoint and key pending (due, retrying or waiting)? */
-  hasPending(endpointId: string, orderKey: string): Promise<boolean>;
+  /**
+   * Which of `keys` have a pending delivery (due, retrying or waiting), each named as
+   * `pendingKey` names it: one lookup for a whole batch of keys.
+   */
+  pendingKeys(keys: readonly DeliveryKey[]): Promise<Set<string>>;
   /** The earliest (by `seq`) delivery of the endpoint and key that waits behind another one. */
   firstWaiting(endpointId: string, orderKey: string): Promise<DeliveryDoc | null>;
   /** Pending deliveries due at `now`, earliest first. */

@@ -7,8 +7,10 @@ import type { Filter, ReadStore, WriteBatch } from '../../core/readStore.ts';
 import {
   checkDelivery,
   DELIVERIES,
+  pendingKey,
   type DeliveryDoc,
   type DeliveryFilter,
+  type DeliveryKey,
   type DeliveryStorage,
 } from '../../domain/webhooks/deliveryStorage.ts';
 
@@ -36,14 +38,20 @@ export class ReadStoreDeliveries implements DeliveryStorage {
     return this.store.getMany<DeliveryDoc>(DELIVERIES, [...ids]);
   }
 
-  async hasPending(endpointId: string, orderKey: string): Promise<boolean> {
-    const found = await this.store.find<DeliveryDoc>(
-      DELIVERIES,
-      { endpoint_id: endpointId, order_key: orderKey, status: 'pending' },
-      // in the index's order: the first match ends the search (ordered by id, every match of the key is read and sorted)
-      { sort: [['seq', 1]], limit: 1 },
-    );
-    return found.length > 0;
+  /** One query per distinct key: each ends at its first match on the (endpoint, key, status, seq) index. */
+  async pendingKeys(keys: readonly DeliveryKey[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    const names = new Map(keys.map((k) => [pendingKey(k.endpoint_id, k.order_key), k]));
+    for (const [name, { endpoint_id: endpointId, order_key: orderKey }] of names) {
+      const hit = await this.store.find<DeliveryDoc>(
+        DELIVERIES,
+        { endpoint_id: endpointId, order_key: orderKey, status: 'pending' },
+        // in the index's order: the first match ends the search (ordered by id, every match of the key is read and sorted)
+        { sort: [['seq', 1]], limit: 1 },
+      );
+      if (hit.length > 0) found.add(name);
+    }
+    return found;
   }
 
   async firstWaiting(endpointId: string, orderKey: string): Promise<DeliveryDoc | null> {

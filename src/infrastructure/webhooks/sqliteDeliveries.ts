@@ -16,8 +16,10 @@ import { isDeliveryStatus, type Attempt, type DeliveryStatus } from '../../domai
 import {
   checkDelivery,
   DELIVERIES,
+  pendingKey,
   type DeliveryDoc,
   type DeliveryFilter,
+  type DeliveryKey,
   type DeliveryStorage,
 } from '../../domain/webhooks/deliveryStorage.ts';
 import type { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
@@ -60,6 +62,14 @@ CREATE INDEX IF NOT EXISTS wh_delivery_failed ON wh_delivery (endpoint_id, creat
 CREATE INDEX IF NOT EXISTS wh_delivery_listed ON wh_delivery (endpoint_id, created_ms, seq);
 CREATE INDEX IF NOT EXISTS wh_delivery_created ON wh_delivery (created_ms);
 `;
+
+/**
+ * Which of a JSON array of [endpoint id, order key] pairs have a pending delivery: the pairs'
+ * indexes in the array, each found by a search of the pending deliveries' index on both columns.
+ */
+export const PENDING_KEYS = `SELECT k.key FROM json_each(?) AS k WHERE EXISTS (
+  SELECT 1 FROM wh_delivery INDEXED BY wh_delivery_pending_key
+  WHERE status = 'pending' AND endpoint_id = json_extract(k.value, '$[0]') AND order_key = json_extract(k.value, '$[1]'))`;
 
 /** The ReadStore table of deliveries stored as JSON documents (SqliteReadStore's `rm_<collection>`). */
 const OLD_TABLE = `rm_${DELIVERIES}`;
@@ -185,13 +195,13 @@ export class SqliteDeliveries implements DeliveryStorage {
     return found;
   }
 
-  async hasPending(endpointId: string, orderKey: string): Promise<boolean> {
-    return (
-      this.stmt("SELECT 1 FROM wh_delivery WHERE status = 'pending' AND endpoint_id = ? AND order_key = ? LIMIT 1").get(
-        endpointId,
-        orderKey,
-      ) !== undefined
-    );
+  async pendingKeys(keys: readonly DeliveryKey[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    if (keys.length === 0) return found;
+    const pairs = keys.map((k) => [k.endpoint_id, k.order_key]);
+    const hits = this.stmt(PENDING_KEYS).pluck().all(JSON.stringify(pairs)) as number[];
+    for (const i of hits) found.add(pendingKey(keys[i]!.endpoint_id, keys[i]!.order_key));
+    return found;
   }
 
   async firstWaiting(endpointId: string, orderKey: string): Promise<DeliveryDoc | null> {
