@@ -160,6 +160,26 @@ describe('webhook dispatcher', () => {
     );
   });
 
+  it('makes the attempt a resend asks for even when the resend comes while an attempt is under way', async () => {
+    await deliveries.write({
+      upserts: [
+        { collection: ENDPOINTS, doc: endpoint('we_a') },
+        { collection: DELIVERIES, doc: delivery('we_a', 'v1', 1, true) },
+      ],
+    });
+    const answers: Array<(result: SendResult) => void> = [];
+    start(() => new Promise<SendResult>((resolve) => answers.push(resolve)));
+    await until(() => answers.length === 1, 2_000, 'the first attempt');
+    // the API's resend while the first attempt waits for its answer
+    const control = localDeliveryControl(deliveries, dispatcher!);
+    expect(await control.resend('we_a', 'msg_we_a_1', T0 + 1_000)).to.not.equal(null);
+    answers[0]!({ status: 204, durationMs: 1 });
+    await until(() => answers.length === 2, 2_000, 'the attempt of the resend');
+    answers[1]!({ status: 204, durationMs: 1 });
+    await until(async () => (await deliveries.get('msg_we_a_1'))?.status === 'succeeded', 2_000, 'the delivery to end');
+    expect((await deliveries.get('msg_we_a_1'))!.attempts.map((a) => a.response_status)).to.deep.equal([204, 204]);
+  });
+
   it('sends each delivery its event’s body, stored once, read once for every attempt a pass starts', async () => {
     const events = 20;
     const endpoints = ['we_a', 'we_b', 'we_c'];

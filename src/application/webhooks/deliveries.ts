@@ -143,7 +143,7 @@ export const sendTestEvent = async (ctx: EnvContext, endpointId: string): Promis
 /** DeliveryControl on a delivery store and the dispatcher working from it, in this thread. */
 export const localDeliveryControl = (
   deliveries: DeliveryStore,
-  dispatcher: { wake(refill?: boolean): void },
+  dispatcher: { wake(refill?: boolean): void; resent?(deliveryId: string): void },
 ): DeliveryControl => ({
   resend: async (endpointId, deliveryId, now) => {
     const doc = await deliveries.exclusive(async () => {
@@ -154,7 +154,10 @@ export const localDeliveryControl = (
       await deliveries.write({ upserts: [{ collection: DELIVERIES, doc: next }] });
       return next;
     });
-    if (doc) dispatcher.wake(true);
+    if (doc) {
+      dispatcher.resent?.(deliveryId);
+      dispatcher.wake(true);
+    }
     return doc;
   },
   recover: async (endpointId, sinceMs, now) => {

@@ -64,6 +64,10 @@ export class WebhookDispatcher {
   private readonly queues = new Map<string, DeliveryDoc[]>();
   /** Ids queued or in flight: a delivery is never queued twice. */
   private readonly known = new Set<string>();
+  /** Ids whose attempt is under way. */
+  private readonly inFlight = new Set<string>();
+  /** Ids resent while an attempt was under way: that attempt's outcome leaves them pending and due. */
+  private readonly resentInFlight = new Set<string>();
   private readonly perEndpoint = new Map<string, number>();
   private readonly controller = new AbortController();
   private readonly running = new Set<Promise<void>>();
@@ -123,6 +127,15 @@ export class WebhookDispatcher {
     this.wake();
   }
 
+  /**
+   * A resend made the delivery pending and due. When an attempt of it is under way, that attempt's
+   * outcome is recorded with the delivery still pending and due now, so the resend's own attempt
+   * follows instead of being taken by the attempt that was already running.
+   */
+  resent(id: string): void {
+    if (this.inFlight.has(id)) this.resentInFlight.add(id);
+  }
+
   /** Stops picking deliveries and aborts the attempts in flight: they are not recorded, so they are made again after a restart. */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -166,12 +179,15 @@ export class WebhookDispatcher {
 
   /** Tracks an attempt until it ends; then its endpoint has room for the next one. */
   private started(delivery: DeliveryDoc, attempt: Promise<void>): void {
+    this.inFlight.add(delivery.id);
     const run = attempt
       .catch((error: unknown) =>
         this.deps.logger?.error({ err: error, delivery: delivery.id }, 'webhook attempt failed'),
       )
       .finally(() => {
         this.known.delete(delivery.id);
+        this.inFlight.delete(delivery.id);
+        this.resentInFlight.delete(delivery.id);
         this.perEndpoint.set(delivery.endpoint_id, (this.perEndpoint.get(delivery.endpoint_id) ?? 1) - 1);
         this.running.delete(run);
         this.wake();
@@ -321,7 +337,13 @@ export class WebhookDispatcher {
         for (const { id, apply } of batch) {
           const doc = current.get(id);
           if (!doc || doc.status !== 'pending') continue;
-          const next = apply(doc, write);
+          let next = apply(doc, write);
+          if (this.resentInFlight.delete(id)) {
+            // resent during this attempt: due again now (read from the store once this attempt has ended)
+            const { failure_reason: _reason, ...rest } = next;
+            next = { ...rest, status: 'pending', next_attempt_at: clock.now().getTime() };
+            this.refillWanted = true;
+          }
           write.upserts!.push({ collection: DELIVERIES, doc: next });
           if (next.status !== 'pending') ended.push(next);
         }
