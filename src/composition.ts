@@ -59,6 +59,7 @@ import { disableEndpoint } from './application/webhooks/endpoints.ts';
 import { localDeliveryControl, purgeDeliveries } from './application/webhooks/deliveries.ts';
 import { webhookQueueStats, type EndpointQueueStats } from './application/webhooks/queueStats.ts';
 import { createHttpSender, type Resolve } from './infrastructure/webhooks/httpSender.ts';
+import { mainThreadLoad } from './infrastructure/mainThreadLoad.ts';
 import { WebhookThread } from './infrastructure/webhooks/webhookThread.ts';
 import { BusDeliveries } from './application/webhooks/busDeliveries.ts';
 import type { Bus } from './core/bus.ts';
@@ -706,6 +707,7 @@ const startWebhookThread = async (
       logLevel,
       pollIntervalMs: 200,
       nice: WEBHOOK_THREAD_NICE,
+      mainThreadLoad: mainThreadLoad(),
       ...(kafka ? { kafka } : {}),
     },
     (endpointId, reason) => disableEndpoint(ctx, endpointId, reason),

@@ -12,7 +12,12 @@ import { DEFAULT_SNAPSHOT_EVERY } from './core/snapshotStore.ts';
 import { APPLY_MODES, type ApplyMode } from './application/context.ts';
 import type { TrustProxy } from './http/addresses.ts';
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from './http/server.ts';
-import { defaultWebhookSettings, parseDurations, type WebhookSettings } from './application/webhooks/settings.ts';
+import {
+  DEFAULT_MAX_DEFER_MS,
+  defaultWebhookSettings,
+  parseDurations,
+  type WebhookSettings,
+} from './application/webhooks/settings.ts';
 import { parseCidrs } from './domain/webhooks/targets.ts';
 import { assertMongoUrl, databaseBaseName } from './infrastructure/mongo/mongoUrl.ts';
 import { DEFAULT_OPS_SETTINGS, type OpsSettings } from './http/ops.ts';
@@ -419,7 +424,9 @@ const MAX_TIMER_MS = 2_147_483_647;
  * WEBHOOK_ALLOWED_CIDRS: comma-separated CIDRs delivered to despite the refused ranges (for example
  * `10.0.0.0/8` for receivers on the private network); WEBHOOK_RETRY_DELAYS: comma-separated
  * durations (`500ms`, `5s`, `5m`, `2h`, `1d`) replacing the retry schedule, after the last of
- * which a delivery fails; WEBHOOK_TIMEOUT_MS: how long an attempt may take (default 15000).
+ * which a delivery fails; WEBHOOK_TIMEOUT_MS: how long an attempt may take (default 15000);
+ * WEBHOOK_MAX_DEFER_MS: the longest an event's deliveries are held back while the main thread is
+ * saturated (default 5000, 0: never; decision 075).
  */
 export const webhooksFrom = (env: NodeJS.ProcessEnv): WebhookSettings => {
   const settings = defaultWebhookSettings();
@@ -447,6 +454,10 @@ export const webhooksFrom = (env: NodeJS.ProcessEnv): WebhookSettings => {
   if (timeout < 1 || timeout > 60_000)
     throw new Error(`WEBHOOK_TIMEOUT_MS must be between 1 and 60000, got "${env.WEBHOOK_TIMEOUT_MS}"`);
   settings.timeoutMs = timeout;
+  const defer = integer(env.WEBHOOK_MAX_DEFER_MS, DEFAULT_MAX_DEFER_MS, 'WEBHOOK_MAX_DEFER_MS');
+  if (defer < 0 || defer > 60_000)
+    throw new Error(`WEBHOOK_MAX_DEFER_MS must be between 0 and 60000, got "${env.WEBHOOK_MAX_DEFER_MS}"`);
+  settings.maxDeferMs = defer;
   return settings;
 };
 

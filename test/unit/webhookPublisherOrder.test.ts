@@ -5,6 +5,7 @@
  */
 import { expect } from 'chai';
 import sinon from 'sinon';
+import { Pacer } from '../../src/application/webhooks/pacer.ts';
 import { WebhookPublisher, type EventSource } from '../../src/application/webhooks/publisher.ts';
 import type { EnvironmentEvent } from '../../src/application/events.ts';
 import type { RecordedEvent } from '../../src/core/eventStore.ts';
@@ -86,5 +87,62 @@ describe('webhook publisher: which deliveries wait behind an earlier one', () =>
     const stored = await deliveries.getMany(made.map((d) => d.id));
     expect(made.map((d) => stored.get(d.id)?.next_attempt_at)).to.deep.equal(made.map((d) => d.next_attempt_at));
     await deliveries.close();
+  });
+});
+
+describe('webhook publisher: batches held back while the request thread is saturated', () => {
+  const start = async (load: { value: number }) => {
+    const deliveries = new DeliveryStore(new SqliteDeliveries(SqliteReadStore.open(':memory:')));
+    const source: EventSource = {
+      subscribeToAll: (_options, handler) => {
+        void Promise.resolve(handler(LOG as never));
+        return { close: async () => {} };
+      },
+      readStream: (async (stream: string) =>
+        LOG.filter((e) => e.streamId === stream)) as unknown as EventSource['readStream'],
+    };
+    // the log's events were recorded just now, so the longest deferral (a minute) is far off
+    const clock = { now: () => new Date(Date.parse(LOG[0]!.recordedAt) + 1_000) };
+    const pacer = new Pacer({ load: () => load.value, maxDeferMs: 60_000, clock });
+    const made: DeliveryDoc[] = [];
+    const publisher = new WebhookPublisher(
+      source,
+      deliveries,
+      'sandbox',
+      (docs) => made.push(...docs),
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      pacer,
+    );
+    await publisher.start();
+    return { made, publisher, pacer, deliveries };
+  };
+  const aWhile = () => new Promise((resolve) => setTimeout(resolve, 150));
+
+  it('makes no delivery while the load stays above the bar, and makes them once it falls', async () => {
+    const load = { value: 0.95 };
+    const { made, publisher, deliveries } = await start(load);
+    await aWhile();
+    expect(made).to.have.length(0);
+    load.value = 0.3;
+    await until(() => made.length === 6, 'the batch’s deliveries once the load fell');
+    await publisher.stop();
+    await deliveries.close();
+  });
+
+  it('does not hold back a batch a request waits for, and stops while holding one back', async () => {
+    const load = { value: 1 };
+    const first = await start(load);
+    first.pacer.hurry(LOG.at(-1)!.position);
+    await until(() => first.made.length === 6, 'the deliveries a request waits for');
+    await first.publisher.stop();
+    await first.deliveries.close();
+    const second = await start(load);
+    await aWhile();
+    await second.publisher.stop(); // returns although the load never fell
+    expect(second.made).to.have.length(0);
+    await second.deliveries.close();
   });
 });

@@ -85,18 +85,21 @@ describe('webhook retry schedule', () => {
 });
 
 describe('webhook operator settings (config.ts)', () => {
-  it('reads WEBHOOK_ALLOWED_CIDRS, WEBHOOK_RETRY_DELAYS and WEBHOOK_TIMEOUT_MS, with the defaults when unset', () => {
+  it('reads WEBHOOK_ALLOWED_CIDRS, WEBHOOK_RETRY_DELAYS, WEBHOOK_TIMEOUT_MS and WEBHOOK_MAX_DEFER_MS, with the defaults when unset', () => {
     const defaults = loadConfig({}).webhooks;
     expect(defaults.retryDelaysMs).to.deep.equal(DEFAULT_RETRY_DELAYS_MS);
     expect(defaults.timeoutMs).to.equal(15_000);
     expect(defaults.allowedCidrs).to.deep.equal([]);
+    expect(defaults.maxDeferMs).to.equal(5_000);
     const set = loadConfig({
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
       WEBHOOK_RETRY_DELAYS: '1s,2s,5s',
       WEBHOOK_TIMEOUT_MS: '2000',
+      WEBHOOK_MAX_DEFER_MS: '0',
     }).webhooks;
     expect(set.retryDelaysMs).to.deep.equal([1_000, 2_000, 5_000]);
     expect(set.timeoutMs).to.equal(2_000);
+    expect(set.maxDeferMs).to.equal(0);
     expect(refusedRange('127.0.0.1', set.allowedCidrs)).to.equal(null);
   });
 
@@ -109,6 +112,10 @@ describe('webhook operator settings (config.ts)', () => {
     );
     expect(() => loadConfig({ WEBHOOK_TIMEOUT_MS: '0' })).to.throw(/WEBHOOK_TIMEOUT_MS must be between 1 and 60000/);
     expect(() => loadConfig({ WEBHOOK_TIMEOUT_MS: 'x' })).to.throw(/WEBHOOK_TIMEOUT_MS/);
+    expect(() => loadConfig({ WEBHOOK_MAX_DEFER_MS: '60001' })).to.throw(
+      /WEBHOOK_MAX_DEFER_MS must be between 0 and 60000/,
+    );
+    expect(() => loadConfig({ WEBHOOK_MAX_DEFER_MS: '5s' })).to.throw(/WEBHOOK_MAX_DEFER_MS/);
   });
 });
 

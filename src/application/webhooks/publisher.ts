@@ -31,6 +31,7 @@ import {
   type EndpointDoc,
   type PayloadDoc,
 } from './deliveryStore.ts';
+import type { Pacer } from './pacer.ts';
 import { encodePublishedEvent } from './publishedEvent.ts';
 
 /**
@@ -173,12 +174,17 @@ export class WebhookPublisher implements ProjectorHandle {
     private readonly bus?: Pick<Bus, 'publish'>,
     /** The command side's voucher snapshots (decision 059): a voucher not cached is folded from its snapshot's core when that is at or before the event. */
     private readonly snapshots?: Pick<SnapshotStore, 'load'>,
+    /** Holds batches back while the service's request thread is saturated (decision 075); unset: never. */
+    private readonly pacer?: Pacer,
   ) {
     this.consumer = new LogConsumer<EnvironmentEvent>({
       events: source,
       maxBatchSize: 500,
       load: () => this.load(),
-      handle: (batch) => (this.bus ? this.publish(batch, this.bus) : this.handle(batch)),
+      handle: async (batch) => {
+        if (this.pacer && batch.length > 0) await this.pacer.wait(Date.parse(batch[0]!.recordedAt), this.checkpoint);
+        return this.bus ? this.publish(batch, this.bus) : this.handle(batch);
+      },
       failure: 'webhook publisher failed',
       logger,
       onAdvance,
@@ -199,6 +205,7 @@ export class WebhookPublisher implements ProjectorHandle {
   }
 
   async stop(): Promise<void> {
+    this.pacer?.stop();
     await this.consumer.stop();
     if (this.unwritten > 0)
       await this.deliveries.exclusive(() =>

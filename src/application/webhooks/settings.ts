@@ -11,6 +11,8 @@ export const DEFAULT_RETRY_DELAYS_MS = [
   10 * 3_600_000,
 ];
 export const DEFAULT_TIMEOUT_MS = 15_000;
+/** The longest an event's deliveries wait while the service's request thread is saturated (decision 075). */
+export const DEFAULT_MAX_DEFER_MS = 5_000;
 /** Attempts in flight at once to one endpoint (different vouchers; one voucher has at most one). */
 export const MAX_IN_FLIGHT_PER_ENDPOINT = 8;
 /** An endpoint whose deliveries have all failed for this long is disabled. */
@@ -26,12 +28,15 @@ export interface WebhookSettings {
   retryDelaysMs: number[];
   /** An attempt not answered within this is a failure (WEBHOOK_TIMEOUT_MS). */
   timeoutMs: number;
+  /** The longest an event's deliveries are held back while the request thread is saturated (WEBHOOK_MAX_DEFER_MS; 0 or unset: never). */
+  maxDeferMs?: number;
 }
 
 export const defaultWebhookSettings = (): WebhookSettings => ({
   allowedCidrs: [],
   retryDelaysMs: [...DEFAULT_RETRY_DELAYS_MS],
   timeoutMs: DEFAULT_TIMEOUT_MS,
+  maxDeferMs: DEFAULT_MAX_DEFER_MS,
 });
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };

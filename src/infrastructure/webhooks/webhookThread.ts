@@ -33,7 +33,9 @@ export interface WebhookThreadOptions {
   /** The environment's voucher snapshots (snapshots.db), which the publisher reads to fold a voucher it does not hold; unset: none are kept. */
   snapshotsFile?: string;
   /** The operator's webhook settings (WebhookSettings), with the allowed CIDRs as text (`10.0.0.0/8,::1/128`). */
-  settings: { allowedCidrs: string; retryDelaysMs: number[]; timeoutMs: number };
+  settings: { allowedCidrs: string; retryDelaysMs: number[]; timeoutMs: number; maxDeferMs?: number };
+  /** The main thread's load (mainThreadLoad): the publisher holds batches back while it is saturated; unset: never. */
+  mainThreadLoad?: SharedArrayBuffer;
   /** `user-agent: voucher-service-webhooks/<version>` */
   version: string;
   logLevel: string;
@@ -55,6 +57,7 @@ export type ToWebhookThread =
   | { type: 'committed'; committed: CommittedEvents }
   | { type: 'call'; id: number; call: ControlCall }
   | { type: 'disabled'; id: number; error?: string }
+  | { type: 'hurry'; position: number }
   | { type: 'stop' };
 
 export type FromWebhookThread =
@@ -109,6 +112,7 @@ export class WebhookThread implements ProjectorHandle {
 
   waitFor(position: number, timeoutMs = 5_000): Promise<boolean> {
     if (position <= this.position) return Promise.resolve(true);
+    this.thread.post({ type: 'hurry', position }); // a request waits: the publisher does not hold it back
     return this.waiters.wait(position, timeoutMs);
   }
 

@@ -7,7 +7,8 @@
  *
  * Messages from the main thread: `committed` (rows it just committed, handed to the publisher's
  * subscription as if this store had committed them), `call` (a change to deliveries from the API,
- * answered with `result`), `disabled` (the answer to `disable`) and `stop`. To it: `ready`,
+ * answered with `result`), `disabled` (the answer to `disable`), `hurry` (a request waits for the
+ * publisher to reach a position: it is not held back for the main thread's load) and `stop`. To it: `ready`,
  * `checkpoint` (the publisher wrote a batch), `result`, `disable` (an endpoint to disable through
  * its command handler) and `failed` (it could not start); after `stop` it ends.
  */
@@ -20,12 +21,14 @@ import type { EnvironmentEvent } from '../../application/events.ts';
 import { localDeliveryControl } from '../../application/webhooks/deliveries.ts';
 import { DeliveryStore, type DeliveryControl } from '../../application/webhooks/deliveryStore.ts';
 import { WebhookDispatcher } from '../../application/webhooks/dispatcher.ts';
+import { Pacer } from '../../application/webhooks/pacer.ts';
 import { WebhookPublisher } from '../../application/webhooks/publisher.ts';
 import { BusDeliveries } from '../../application/webhooks/busDeliveries.ts';
 import { createBus, kafkaLogTo } from '../bus/createBus.ts';
 import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
 import { SqliteSnapshotStore } from '../snapshots/sqliteSnapshotStore.ts';
+import { loadReader } from '../mainThreadLoad.ts';
 import { lowerThreadPriority, nameThread } from '../threadIdentity.ts';
 import { SqliteDeliveries } from './sqliteDeliveries.ts';
 import { createHttpSender } from './httpSender.ts';
@@ -65,6 +68,11 @@ const run = async () => {
     logger,
   });
   const bus = options.kafka ? createBus(options.kafka, kafkaLogTo(logger)) : undefined;
+  const maxDeferMs = options.settings.maxDeferMs ?? 0;
+  const pacer =
+    options.mainThreadLoad && maxDeferMs > 0
+      ? new Pacer({ load: loadReader(options.mainThreadLoad), maxDeferMs, clock: systemClock })
+      : undefined;
   const publisher = new WebhookPublisher(
     events,
     deliveries,
@@ -74,6 +82,7 @@ const run = async () => {
     (position) => send({ type: 'checkpoint', position }),
     bus,
     snapshots,
+    pacer,
   );
   const fromBus = bus
     ? new BusDeliveries(bus, deliveries, options.environment, (made) => dispatcher.enqueue(made), logger)
@@ -116,6 +125,9 @@ const run = async () => {
         else pending?.reject(new Error(message.error));
         break;
       }
+      case 'hurry':
+        pacer?.hurry(message.position);
+        break;
       case 'stop':
         void stop();
         break;
