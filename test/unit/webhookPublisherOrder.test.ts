@@ -30,6 +30,16 @@ const LOG = [
   recorded(voucherApplied({ ...V1, applicationId: 'va_4', orderId: 'o_4' }), 8, { revision: 3 }),
 ] as RecordedEvent<EnvironmentEvent>[];
 
+/** The log handed over as one batch, and its streams read from it. */
+const logSource = (): EventSource => ({
+  subscribeToAll: (_options, handler) => {
+    void Promise.resolve(handler(LOG as never));
+    return { close: async () => {} };
+  },
+  readStream: (async (stream: string) =>
+    LOG.filter((e) => e.streamId === stream)) as unknown as EventSource['readStream'],
+});
+
 describe('webhook publisher: which deliveries wait behind an earlier one', () => {
   it('makes a delivery wait when its key was pending before the batch or earlier in it, with one lookup per batch', async () => {
     const storage = new SqliteDeliveries(SqliteReadStore.open(':memory:'));
@@ -52,14 +62,7 @@ describe('webhook publisher: which deliveries wait behind an earlier one', () =>
     };
     await deliveries.write({ upserts: [{ collection: DELIVERIES, doc: older }] });
     const lookups = sinon.spy(storage, 'pendingKeys');
-    const source: EventSource = {
-      subscribeToAll: (_options, handler) => {
-        void Promise.resolve(handler(LOG as never));
-        return { close: async () => {} };
-      },
-      readStream: (async (stream: string) =>
-        LOG.filter((e) => e.streamId === stream)) as unknown as EventSource['readStream'],
-    };
+    const source = logSource();
     const made: DeliveryDoc[] = [];
     const publisher = new WebhookPublisher(source, deliveries, 'sandbox', (docs) => made.push(...docs));
     await publisher.start();
@@ -93,14 +96,7 @@ describe('webhook publisher: which deliveries wait behind an earlier one', () =>
 describe('webhook publisher: batches held back while the request thread is saturated', () => {
   const start = async (load: { value: number }) => {
     const deliveries = new DeliveryStore(new SqliteDeliveries(SqliteReadStore.open(':memory:')));
-    const source: EventSource = {
-      subscribeToAll: (_options, handler) => {
-        void Promise.resolve(handler(LOG as never));
-        return { close: async () => {} };
-      },
-      readStream: (async (stream: string) =>
-        LOG.filter((e) => e.streamId === stream)) as unknown as EventSource['readStream'],
-    };
+    const source = logSource();
     // the log's events were recorded just now, so the longest deferral (a minute) is far off
     const clock = { now: () => new Date(Date.parse(LOG[0]!.recordedAt) + 1_000) };
     const pacer = new Pacer({ load: () => load.value, maxDeferMs: 60_000, clock });
