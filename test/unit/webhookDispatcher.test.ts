@@ -259,6 +259,35 @@ describe('webhook dispatcher', () => {
     expect(bodies.map((b) => b.id)).to.deep.equal(['evt_2', 'evt_3']);
   });
 
+  it('recovers failed deliveries in order per voucher: behind one still pending, or behind an earlier recovered one', async () => {
+    const failed = (voucher: string, seq: number): DeliveryDoc => ({
+      ...delivery('we_a', voucher, seq, false),
+      status: 'failed',
+    });
+    await deliveries.write({
+      upserts: [
+        { collection: DELIVERIES, doc: failed('v1', 1) },
+        { collection: DELIVERIES, doc: failed('v1', 2) },
+        { collection: DELIVERIES, doc: failed('v2', 3) },
+        { collection: DELIVERIES, doc: delivery('we_a', 'v3', 4, true) }, // still pending
+        { collection: DELIVERIES, doc: failed('v3', 5) },
+        { collection: DELIVERIES, doc: { ...failed('v2', 6), endpoint_id: 'we_b', id: 'msg_we_b_6' } },
+      ],
+    });
+    const control = localDeliveryControl(deliveries, { wake: () => {} });
+    expect(await control.recover('we_a', T0 - 1_000, T0 + 5)).to.equal(4);
+    const after = await deliveries.getMany(['msg_we_a_1', 'msg_we_a_2', 'msg_we_a_3', 'msg_we_a_5', 'msg_we_b_6']);
+    expect(
+      [...after.values()].sort((a, b) => a.seq - b.seq).map((d) => `${d.id} ${d.status} ${d.next_attempt_at}`),
+    ).to.deep.equal([
+      `msg_we_a_1 pending ${T0 + 5}`,
+      'msg_we_a_2 pending null', // behind msg_we_a_1, recovered with it
+      `msg_we_a_3 pending ${T0 + 5}`,
+      'msg_we_a_5 pending null', // behind msg_we_a_4, pending from before
+      'msg_we_b_6 failed null', // another endpoint's
+    ]);
+  });
+
   it('never removes a delivery a resend made pending again while the purge was reading its page', async () => {
     const old = T0 - 40 * 86_400_000;
     await deliveries.write({

@@ -164,11 +164,12 @@ export const localDeliveryControl = (
     const recovered = await deliveries.exclusive(async () => {
       const failed = await deliveries.failedSince(endpointId, sinceMs, MAX_RECOVER);
       const write: WriteBatch = { upserts: [] };
-      const started = new Set<string>();
+      // the keys pending before, then each key a recovered delivery makes pending: its later ones wait
       const pending = await deliveries.pendingKeys(failed);
       for (const d of failed) {
-        const waits = started.has(d.order_key) || pending.has(pendingKey(endpointId, d.order_key));
-        started.add(d.order_key);
+        const key = pendingKey(endpointId, d.order_key);
+        const waits = pending.has(key);
+        pending.add(key);
         const { failure_reason: _reason, ...rest } = d;
         write.upserts!.push({
           collection: DELIVERIES,
