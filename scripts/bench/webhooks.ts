@@ -123,6 +123,12 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
       threeMsPerApply: number | null;
       otherNone: number | null;
       otherThree: number | null;
+      /** Busy cores of the whole machine (the service, the load generator and every other process), of 2 on this machine. */
+      busyNone: number | null;
+      busyThree: number | null;
+      /** The load generator's CPU per apply, ms. */
+      loadGenNoneMsPerApply: number;
+      loadGenThreeMsPerApply: number;
       /** The webhook thread's CPU per apply (ms) from the start of the run with endpoints until its deliveries drained. */
       webhookMsPerApply: number | null;
       /** The service's CPU per apply (ms) of each of its threads, by name, without and with endpoints. */
@@ -157,12 +163,16 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
         threeMsPerApply: three.serverCpuMsPerReq,
         otherNone: none.otherCpu,
         otherThree: three.otherCpu,
+        busyNone: busyCores(none),
+        busyThree: busyCores(three),
+        loadGenNoneMsPerApply: (none.loadGenCpu * 1000) / none.reqPerSec,
+        loadGenThreeMsPerApply: (three.loadGenCpu * 1000) / three.reqPerSec,
         webhookMsPerApply,
         threads: { none: none.threadCpuMsPerReq, three: three.threadCpuMsPerReq },
       },
     });
     log(
-      `  round ${r + 1}: ${Math.round(none.reqPerSec)} req/s without, ${Math.round(three.reqPerSec)} with (ratio ${(three.reqPerSec / none.reqPerSec).toFixed(2)}); ${three.ok2xx * ENDPOINTS} deliveries drained ${drainMs === null ? 'not within 5 min' : `${(drainMs / 1000).toFixed(1)} s after the run`}; service CPU per apply ${fixed(none.serverCpuMsPerReq, 3)} / ${fixed(three.serverCpuMsPerReq, 3)} ms, other processes ${fixed(none.otherCpu, 2)} / ${fixed(three.otherCpu, 2)} cores`,
+      `  round ${r + 1}: ${Math.round(none.reqPerSec)} req/s without, ${Math.round(three.reqPerSec)} with (ratio ${(three.reqPerSec / none.reqPerSec).toFixed(2)}); ${three.ok2xx * ENDPOINTS} deliveries drained ${drainMs === null ? 'not within 5 min' : `${(drainMs / 1000).toFixed(1)} s after the run`}; service CPU per apply ${fixed(none.serverCpuMsPerReq, 3)} / ${fixed(three.serverCpuMsPerReq, 3)} ms, other processes ${fixed(none.otherCpu, 2)} / ${fixed(three.otherCpu, 2)} cores; load generator per apply ${fixed((none.loadGenCpu * 1000) / none.reqPerSec, 3)} / ${fixed((three.loadGenCpu * 1000) / three.reqPerSec, 3)} ms; the machine's busy cores ${fixed(busyCores(none), 2)} / ${fixed(busyCores(three), 2)}`,
     );
     const threads = threadCpuLine(none.threadCpuMsPerReq, three.threadCpuMsPerReq);
     if (threads) log(`    CPU per apply by thread, ms without / with: ${threads}`);
@@ -202,6 +212,10 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
 };
 
 type Scenario = (typeof SCENARIOS)[number];
+
+/** Busy cores of the whole machine during a run: the service, the load generator and every other process. */
+const busyCores = (m: { serverCpu: number | null; loadGenCpu: number; otherCpu: number | null }): number | null =>
+  m.serverCpu === null || m.otherCpu === null ? null : m.serverCpu + m.loadGenCpu + m.otherCpu;
 
 /** CPU ms per apply of the webhook threads (`wh-…`) between two readings of threadCpuSeconds. */
 const webhookThreadMs = (
