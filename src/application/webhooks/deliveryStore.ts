@@ -150,7 +150,7 @@ export class DeliveryStore {
     const released: DeliveryDoc[] = [];
     const keys = new Set<string>();
     for (const { endpoint_id: endpointId, order_key: orderKey } of ended) {
-      const key = `${endpointId}/${orderKey}`;
+      const key = pendingKey(endpointId, orderKey);
       if (keys.has(key)) continue;
       keys.add(key);
       const next = await this.storage.firstWaiting(endpointId, orderKey);
