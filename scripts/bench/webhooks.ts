@@ -151,6 +151,13 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
     windows.requests.three = three.total;
     const drainMs = await drain(baseUrl, endpoints);
     const webhookMsPerApply = webhookThreadMs(threadsBefore, threadCpuSeconds(service.child.pid), three.ok2xx);
+    const loadGenMsPerApply = (m: typeof none) => (m.loadGenCpu * 1000) / m.reqPerSec;
+    const load = {
+      busyNone: busyCores(none),
+      busyThree: busyCores(three),
+      loadGenNoneMsPerApply: loadGenMsPerApply(none),
+      loadGenThreeMsPerApply: loadGenMsPerApply(three),
+    };
     await setStatus(baseUrl, endpoints, 'disabled');
     rounds.push({
       none: none.reqPerSec,
@@ -163,16 +170,13 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
         threeMsPerApply: three.serverCpuMsPerReq,
         otherNone: none.otherCpu,
         otherThree: three.otherCpu,
-        busyNone: busyCores(none),
-        busyThree: busyCores(three),
-        loadGenNoneMsPerApply: (none.loadGenCpu * 1000) / none.reqPerSec,
-        loadGenThreeMsPerApply: (three.loadGenCpu * 1000) / three.reqPerSec,
+        ...load,
         webhookMsPerApply,
         threads: { none: none.threadCpuMsPerReq, three: three.threadCpuMsPerReq },
       },
     });
     log(
-      `  round ${r + 1}: ${Math.round(none.reqPerSec)} req/s without, ${Math.round(three.reqPerSec)} with (ratio ${(three.reqPerSec / none.reqPerSec).toFixed(2)}); ${three.ok2xx * ENDPOINTS} deliveries drained ${drainMs === null ? 'not within 5 min' : `${(drainMs / 1000).toFixed(1)} s after the run`}; service CPU per apply ${fixed(none.serverCpuMsPerReq, 3)} / ${fixed(three.serverCpuMsPerReq, 3)} ms, other processes ${fixed(none.otherCpu, 2)} / ${fixed(three.otherCpu, 2)} cores; load generator per apply ${fixed((none.loadGenCpu * 1000) / none.reqPerSec, 3)} / ${fixed((three.loadGenCpu * 1000) / three.reqPerSec, 3)} ms; the machine's busy cores ${fixed(busyCores(none), 2)} / ${fixed(busyCores(three), 2)}`,
+      `  round ${r + 1}: ${Math.round(none.reqPerSec)} req/s without, ${Math.round(three.reqPerSec)} with (ratio ${(three.reqPerSec / none.reqPerSec).toFixed(2)}); ${three.ok2xx * ENDPOINTS} deliveries drained ${drainMs === null ? 'not within 5 min' : `${(drainMs / 1000).toFixed(1)} s after the run`}; service CPU per apply ${fixed(none.serverCpuMsPerReq, 3)} / ${fixed(three.serverCpuMsPerReq, 3)} ms, other processes ${fixed(none.otherCpu, 2)} / ${fixed(three.otherCpu, 2)} cores; load generator per apply ${fixed(load.loadGenNoneMsPerApply, 3)} / ${fixed(load.loadGenThreeMsPerApply, 3)} ms; the machine's busy cores ${fixed(load.busyNone, 2)} / ${fixed(load.busyThree, 2)}`,
     );
     const threads = threadCpuLine(none.threadCpuMsPerReq, three.threadCpuMsPerReq);
     if (threads) log(`    CPU per apply by thread, ms without / with: ${threads}`);
