@@ -335,11 +335,12 @@ export const applyVoucher = async (
     }
   }
   const requestOrderFingerprint = input.order && orderFingerprint(input.order);
+  const now = ctx.clock.now();
   const command = {
     type: 'ApplyVoucher' as const,
     data: {
       voucherId,
-      applicationId: ctx.ids.applicationId(),
+      applicationId: ctx.ids.applicationId(now),
       orderId: input.order_id,
       order,
       customer,
@@ -349,9 +350,8 @@ export const applyVoucher = async (
         order === undefined ? '' : order === input.order ? requestOrderFingerprint! : orderFingerprint(order),
       customerFingerprint: fingerprint(customer ?? null),
     },
-    metadata: { now: ctx.clock.now() },
+    metadata: { now },
   };
-  const now = command.metadata.now;
   const run = ctx.applyMode === 'two-append' ? runTwoAppends : runApply;
   let settled = 0;
   for (let attempt = 1; ; attempt += 1) {
