@@ -6,17 +6,25 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 
 /**
+ * The V8 limits of every worker thread spawned here (the event store's writer, the projector and
+ * webhook threads): a young generation of at most 4 MB instead of V8's default (48 MB on a 64-bit
+ * machine), which such a thread otherwise grows to under steady allocation and keeps. About
+ * 35–40 MB less RSS for the service, no throughput lost (decision 077).
+ */
+export const WORKER_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 4 } as const;
+
+/**
  * Starts the worker module at `url` (the sibling of the calling module, `.ts` or `.js` as it is
- * itself): run from the .ts sources (development and tests, under tsx), the worker registers
- * tsx's loader first.
+ * itself), with WORKER_RESOURCE_LIMITS: run from the .ts sources (development and tests, under
+ * tsx), the worker registers tsx's loader first.
  */
 export const spawnWorker = (url: URL, workerData: unknown): Worker =>
   url.pathname.endsWith('.ts')
     ? new Worker(
         `import('tsx/esm/api').then((api) => { api.register(); return import(${JSON.stringify(url.href)}); })`,
-        { eval: true, workerData },
+        { eval: true, workerData, resourceLimits: WORKER_RESOURCE_LIMITS },
       )
-    : new Worker(url, { workerData });
+    : new Worker(url, { workerData, resourceLimits: WORKER_RESOURCE_LIMITS });
 
 /** `./<name>` next to the module at `moduleUrl`, with that module's extension (.ts or .js). */
 export const siblingWorkerUrl = (name: string, moduleUrl: string): URL =>
