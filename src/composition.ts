@@ -592,16 +592,11 @@ const startRoleWebhooks = async (
   };
   const startPublisher = async (leased: DeliveryStore) => {
     // the dispatcher (another process) reads the new deliveries from the store
-    const publisher = new WebhookPublisher(
-      ctx.events,
-      leased,
-      ctx.environment,
-      () => {},
+    const publisher = new WebhookPublisher(ctx.events, leased, ctx.environment, () => {}, {
       logger,
-      undefined,
       bus,
-      ctx.snapshots,
-    );
+      snapshots: ctx.snapshots,
+    });
     await publisher.start();
     return { stop: () => publisher.stop() };
   };
@@ -767,16 +762,11 @@ const startWebhooks = async (
   const bus = buses.webhookBus ?? ownBus;
   await ownBus?.start([ctx.environment]);
   const dispatcher = newDispatcher(ctx, deliveries, settings, hooks, logger);
-  const publisher = new WebhookPublisher(
-    ctx.events,
-    deliveries,
-    ctx.environment,
-    (made) => dispatcher.enqueue(made),
+  const publisher = new WebhookPublisher(ctx.events, deliveries, ctx.environment, (made) => dispatcher.enqueue(made), {
     logger,
-    undefined,
     bus,
-    ctx.snapshots,
-  );
+    snapshots: ctx.snapshots,
+  });
   const fromBus = bus
     ? new BusDeliveries(bus, deliveries, ctx.environment, (made) => dispatcher.enqueue(made), logger)
     : undefined;

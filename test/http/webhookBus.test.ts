@@ -186,7 +186,7 @@ describe('webhooks through the in-memory bus', function () {
         }
       },
     };
-    const publisher = new WebhookPublisher(source, deliveries, 'sandbox', () => {}, undefined, undefined, recording);
+    const publisher = new WebhookPublisher(source, deliveries, 'sandbox', () => {}, { bus: recording });
     await publisher.start();
     await until(() => published.length === 2, 'both voucher events published');
     expect(published).to.deep.equal([

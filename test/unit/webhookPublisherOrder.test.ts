@@ -101,17 +101,7 @@ describe('webhook publisher: batches held back while the request thread is satur
     const clock = { now: () => new Date(Date.parse(LOG[0]!.recordedAt) + 1_000) };
     const pacer = new Pacer({ load: () => load.value, maxDeferMs: 60_000, clock });
     const made: DeliveryDoc[] = [];
-    const publisher = new WebhookPublisher(
-      source,
-      deliveries,
-      'sandbox',
-      (docs) => made.push(...docs),
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      pacer,
-    );
+    const publisher = new WebhookPublisher(source, deliveries, 'sandbox', (docs) => made.push(...docs), { pacer });
     await publisher.start();
     return { made, publisher, pacer, deliveries };
   };

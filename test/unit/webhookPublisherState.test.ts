@@ -65,16 +65,10 @@ const publish = async (snapshots?: Pick<SnapshotStore, 'load'>) => {
   const deliveries = new DeliveryStore(new SqliteDeliveries(SqliteReadStore.open(':memory:')));
   const made: DeliveryDoc[] = [];
   const logger = { error: (_obj: object, msg: string) => errors.push(msg) };
-  const publisher = new WebhookPublisher(
-    source,
-    deliveries,
-    'sandbox',
-    (docs) => made.push(...docs),
+  const publisher = new WebhookPublisher(source, deliveries, 'sandbox', (docs) => made.push(...docs), {
     logger,
-    undefined,
-    undefined,
     snapshots,
-  );
+  });
   await publisher.start();
   await until(() => made.length === 1, 'the delivery of the last application');
   await publisher.stop();

@@ -137,6 +137,19 @@ const STATE_READ_PAGE = 1_000;
 /** Batches without deliveries read before the checkpoint is written anyway (bounds the re-read after a crash). */
 const UNWRITTEN_BATCHES = 100;
 
+/** What a WebhookPublisher may be given beyond its log, store, environment and hand-over of new deliveries. */
+export interface WebhookPublisherOptions {
+  logger?: RunnerLogger;
+  /** Told each position the publisher has handled. */
+  onAdvance?: (position: number) => void;
+  /** Publishes to the bus instead of making deliveries (decision 051). */
+  bus?: Pick<Bus, 'publish'>;
+  /** The command side's voucher snapshots (decision 059): a voucher not cached is folded from its snapshot's core when that is at or before the event. */
+  snapshots?: Pick<SnapshotStore, 'load'>;
+  /** Holds batches back while the service's request thread is saturated (decision 075); unset: never. */
+  pacer?: Pacer;
+}
+
 /**
  * Fans the environment's events out as webhook deliveries (decision 026). A consumer of the log
  * with its own checkpoint, like a projection group: for each batch it folds the endpoint events
@@ -169,21 +182,16 @@ export class WebhookPublisher implements ProjectorHandle {
     private readonly deliveries: DeliveryStore,
     private readonly environment: Environment,
     private readonly onDeliveries: (deliveries: DeliveryDoc[]) => void,
-    private readonly logger?: RunnerLogger,
-    onAdvance?: (position: number) => void,
-    private readonly bus?: Pick<Bus, 'publish'>,
-    /** The command side's voucher snapshots (decision 059): a voucher not cached is folded from its snapshot's core when that is at or before the event. */
-    private readonly snapshots?: Pick<SnapshotStore, 'load'>,
-    /** Holds batches back while the service's request thread is saturated (decision 075); unset: never. */
-    private readonly pacer?: Pacer,
+    private readonly options: WebhookPublisherOptions = {},
   ) {
+    const { logger, onAdvance, bus, pacer } = options;
     this.consumer = new LogConsumer<EnvironmentEvent>({
       events: source,
       maxBatchSize: 500,
       load: () => this.load(),
       handle: async (batch) => {
-        if (this.pacer && batch.length > 0) await this.pacer.wait(Date.parse(batch[0]!.recordedAt), this.checkpoint);
-        return this.bus ? this.publish(batch, this.bus) : this.handle(batch);
+        if (pacer && batch.length > 0) await pacer.wait(Date.parse(batch[0]!.recordedAt), this.checkpoint);
+        return bus ? this.publish(batch, bus) : this.handle(batch);
       },
       failure: 'webhook publisher failed',
       logger,
@@ -205,7 +213,7 @@ export class WebhookPublisher implements ProjectorHandle {
   }
 
   async stop(): Promise<void> {
-    this.pacer?.stop();
+    this.options.pacer?.stop();
     await this.consumer.stop();
     if (this.unwritten > 0)
       await this.deliveries.exclusive(() =>
@@ -450,12 +458,13 @@ export class WebhookPublisher implements ProjectorHandle {
    * snapshots are derived data, the stream has everything.
    */
   private async snapshotAt(stream: string, revision: number): Promise<{ revision: number; core: unknown } | undefined> {
-    if (!this.snapshots) return undefined;
+    const { snapshots, logger } = this.options;
+    if (!snapshots) return undefined;
     try {
-      const snapshot = await this.snapshots.load(stream);
+      const snapshot = await snapshots.load(stream);
       return snapshot && snapshot.revision <= revision ? snapshot : undefined;
     } catch (error) {
-      this.logger?.error({ err: error, stream }, 'voucher snapshot not read: folding the stream from its start');
+      logger?.error({ err: error, stream }, 'voucher snapshot not read: folding the stream from its start');
       return undefined;
     }
   }

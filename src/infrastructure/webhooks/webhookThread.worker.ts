@@ -78,11 +78,7 @@ const run = async () => {
     deliveries,
     options.environment as Environment,
     (made) => dispatcher.enqueue(made),
-    logger,
-    (position) => send({ type: 'checkpoint', position }),
-    bus,
-    snapshots,
-    pacer,
+    { logger, onAdvance: (position) => send({ type: 'checkpoint', position }), bus, snapshots, pacer },
   );
   const fromBus = bus
     ? new BusDeliveries(bus, deliveries, options.environment, (made) => dispatcher.enqueue(made), logger)
