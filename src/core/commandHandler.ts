@@ -7,13 +7,7 @@ import {
   type NewEvent,
   type StreamAppend,
 } from './eventStore.ts';
-import {
-  DEFAULT_SNAPSHOT_HELD_EVENTS,
-  snapshotAfter,
-  snapshotDueAt,
-  streamPhase,
-  type Snapshotting,
-} from './snapshotStore.ts';
+import { DEFAULT_SNAPSHOT_HELD_EVENTS, snapshotAfter, type Snapshotting } from './snapshotStore.ts';
 
 /**
  * One unit of work on a stream: decide events from the state, then read a result. `X` is the
@@ -527,15 +521,14 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
   }
 
   /**
-   * Whether the stream's entry is due a snapshot: at its phase within every `every` events, or
-   * within its share of the events all cached entries may hold (`snapshotAfter`, `snapshotDueAt`).
+   * Whether the stream's entry folded enough events since its snapshot: `every`, or its share of
+   * the events all cached entries may hold (`snapshotAfter`).
    */
   private snapshotDue(streamId: string): boolean {
     const entry = this.cache.get(streamId);
     if (!this.snapshots || !entry?.snap) return false;
-    const { every, held = DEFAULT_SNAPSHOT_HELD_EVENTS, phase = streamPhase } = this.snapshots;
-    const after = snapshotAfter(every, held, this.cache.size);
-    return snapshotDueAt(entry.revision, entry.snap.base, after, phase(streamId, after));
+    const { every, held = DEFAULT_SNAPSHOT_HELD_EVENTS } = this.snapshots;
+    return entry.revision - entry.snap.base >= snapshotAfter(every, held, this.cache.size);
   }
 
   /**

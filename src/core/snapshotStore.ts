@@ -78,12 +78,6 @@ export interface Snapshotting<E, S> {
    * aggregates in use.
    */
   held?: number;
-  /**
-   * The stream's phase against `after` events between snapshots (0 ≤ phase < after; default
-   * `streamPhase`): where in each run of `after` events the stream's snapshot falls
-   * (`snapshotDueAt`).
-   */
-  phase?: (streamId: string, after: number) => number;
 }
 
 /**
@@ -111,34 +105,3 @@ export const MIN_EVENTS_BETWEEN_SNAPSHOTS = 4;
  */
 export const snapshotAfter = (every: number, held: number, cached: number): number =>
   Math.min(every, Math.max(MIN_EVENTS_BETWEEN_SNAPSHOTS, Math.floor(held / Math.max(1, cached))));
-
-/**
- * Whether an aggregate at `revision`, whose last snapshot is at `base` (-1: none), is due a new one,
- * with `after` events between snapshots (`snapshotAfter`) and the stream's `phase` (0 ≤ phase <
- * after): once its event count (revision + 1) has passed a multiple of `after` shifted by `phase`
- * since `base`, and at least `after` or MIN_EVENTS_BETWEEN_SNAPSHOTS events (the smaller) since
- * it.
- *
- * Any `after` events in a row pass such a multiple, so no aggregate goes more than `after` events
- * without one, whatever its phase; with phase 0 the snapshots fall at `after` events, `2 × after`,
- * and so on. Streams with different phases reach theirs at different revisions: aggregates written
- * in step (a thousand vouchers applied in turn) are snapshotted a few at a time instead of all
- * within one turn (decision 078).
- */
-export const snapshotDueAt = (revision: number, base: number, after: number, phase: number): boolean =>
-  revision - base >= Math.min(after, MIN_EVENTS_BETWEEN_SNAPSHOTS) &&
-  Math.floor((revision + 1 + phase) / after) > Math.floor((base + 1 + phase) / after);
-
-/**
- * A stream's phase against `after` events between snapshots: its id's 32-bit FNV-1a hash modulo
- * `after`. The same stream has the same phase in every process and after every restart; ids spread
- * evenly over the phases.
- */
-export const streamPhase = (streamId: string, after: number): number => {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < streamId.length; i += 1) {
-    hash ^= streamId.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return (hash >>> 0) % after;
-};

@@ -16,13 +16,7 @@ import { decide, voucherDecider } from '../../src/domain/voucher/decide.ts';
 import { voucherStream, type VoucherStreamEvent } from '../../src/domain/voucher/events.ts';
 import { commandKeys, voucherSnapshots } from '../../src/domain/voucher/snapshot.ts';
 import type { VoucherState } from '../../src/domain/voucher/state.ts';
-import {
-  MIN_EVENTS_BETWEEN_SNAPSHOTS,
-  snapshotAfter,
-  snapshotDueAt,
-  streamPhase,
-  type SnapshotStore,
-} from '../../src/core/snapshotStore.ts';
+import { MIN_EVENTS_BETWEEN_SNAPSHOTS, snapshotAfter, type SnapshotStore } from '../../src/core/snapshotStore.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { MemorySnapshotStore } from '../../src/infrastructure/snapshots/memorySnapshotStore.ts';
 
@@ -143,7 +137,7 @@ describe('voucher snapshots in the command handler', function () {
   };
   const handler = (
     events: SqliteEventStore<VoucherStreamEvent>,
-    snapshots?: { store: SnapshotStore; every: number; phase?: (streamId: string, after: number) => number },
+    snapshots?: { store: SnapshotStore; every: number },
   ): Handler =>
     new CommandHandler(events, voucherDecider, {
       ...(snapshots ? { snapshots: { ...snapshots, codec: voucherSnapshots } } : {}),
@@ -237,7 +231,7 @@ describe('voucher snapshots in the command handler', function () {
       .callsFake((...args: Parameters<SnapshotStore['save']>) =>
         new Promise<void>((resolve) => answers.push(resolve)).then(() => save(...args)),
       );
-    const h = handler(eventStore('events'), { store: snapshotStore, every: 5, phase: () => 0 });
+    const h = handler(eventStore('events'), { store: snapshotStore, every: 5 });
     await run(h, plain('v1')); // revision 0
     for (let i = 0; i < 4; i += 1) await run(h, applyV1(`o${i}`, `va${i}`, `k${i}`));
     await new Promise((resolve) => setImmediate(resolve));
@@ -324,15 +318,9 @@ describe('voucher snapshots in the command handler', function () {
 
   it('with many vouchers cached, snapshots each after its share of the events all may hold', async () => {
     /** Applications held in memory per voucher after 30 applies on each of ten, round robin. */
-    const heldPerVoucher = async (held: number, phase?: () => number) => {
+    const heldPerVoucher = async (held: number) => {
       const h = new CommandHandler(eventStore(`held-${held}`), voucherDecider, {
-        snapshots: {
-          store: new MemorySnapshotStore(),
-          codec: voucherSnapshots,
-          every: 50,
-          held,
-          ...(phase ? { phase } : {}),
-        },
+        snapshots: { store: new MemorySnapshotStore(), codec: voucherSnapshots, every: 50, held },
         onSnapshotError: (error) => {
           throw error;
         },
@@ -355,9 +343,8 @@ describe('voucher snapshots in the command handler', function () {
     // 100 events for ten vouchers: a snapshot every 10 events of each instead of every 50
     const shared = await heldPerVoucher(100);
     expect(Math.max(...shared)).to.be.at.most(10);
-    // a budget the ten vouchers do not reach, every phase 0: each holds its 30 applications (no
-    // snapshot before 50 events)
-    expect(await heldPerVoucher(1_000_000, () => 0)).to.deep.equal(Array.from({ length: 10 }, () => 30));
+    // a budget the ten vouchers do not reach: each holds its 30 applications (no snapshot yet)
+    expect(await heldPerVoucher(1_000_000)).to.deep.equal(Array.from({ length: 10 }, () => 30));
   });
 
   it('snapshots after `every` events, or after a share of the budget when many aggregates are cached', () => {
@@ -368,76 +355,6 @@ describe('voucher snapshots in the command handler', function () {
     expect(snapshotAfter(100, 20_000, 10_000)).to.equal(MIN_EVENTS_BETWEEN_SNAPSHOTS);
     expect(snapshotAfter(3, 20_000, 10_000)).to.equal(3);
     expect(snapshotAfter(100, 20_000, 0)).to.equal(100);
-  });
-
-  it('snapshots a stream at its phase: never more than `after` events apart, exactly `after` apart at phase 0', () => {
-    for (let after = 1; after <= 12; after += 1) {
-      for (let phase = 0; phase < after; phase += 1) {
-        for (let base = -1; base <= 3 * after; base += 1) {
-          let revision = base + 1;
-          while (!snapshotDueAt(revision, base, after, phase)) revision += 1;
-          const gap = revision - base;
-          expect(gap, `after ${after}, phase ${phase}, base ${base}`).to.be.at.most(after);
-          expect(gap).to.be.at.least(Math.min(after, MIN_EVENTS_BETWEEN_SNAPSHOTS));
-          // from one snapshot at the phase, the next is `after` events on
-          if ((base + 1 + phase) % after === 0) expect(gap).to.equal(after);
-        }
-      }
-    }
-    // phase 0: at `after` events, then every `after` (the rule without phases)
-    expect([4, 9, 14].map((revision) => snapshotDueAt(revision, revision - 5, 5, 0))).to.deep.equal([true, true, true]);
-    expect(snapshotDueAt(3, -1, 5, 0)).to.equal(false);
-  });
-
-  it('spreads streams evenly over the phases, the same phase for the same stream every time', () => {
-    const after = 20;
-    const counts = Array.from({ length: after }, () => 0);
-    for (let i = 0; i < 1_000; i += 1) {
-      const phase = streamPhase(voucherStream(`v${i}`), after);
-      expect(phase).to.be.within(0, after - 1);
-      expect(streamPhase(voucherStream(`v${i}`), after)).to.equal(phase);
-      counts[phase]! += 1;
-    }
-    // 50 a phase on average
-    expect(Math.min(...counts)).to.be.at.least(25);
-    expect(Math.max(...counts)).to.be.at.most(80);
-  });
-
-  it('snapshots vouchers applied in turn a few at a time, not all in the same turn', async () => {
-    /** The snapshots written in each turn of applies on ten vouchers, round robin. */
-    const savesPerTurn = async (name: string, phase?: () => number) => {
-      const store = new MemorySnapshotStore();
-      const saves = sinon.spy(store, 'save');
-      const h = new CommandHandler(eventStore(name), voucherDecider, {
-        snapshots: { store, codec: voucherSnapshots, every: 10, ...(phase ? { phase } : {}) },
-        onSnapshotError: (error) => {
-          throw error;
-        },
-      });
-      const vouchers = Array.from({ length: 10 }, (_, i) => `v${i}`);
-      for (const voucherId of vouchers) await run(h, plain(voucherId));
-      await h.idle();
-      const perTurn: number[] = [];
-      for (let turn = 0; turn < 30; turn += 1) {
-        const before = saves.callCount;
-        for (const voucherId of vouchers) {
-          const command = applyV1(`${voucherId}-o${turn}`, `${voucherId}-a${turn}`);
-          await run(h, { ...command, data: { ...command.data, voucherId } } as VoucherCommand);
-        }
-        await h.idle();
-        perTurn.push(saves.callCount - before);
-      }
-      return perTurn;
-    };
-    // every phase 0: the ten snapshots come in the same turn, every tenth turn
-    const inStep = await savesPerTurn('in-step', () => 0);
-    expect(Math.max(...inStep)).to.equal(10);
-    expect(inStep.filter((n) => n > 0)).to.have.length(3);
-    // each stream's own phase: a few in each turn, as many in all
-    const spread = await savesPerTurn('spread');
-    expect(Math.max(...spread)).to.be.at.most(5);
-    expect(spread.filter((n) => n > 0).length).to.be.at.least(10);
-    expect(spread.reduce((a, b) => a + b, 0)).to.be.within(27, 33);
   });
 
   it('a snapshot that cannot be written is reported and changes no answer; the next load folds from the last one', async () => {
