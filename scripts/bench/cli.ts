@@ -104,4 +104,13 @@ export const SCALE = args.has('scale');
 export const SCALE_APPLICATIONS = Number(args.get('scale-applications') ?? 1_000_000);
 if (SCALE && !(Number.isSafeInteger(SCALE_APPLICATIONS) && SCALE_APPLICATIONS >= 10))
   throw new Error(`--scale-applications takes a whole number of at least 10, got ${args.get('scale-applications')}`);
+/**
+ * Applications of the scale bench's reference round after each segment (`--scale-reference=N`,
+ * default 20,000, at most a segment's; 0: none): the same applies on a fresh service with no
+ * history, so that each segment's figures can be taken relative to the machine's speed at the
+ * time (scripts/bench/scale.ts).
+ */
+export const SCALE_REFERENCE = Number(args.get('scale-reference') ?? 20_000);
+if (SCALE && !(Number.isSafeInteger(SCALE_REFERENCE) && SCALE_REFERENCE >= 0))
+  throw new Error(`--scale-reference takes a whole number (0: none), got ${args.get('scale-reference')}`);
 export const SCALE_REPLAYS = Math.max(1, Math.floor(Number(args.get('scale-replays') ?? 2)));

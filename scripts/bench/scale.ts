@@ -6,6 +6,9 @@
  * 1. `spread`: N applications spread over 1,000 vouchers, then `hot`: N on one voucher, each phase
  *    in ten segments of N/10 applications, with each segment's throughput, p99 and the service's
  *    RSS right after it (with its anonymous and file-backed parts and the main thread's V8 heap);
+ *    after each segment a reference round: the same applies (--scale-reference, default 20,000)
+ *    on a fresh service of the same build with no history, whose throughput and p99 the segment's
+ *    are also taken relative to, so that the machine's own drift cancels out of the phase's;
  * 2. the service stopped, the disk used per file of DATA_DIR (and per application);
  * 3. the service started again on the same DATA_DIR, the first apply on the hot voucher timed
  *    (its whole history is loaded then), with RSS before and after;
@@ -13,8 +16,9 @@
  *    events per second (with --b-root=<dir>: the replay of that checkout too, alternating A and B
  *    on the same data, `--scale-replays` times each).
  *
- * Options: --scale-applications=<N> (default 1,000,000), --connections, --warmup (seconds of apply
- * on a voucher of its own before the first segment, default 15), --keep-data, --b-root.
+ * Options: --scale-applications=<N> (default 1,000,000), --scale-reference=<N> (0: no reference
+ * rounds), --connections, --warmup (seconds of apply on a voucher of its own before the first
+ * segment, default 15), --keep-data, --b-root.
  * Loopback only; every child stops at the end. Results in .bench/scale.json.
  */
 import fs from 'node:fs';
@@ -29,6 +33,7 @@ import {
   KEEP_DATA,
   ROOT,
   SCALE_APPLICATIONS,
+  SCALE_REFERENCE,
   SCALE_REPLAYS,
   SERVICE_ROOT,
   WARMUP_S,
@@ -45,6 +50,7 @@ import {
   segmentSizes,
   verdicts,
   type PhaseReport,
+  type ReferenceRun,
   type SegmentRun,
 } from './scaleReport.ts';
 import { api, createVouchers } from './vouchers.ts';
@@ -180,6 +186,34 @@ const load = async (url: string, body: (n: number) => string, amount: number | n
   return { result, seconds: (performance.now() - started) / 1000 };
 };
 
+/**
+ * A reference round: `applications` of the phase's applies on a service of the same build started
+ * on a fresh DATA_DIR (the phase's vouchers created, as long a warm-up as the measured service had,
+ * --warmup), stopped and deleted afterwards. It runs right after a segment, so it meets the
+ * machine as the segment did.
+ */
+const referenceRound = async (
+  id: PhaseReport['id'],
+  body: (n: number) => string,
+  applications: number,
+): Promise<ReferenceRun> => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-scale-reference-'));
+  tempDirs.push(dataDir);
+  const service = await startOn(dataDir);
+  try {
+    await createVouchers(service.baseUrl, new Set([id]));
+    const warm = await api(service.baseUrl, 'POST', '/v1/vouchers', voucherBody(WARM_CODE, 1, false));
+    if (warm.status !== 201) throw new Error(`creating ${WARM_CODE}: ${warm.status} ${JSON.stringify(warm.body)}`);
+    if (WARMUP_S > 0) await load(service.baseUrl, bodies.warm, null, WARMUP_S);
+    const { result, seconds } = await load(service.baseUrl, body, applications);
+    if (result['2xx'] !== applications) throw new Error(`reference round: ${result['2xx']} of ${applications} applied`);
+    return { reqPerSec: result.requests.total / seconds, p99Ms: result.latency.p99 };
+  } finally {
+    await stopChild(service.proc);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+};
+
 const runPhase = async (
   id: PhaseReport['id'],
   title: string,
@@ -199,10 +233,15 @@ const runPhase = async (
       p99Ms: result.latency.p99,
       rssBytes: rssOf(service.proc.child.pid),
     };
+    const detail = await memoryDetail(service.proc.child.pid, service.baseUrl);
+    if (SCALE_REFERENCE > 0) run.reference = await referenceRound(id, body, Math.min(SCALE_REFERENCE, size));
     runs.push(run);
     const done = runs.reduce((n, r) => n + r.ok2xx, 0);
+    const reference = run.reference
+      ? `; reference ${run.reference.reqPerSec.toFixed(0)} req/s, p99 ${run.reference.p99Ms} ms`
+      : '';
     log(
-      `  ${id} ${String(done).padStart(9)}: ${(run.requests / seconds).toFixed(0)} req/s, p99 ${run.p99Ms} ms, RSS ${run.rssBytes === null ? '?' : (run.rssBytes / 2 ** 20).toFixed(0)} MB${await memoryDetail(service.proc.child.pid, service.baseUrl)}${cost}${run.failures > 0 ? `, ${run.failures} failed` : ''}`,
+      `  ${id} ${String(done).padStart(9)}: ${(run.requests / seconds).toFixed(0)} req/s, p99 ${run.p99Ms} ms, RSS ${run.rssBytes === null ? '?' : (run.rssBytes / 2 ** 20).toFixed(0)} MB${detail}${cost}${run.failures > 0 ? `, ${run.failures} failed` : ''}${reference}`,
     );
   }
   return phaseReport(id, title, runs);
@@ -319,7 +358,11 @@ export const mainScale = async (): Promise<void> => {
   log('');
   for (const phase of [spread, hot])
     log(
-      `${phase.id.padEnd(6)} throughput ${pct(phase.throughputDrift)} and p99 ${pct(phase.p99Drift)} from the first segment to the last, peak RSS ${phase.peakRssMb?.toFixed(0)} MB`,
+      `${phase.id.padEnd(6)} throughput ${pct(phase.throughputDrift)} and p99 ${pct(phase.p99Drift)} from the first segment to the last` +
+        (phase.p99DriftVsReference === null
+          ? ''
+          : ` (against the reference rounds: ${pct(phase.throughputDriftVsReference)} and ${pct(phase.p99DriftVsReference)})`) +
+        `, peak RSS ${phase.peakRssMb?.toFixed(0)} MB`,
     );
   log(`verdicts: ${JSON.stringify(result.verdicts)}`);
   const out = path.join(ROOT, '.bench', 'scale.json');

@@ -1,6 +1,6 @@
 /**
  * The scale bench's figures (scripts/bench/scale.ts), shaped without I/O: segment rows, the
- * first-to-last drift, the disk per application, the replay's speed read from `npm run replay`'s
+ * first-to-last drift (as measured, and against the reference rounds), the disk per application, the replay's speed read from `npm run replay`'s
  * output, and the verdicts against the targets. Pure, so that the unit tests can check them.
  */
 
@@ -26,6 +26,14 @@ export interface SegmentRun {
   seconds: number;
   p99Ms: number;
   rssBytes: number | null;
+  /** The same load right after, on a service with no history (a reference round); absent: none run. */
+  reference?: ReferenceRun;
+}
+
+/** A reference round: the phase's applies on a fresh service, right after a segment. */
+export interface ReferenceRun {
+  reqPerSec: number;
+  p99Ms: number;
 }
 
 export interface SegmentRow {
@@ -35,6 +43,8 @@ export interface SegmentRow {
   p99Ms: number;
   rssMb: number | null;
   failures: number;
+  /** The reference round after the segment: null when none ran. */
+  reference: ReferenceRun | null;
 }
 
 export interface PhaseReport {
@@ -45,6 +55,14 @@ export interface PhaseReport {
   throughputDrift: number | null;
   /** Last segment's p99 over the first's, minus 1 (+0.3: 30 % worse at the end). */
   p99Drift: number | null;
+  /**
+   * The same drifts with each segment taken relative to its reference round (its req/s over the
+   * reference's, its p99 over the reference's): the machine's own slowing and speeding up, which
+   * the reference round right after a segment shares, cancel out; what history costs stays. Null
+   * unless the first and last segments both have a reference round.
+   */
+  throughputDriftVsReference: number | null;
+  p99DriftVsReference: number | null;
   peakRssMb: number | null;
   failures: number;
 }
@@ -60,6 +78,21 @@ export const segmentSizes = (total: number, parts = 10): number[] => {
   return Array.from({ length: count }, (_, i) => (i === count - 1 ? total - size * (count - 1) : size));
 };
 
+/**
+ * The drift from the first segment to the last of a figure taken relative to each segment's
+ * reference round: (last ÷ its reference) ÷ (first ÷ its reference) − 1.
+ */
+const relativeDrift = (
+  first: SegmentRow | undefined,
+  last: SegmentRow | undefined,
+  figure: (s: SegmentRow) => number,
+  reference: (r: ReferenceRun) => number,
+): number | null => {
+  if (!first?.reference || !last?.reference || first === last) return null;
+  const [a, b, ra, rb] = [figure(first), figure(last), reference(first.reference), reference(last.reference)];
+  return a > 0 && ra > 0 && rb > 0 ? b / rb / (a / ra) - 1 : null;
+};
+
 /** The rows of a phase, cumulative in applications, and its drift from the first segment to the last. */
 export const phaseReport = (id: PhaseReport['id'], title: string, runs: SegmentRun[]): PhaseReport => {
   let upTo = 0;
@@ -71,6 +104,7 @@ export const phaseReport = (id: PhaseReport['id'], title: string, runs: SegmentR
       p99Ms: run.p99Ms,
       rssMb: mb(run.rssBytes),
       failures: run.failures,
+      reference: run.reference ?? null,
     };
   });
   const first = segments[0];
@@ -83,6 +117,18 @@ export const phaseReport = (id: PhaseReport['id'], title: string, runs: SegmentR
     segments,
     throughputDrift: first && last && segments.length > 1 ? drift(first.reqPerSec, last.reqPerSec) : null,
     p99Drift: first && last && segments.length > 1 ? drift(first.p99Ms, last.p99Ms) : null,
+    throughputDriftVsReference: relativeDrift(
+      first,
+      last,
+      (s) => s.reqPerSec,
+      (r) => r.reqPerSec,
+    ),
+    p99DriftVsReference: relativeDrift(
+      first,
+      last,
+      (s) => s.p99Ms,
+      (r) => r.p99Ms,
+    ),
     peakRssMb: rss.length > 0 ? Math.max(...rss) : null,
     failures: segments.reduce((n, s) => n + s.failures, 0),
   };
@@ -128,14 +174,17 @@ export interface ScaleVerdicts {
   rss: Verdict;
   throughputDrift: Verdict;
   p99Drift: Verdict;
+  /** The same targets on the drifts against the reference rounds (`n/a` without them). */
+  throughputDriftVsReference: Verdict;
+  p99DriftVsReference: Verdict;
   firstApply: Verdict;
   replay: Verdict;
 }
 
 /**
  * Verdicts against SCALE_TARGETS: RSS after every segment of every phase, the drift of the last
- * segment from the first (throughput down, p99 up), the first apply after a restart, the replay;
- * a figure not measured is `n/a`.
+ * segment from the first (throughput down, p99 up) as measured and against the reference rounds,
+ * the first apply after a restart, the replay; a figure not measured is `n/a`.
  */
 export const verdicts = (input: {
   phases: PhaseReport[];
@@ -145,12 +194,18 @@ export const verdicts = (input: {
   // 1e-9: a drift of exactly 10 % (11 ms after 10) is within the target despite floating point.
   const pass = (ok: boolean | null): Verdict => (ok === null ? 'n/a' : ok ? 'PASS' : 'MISS');
   const peaks = input.phases.map((p) => p.peakRssMb).filter((x): x is number => x !== null);
-  const throughput = input.phases.map((p) => p.throughputDrift).filter((x): x is number => x !== null);
-  const p99 = input.phases.map((p) => p.p99Drift).filter((x): x is number => x !== null);
+  const figures = (figure: (p: PhaseReport) => number | null) =>
+    input.phases.map(figure).filter((x): x is number => x !== null);
+  const slower = (drifts: number[]) =>
+    pass(drifts.length > 0 ? drifts.every((d) => d >= -SCALE_TARGETS.drift - 1e-9) : null);
+  const worse = (drifts: number[]) =>
+    pass(drifts.length > 0 ? drifts.every((d) => d <= SCALE_TARGETS.drift + 1e-9) : null);
   return {
     rss: pass(peaks.length > 0 ? Math.max(...peaks) <= SCALE_TARGETS.rssMb : null),
-    throughputDrift: pass(throughput.length > 0 ? throughput.every((d) => d >= -SCALE_TARGETS.drift - 1e-9) : null),
-    p99Drift: pass(p99.length > 0 ? p99.every((d) => d <= SCALE_TARGETS.drift + 1e-9) : null),
+    throughputDrift: slower(figures((p) => p.throughputDrift)),
+    p99Drift: worse(figures((p) => p.p99Drift)),
+    throughputDriftVsReference: slower(figures((p) => p.throughputDriftVsReference)),
+    p99DriftVsReference: worse(figures((p) => p.p99DriftVsReference)),
     firstApply: pass(input.firstApplyMs === null ? null : input.firstApplyMs < SCALE_TARGETS.firstApplyMs),
     replay: pass(
       input.replayEventsPerSec === null ? null : input.replayEventsPerSec >= SCALE_TARGETS.replayEventsPerSec,

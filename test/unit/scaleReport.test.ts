@@ -42,9 +42,47 @@ describe('scale bench report', () => {
   });
 
   it('reports no drift for a single segment', () => {
-    const report = phaseReport('hot', 'one voucher', [run()]);
+    const report = phaseReport('hot', 'one voucher', [run({ reference: { reqPerSec: 1_000, p99Ms: 10 } })]);
     expect(report.throughputDrift).to.equal(null);
     expect(report.p99Drift).to.equal(null);
+    expect(report.throughputDriftVsReference).to.equal(null);
+    expect(report.p99DriftVsReference).to.equal(null);
+  });
+
+  it('takes each segment relative to its reference round: the machine slowing down cancels out, history does not', () => {
+    // the machine 20 % slower at the end (the reference too), the service no slower than it
+    const machine = phaseReport('spread', 's', [
+      run({ requests: 2_000, p99Ms: 40, reference: { reqPerSec: 2_500, p99Ms: 30 } }),
+      run({ requests: 1_600, p99Ms: 50, reference: { reqPerSec: 2_000, p99Ms: 37.5 } }),
+    ]);
+    expect(machine.throughputDrift).to.be.closeTo(-0.2, 1e-9);
+    expect(machine.p99Drift).to.be.closeTo(0.25, 1e-9);
+    expect(machine.throughputDriftVsReference).to.be.closeTo(0, 1e-9);
+    expect(machine.p99DriftVsReference).to.be.closeTo(0, 1e-9);
+    expect(machine.segments.map((s) => s.reference)).to.deep.equal([
+      { reqPerSec: 2_500, p99Ms: 30 },
+      { reqPerSec: 2_000, p99Ms: 37.5 },
+    ]);
+    // the same machine throughout, the service 20 % slower and its p99 30 % worse: all of it stays
+    const history = phaseReport('spread', 's', [
+      run({ requests: 2_000, p99Ms: 40, reference: { reqPerSec: 2_500, p99Ms: 30 } }),
+      run({ requests: 1_600, p99Ms: 52, reference: { reqPerSec: 2_500, p99Ms: 30 } }),
+    ]);
+    expect(history.throughputDriftVsReference).to.be.closeTo(-0.2, 1e-9);
+    expect(history.p99DriftVsReference).to.be.closeTo(0.3, 1e-9);
+    expect(verdicts({ phases: [machine], firstApplyMs: null, replayEventsPerSec: null })).to.include({
+      throughputDrift: 'MISS',
+      p99Drift: 'MISS',
+      throughputDriftVsReference: 'PASS',
+      p99DriftVsReference: 'PASS',
+    });
+    expect(verdicts({ phases: [machine, history], firstApplyMs: null, replayEventsPerSec: null })).to.include({
+      throughputDriftVsReference: 'MISS',
+      p99DriftVsReference: 'MISS',
+    });
+    // a reference round missing at either end: no relative drift
+    const partial = phaseReport('hot', 'h', [run(), run({ reference: { reqPerSec: 1_000, p99Ms: 10 } })]);
+    expect(partial.p99DriftVsReference).to.equal(null);
   });
 
   it('gives each file its bytes per application, largest first, without empty files', () => {
@@ -83,6 +121,8 @@ describe('scale bench report', () => {
       rss: 'PASS',
       throughputDrift: 'PASS',
       p99Drift: 'PASS',
+      throughputDriftVsReference: 'n/a',
+      p99DriftVsReference: 'n/a',
       firstApply: 'PASS',
       replay: 'PASS',
     });
@@ -91,6 +131,8 @@ describe('scale bench report', () => {
       rss: 'MISS',
       throughputDrift: 'MISS',
       p99Drift: 'MISS',
+      throughputDriftVsReference: 'n/a',
+      p99DriftVsReference: 'n/a',
       firstApply: 'MISS',
       replay: 'MISS',
     });
@@ -98,6 +140,8 @@ describe('scale bench report', () => {
       rss: 'n/a',
       throughputDrift: 'n/a',
       p99Drift: 'n/a',
+      throughputDriftVsReference: 'n/a',
+      p99DriftVsReference: 'n/a',
       firstApply: 'n/a',
       replay: 'n/a',
     });
