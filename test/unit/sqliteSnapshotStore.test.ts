@@ -4,6 +4,7 @@
  * `snapshot_entries` table) is moved into them when it opens, losing nothing, and an earlier build
  * given the file back finds no core whose entries it cannot read.
  */
+import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { SqliteSnapshotStore } from '../../src/infrastructure/snapshots/sqliteSnapshotStore.ts';
@@ -64,6 +65,19 @@ describe('SqliteSnapshotStore file', () => {
       await store.close();
     }
     expect(tables()).to.deep.equal(['snapshot_cores', 'snapshot_keys', 'snapshot_values']);
+  });
+
+  it('closes a file it cannot use before it throws: no connection is left open on it', async () => {
+    const other = new Database(file());
+    other.exec('CREATE TABLE snapshot_values (id INTEGER PRIMARY KEY, other TEXT)');
+    other.close();
+    expect(() => SqliteSnapshotStore.open(file())).to.throw(/value/);
+    // the last connection to a WAL file removes its -wal and -shm files when it closes; the
+    // checkpointer's connection closes on its own thread, shortly after
+    const deadline = Date.now() + 5_000;
+    while (fs.existsSync(`${file()}-wal`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(fs.existsSync(`${file()}-wal`)).to.equal(false);
+    expect(fs.existsSync(`${file()}-shm`)).to.equal(false);
   });
 
   it('keeps one value per key: rewriting a key does not add a value row', async () => {

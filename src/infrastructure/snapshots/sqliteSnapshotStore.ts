@@ -93,12 +93,18 @@ export class SqliteSnapshotStore implements SnapshotStore {
     );
   }
 
+  /** Opens (creating if needed) the file; a file it cannot use is closed again before the error is thrown. */
   static open(filePath: string): SqliteSnapshotStore {
     fs.mkdirSync(path.dirname(filePath), { recursive: true });
     const db = new Database(filePath);
-    useWal(db, 'NORMAL');
-    db.pragma('busy_timeout = 5000');
-    return new SqliteSnapshotStore(db);
+    try {
+      useWal(db, 'NORMAL');
+      db.pragma('busy_timeout = 5000');
+      return new SqliteSnapshotStore(db);
+    } catch (error) {
+      closeWal(db);
+      throw error;
+    }
   }
 
   load(streamId: string): Promise<{ revision: number; core: unknown } | undefined> {
