@@ -1,6 +1,8 @@
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import { isMainThread, Worker } from 'node:worker_threads';
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
 
 /**
  * WAL frames not yet copied into the database file after which the checkpointer copies the WAL of
@@ -307,4 +309,27 @@ export const useWal = (db: Database.Database, synchronous: 'FULL' | 'NORMAL'): v
 export const closeWal = (db: Database.Database): void => {
   if (inCheckpointer.delete(db)) checkpointer.unwatch(db.name);
   if (db.open) db.close();
+};
+
+/**
+ * Opens a database file (creating its directory if needed) with write-ahead logging at this
+ * durability (`useWal`) and a busy timeout, and hands the connection to `setUp` (schema,
+ * statements). If the setting up throws, the connection is closed again (`closeWal`) before the
+ * error goes on, so a file that cannot be used leaves no connection and no checkpointer watch.
+ */
+export const openWithWal = <T>(
+  filePath: string,
+  synchronous: 'FULL' | 'NORMAL',
+  busyTimeoutMs: number,
+  setUp: (db: Database.Database) => T,
+): T => {
+  if (filePath !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(filePath)), { recursive: true });
+  const db = new Database(filePath, { timeout: busyTimeoutMs });
+  try {
+    useWal(db, synchronous);
+    return setUp(db);
+  } catch (error) {
+    closeWal(db);
+    throw error;
+  }
 };

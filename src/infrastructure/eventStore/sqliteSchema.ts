@@ -2,10 +2,8 @@
  * SQLite storage layout of the embedded event store: opening the database with durable
  * settings, the schema, the prepared statements and the row <-> RecordedEvent mapping.
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import Database from 'better-sqlite3';
-import { closeWal, useWal } from '../sqliteWal.ts';
+import type Database from 'better-sqlite3';
+import { openWithWal } from '../sqliteWal.ts';
 import type { RecordedEvent } from '../../core/eventStore.ts';
 
 export interface OpenDatabaseOptions {
@@ -35,17 +33,11 @@ const SCHEMA = `
 
 /** Opens (creating if needed) the database file: WAL, synchronous=FULL, busy timeout. */
 export function openDatabase(filePath: string, options: OpenDatabaseOptions): Database.Database {
-  if (filePath !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(filePath)), { recursive: true });
-  const db = new Database(filePath, { timeout: options.busyTimeoutMs });
-  try {
-    // FULL: the WAL is fsynced on every commit, so a resolved append survives a power loss.
-    useWal(db, 'FULL');
+  // FULL: the WAL is fsynced on every commit, so a resolved append survives a power loss.
+  return openWithWal(filePath, 'FULL', options.busyTimeoutMs, (db) => {
     db.exec(SCHEMA);
-  } catch (error) {
-    closeWal(db);
-    throw error;
-  }
-  return db;
+    return db;
+  });
 }
 
 export interface EventRow {

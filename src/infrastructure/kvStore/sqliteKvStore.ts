@@ -1,8 +1,6 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import type { Clock } from '../../domain/clock.ts';
-import { closeWal, useWal } from '../sqliteWal.ts';
+import { closeWal, openWithWal } from '../sqliteWal.ts';
 import type { KvStore, OwnedRecords } from '../../core/kvStore.ts';
 
 export interface SqliteKvStoreOptions {
@@ -14,12 +12,8 @@ export interface SqliteKvStoreOptions {
   relaxedNamespaces?: string[];
 }
 
-const openConnection = (filePath: string, synchronous: 'FULL' | 'NORMAL'): Database.Database => {
-  const db = new Database(filePath);
-  useWal(db, synchronous);
-  db.pragma('busy_timeout = 5000');
-  return db;
-};
+const openConnection = (filePath: string, synchronous: 'FULL' | 'NORMAL'): Database.Database =>
+  openWithWal(filePath, synchronous, 5_000, (db) => db);
 
 const statements = (db: Database.Database) => ({
   get: db.prepare<[string, string, number], { value: string }>(
@@ -96,7 +90,6 @@ export class SqliteKvStore implements KvStore {
   }
 
   static open(filePath: string, clock: Clock, options: SqliteKvStoreOptions = {}): SqliteKvStore {
-    if (filePath !== ':memory:') fs.mkdirSync(path.dirname(filePath), { recursive: true });
     const durable = openConnection(filePath, 'FULL');
     durable.exec(`CREATE TABLE IF NOT EXISTS kv (
       namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, expires_at INTEGER NOT NULL,

@@ -7,10 +7,8 @@
  * Beyond the port: documents are stored as JSON (Dates become ISO strings, undefined fields
  * are dropped); find without a sort but with skip/limit orders by id; `limit: 0` returns nothing.
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import Database from 'better-sqlite3';
-import { closeWal, useWal } from '../sqliteWal.ts';
+import type Database from 'better-sqlite3';
+import { closeWal, openWithWal } from '../sqliteWal.ts';
 import {
   FencedWriteError,
   type Document,
@@ -83,20 +81,11 @@ export class SqliteReadStore implements ReadStore {
   }
 
   static open(filePath: string): SqliteReadStore {
-    if (filePath !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(filePath)), { recursive: true });
-    const db = new Database(filePath);
-    try {
-      // NORMAL (no fsync per commit in WAL mode) may lose the last commits on power loss but
-      // never corrupts the file. Acceptable because read models are derived data: documents and
-      // checkpoint commit together, so the projector just replays the event log from the
-      // checkpoint that survived (and a read model can always be rebuilt from scratch).
-      useWal(db, 'NORMAL');
-      db.pragma('busy_timeout = 5000');
-      return new SqliteReadStore(db);
-    } catch (err) {
-      closeWal(db);
-      throw err;
-    }
+    // NORMAL (no fsync per commit in WAL mode) may lose the last commits on power loss but
+    // never corrupts the file. Acceptable because read models are derived data: documents and
+    // checkpoint commit together, so the projector just replays the event log from the
+    // checkpoint that survived (and a read model can always be rebuilt from scratch).
+    return openWithWal(filePath, 'NORMAL', 5_000, (db) => new SqliteReadStore(db));
   }
 
   /** The upsert statement of a collection (looked up by the collection's name, not by its SQL text). */

@@ -1,8 +1,6 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import type { SnapshotStore, StoredEntry } from '../../core/snapshotStore.ts';
-import { closeWal, useWal } from '../sqliteWal.ts';
+import { closeWal, openWithWal } from '../sqliteWal.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS snapshot_cores (
@@ -95,16 +93,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
 
   /** Opens (creating if needed) the file; a file it cannot use is closed again before the error is thrown. */
   static open(filePath: string): SqliteSnapshotStore {
-    fs.mkdirSync(path.dirname(filePath), { recursive: true });
-    const db = new Database(filePath);
-    try {
-      useWal(db, 'NORMAL');
-      db.pragma('busy_timeout = 5000');
-      return new SqliteSnapshotStore(db);
-    } catch (error) {
-      closeWal(db);
-      throw error;
-    }
+    return openWithWal(filePath, 'NORMAL', 5_000, (db) => new SqliteSnapshotStore(db));
   }
 
   load(streamId: string): Promise<{ revision: number; core: unknown } | undefined> {
