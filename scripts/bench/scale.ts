@@ -186,6 +186,13 @@ const load = async (url: string, body: (n: number) => string, amount: number | n
   return { result, seconds: (performance.now() - started) / 1000 };
 };
 
+/** Creates the warm-up voucher and applies on it for WARMUP_S seconds: the applications made. */
+const warmUp = async (baseUrl: string): Promise<number> => {
+  const warm = await api(baseUrl, 'POST', '/v1/vouchers', voucherBody(WARM_CODE, 1, false));
+  if (warm.status !== 201) throw new Error(`creating ${WARM_CODE}: ${warm.status} ${JSON.stringify(warm.body)}`);
+  return WARMUP_S > 0 ? (await load(baseUrl, bodies.warm, null, WARMUP_S)).result['2xx'] : 0;
+};
+
 /**
  * A reference round: `applications` of the phase's applies on a service of the same build started
  * on a fresh DATA_DIR (the phase's vouchers created, as long a warm-up as the measured service had,
@@ -202,9 +209,7 @@ const referenceRound = async (
   const service = await startOn(dataDir);
   try {
     await createVouchers(service.baseUrl, new Set([id]));
-    const warm = await api(service.baseUrl, 'POST', '/v1/vouchers', voucherBody(WARM_CODE, 1, false));
-    if (warm.status !== 201) throw new Error(`creating ${WARM_CODE}: ${warm.status} ${JSON.stringify(warm.body)}`);
-    if (WARMUP_S > 0) await load(service.baseUrl, bodies.warm, null, WARMUP_S);
+    await warmUp(service.baseUrl);
     const { result, seconds } = await load(service.baseUrl, body, applications);
     if (result['2xx'] !== applications) throw new Error(`reference round: ${result['2xx']} of ${applications} applied`);
     return { reqPerSec: result.requests.total / seconds, p99Ms: result.latency.p99 };
@@ -298,13 +303,8 @@ export const mainScale = async (): Promise<void> => {
   const service = await startOn(dataDir);
   log(`creating ${SPREAD_POOL + 2} vouchers through the API (not timed) ...`);
   await createVouchers(service.baseUrl, new Set(['spread', 'hot']));
-  const warm = await api(service.baseUrl, 'POST', '/v1/vouchers', voucherBody(WARM_CODE, 1, false));
-  if (warm.status !== 201) throw new Error(`creating ${WARM_CODE}: ${warm.status} ${JSON.stringify(warm.body)}`);
-  let warmApplications = 0;
-  if (WARMUP_S > 0) {
-    log(`warming up: ${WARMUP_S} s of apply on a voucher of its own ...`);
-    warmApplications = (await load(service.baseUrl, bodies.warm, null, WARMUP_S)).result['2xx'];
-  }
+  if (WARMUP_S > 0) log(`warming up: ${WARMUP_S} s of apply on a voucher of its own ...`);
+  const warmApplications = await warmUp(service.baseUrl);
   const rssStartMb = mbOf(rssOf(service.proc.child.pid));
   log(`spread: ${SCALE_APPLICATIONS} applications over ${SPREAD_POOL} vouchers ...`);
   const spread = await runPhase('spread', `${SPREAD_POOL} vouchers`, service, bodies.spread);

@@ -1,7 +1,8 @@
 /**
  * The scale bench's figures (scripts/bench/scale.ts), shaped without I/O: segment rows, the
- * first-to-last drift (as measured, and against the reference rounds), the disk per application, the replay's speed read from `npm run replay`'s
- * output, and the verdicts against the targets. Pure, so that the unit tests can check them.
+ * first-to-last drift (as measured, and against the reference rounds), the disk per application,
+ * the replay's speed read from `npm run replay`'s output, and the verdicts against the targets.
+ * Pure, so that the unit tests can check them.
  */
 
 /** The targets the scale bench reports against. */

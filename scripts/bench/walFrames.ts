@@ -16,7 +16,10 @@
  * they are now (run it on a DATA_DIR the service has stopped using, before anything rebuilds a
  * file: a replay reassigns every page of the files it rebuilds) and prints, for the lines sampled
  * between `from` and `to` (epoch ms), the frames per B-tree, largest first.
- * Linux or any platform; SQLite's WAL format: https://www.sqlite.org/fileformat2.html#walformat
+ *
+ * The WAL's layout (SQLite's file format): a 32-byte header (magic number, page size at byte 8,
+ * salts at bytes 16 and 20), then frames of a 24-byte header (page number, the database's size in
+ * pages on a commit's last frame, else 0, the two salts) and the page.
  */
 import fs from 'node:fs';
 import path from 'node:path';
