@@ -343,7 +343,13 @@ export const openEmbeddedEnvironment = async (
   const { core: reads, analytics: analyticsReads } = onMongo ?? openReadStores(files);
   const kv = onMongo?.kv ?? SqliteKvStore.open(files.kv, options.clock, { relaxedNamespaces: ['quotes'] }); // quotes can be recomputed
   const snapshotEvery = options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
-  const snapshots = snapshotEvery > 0 ? (onMongo?.snapshots ?? SqliteSnapshotStore.open(files.snapshots)) : undefined;
+  const snapshots =
+    snapshotEvery > 0
+      ? (onMongo?.snapshots ??
+        SqliteSnapshotStore.open(files.snapshots, {
+          onError: (error) => logger.warn({ err: error }, 'snapshot entries are looked up in the file for every key'),
+        }))
+      : undefined;
   // The threads open the SQLite files themselves: with a server, their work runs here.
   const embedded = !servers?.eventStore && !servers?.mongo;
   const role = options.role ?? 'all';

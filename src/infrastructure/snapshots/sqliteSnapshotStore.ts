@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { SnapshotStore, StoredEntry } from '../../core/snapshotStore.ts';
 import { closeWal, openWithWal } from '../sqliteWal.ts';
+import { StoredKeys } from './storedKeys.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS snapshot_cores (
@@ -31,6 +32,17 @@ CREATE TABLE IF NOT EXISTS snapshot_values (
 const OLD_CORES = 'snapshots';
 const OLD_ENTRIES = 'snapshot_entries';
 
+export interface SqliteSnapshotStoreOptions {
+  /**
+   * Keep a filter of the stored keys (storedKeys.ts), so that a lookup of a key never stored
+   * skips the file (default true). Only a store that writes, or looks up entries, needs it: the
+   * webhook thread, which only loads cores, opens the file without.
+   */
+  filterKeys?: boolean;
+  /** The filter could not be built (the store goes on without it). */
+  onError?(error: Error): void;
+}
+
 /**
  * Snapshots in an SQLite file of their own (`snapshots.db` of the environment). Derived data, so
  * written at synchronous=NORMAL: a process crash loses nothing committed, a power cut may lose the
@@ -40,15 +52,31 @@ const OLD_ENTRIES = 'snapshot_entries';
  * entry) pointing at its value in `snapshot_values` (a row id table, appended to). Most lookups
  * are of keys never stored (a new order, a new application), and such a lookup reads only the
  * small tree, whose upper pages stay in the page cache whatever the history; a new value lands at
- * the end of the values table instead of inside the tree (decision 068).
+ * the end of the values table instead of inside the tree (decision 068). A filter of the stored
+ * keys in memory (storedKeys.ts) answers most such lookups without reading the file at all
+ * (decision 079).
  */
 export class SqliteSnapshotStore implements SnapshotStore {
   private readonly statements;
   private readonly write;
 
-  private constructor(private readonly db: Database.Database) {
+  private readonly keys: StoredKeys;
+
+  private constructor(
+    private readonly db: Database.Database,
+    options: SqliteSnapshotStoreOptions,
+  ) {
     db.exec(SCHEMA);
     moveOldEntries(db);
+    this.keys =
+      options.filterKeys === false
+        ? StoredKeys.none()
+        : StoredKeys.of(db, {
+            file: db.name,
+            // Each key has its own value's row, appended: the highest row id counts them.
+            estimate: (db.prepare('SELECT max(id) FROM snapshot_values').pluck().get() as number | null) ?? 0,
+            ...(options.onError ? { onError: options.onError } : {}),
+          });
     this.statements = {
       load: db.prepare<[string], { revision: number; core: string }>(
         'SELECT revision, core FROM snapshot_cores WHERE stream = ?',
@@ -83,8 +111,10 @@ export class SqliteSnapshotStore implements SnapshotStore {
         for (const [key, value] of entries) {
           const json = JSON.stringify(value ?? null);
           const id = st.valueId.get(streamId, key);
-          if (id === undefined) st.addKey.run(streamId, key, st.addValue.run(json, revision).lastInsertRowid);
-          else st.setValue.run(json, revision, id);
+          if (id === undefined) {
+            st.addKey.run(streamId, key, st.addValue.run(json, revision).lastInsertRowid);
+            this.keys.add(streamId, key);
+          } else st.setValue.run(json, revision, id);
         }
         return true;
       },
@@ -92,8 +122,13 @@ export class SqliteSnapshotStore implements SnapshotStore {
   }
 
   /** Opens (creating if needed) the file; a file it cannot use is closed again before the error is thrown. */
-  static open(filePath: string): SqliteSnapshotStore {
-    return openWithWal(filePath, 'NORMAL', 5_000, (db) => new SqliteSnapshotStore(db));
+  static open(filePath: string, options: SqliteSnapshotStoreOptions = {}): SqliteSnapshotStore {
+    return openWithWal(filePath, 'NORMAL', 5_000, (db) => new SqliteSnapshotStore(db, options));
+  }
+
+  /** Whether lookups of keys never stored skip the file (false while the filter is built on its thread). */
+  get filtering(): boolean {
+    return this.keys.ready;
   }
 
   load(streamId: string): Promise<{ revision: number; core: unknown } | undefined> {
@@ -104,6 +139,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
   entries(streamId: string, keys: readonly string[]): Promise<Map<string, StoredEntry>> {
     const found = new Map<string, StoredEntry>();
     for (const key of keys) {
+      if (!this.keys.mightHold(streamId, key)) continue;
       const row = this.statements.entry.get(streamId, key);
       if (row) found.set(key, { value: JSON.parse(row.value) as unknown, revision: row.revision });
     }
@@ -121,6 +157,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
   }
 
   close(): Promise<void> {
+    this.keys.close();
     closeWal(this.db);
     return Promise.resolve();
   }
