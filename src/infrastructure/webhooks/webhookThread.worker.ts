@@ -50,7 +50,9 @@ const run = async () => {
     pollIntervalMs: options.pollIntervalMs,
   });
   const deliveries = new DeliveryStore(new SqliteDeliveries(SqliteReadStore.open(options.webhooksFile)));
-  const snapshots = options.snapshotsFile ? SqliteSnapshotStore.open(options.snapshotsFile, { filterKeys: false }) : undefined; // cores only
+  const snapshots = options.snapshotsFile
+    ? SqliteSnapshotStore.open(options.snapshotsFile, { filterKeys: false })
+    : undefined; // cores only
   let nextId = 1;
   const disabling = new Map<number, { resolve(): void; reject(error: Error): void }>();
   const dispatcher = new WebhookDispatcher({
