@@ -103,9 +103,12 @@ export const listApplications = async (
 ): Promise<Page<Record<string, unknown>>> => {
   if (!(await ctx.reads.get('vouchers', voucherId))) throw notFound(voucherId);
   const filter = { voucher_id: voucherId };
-  const [views, total] = await Promise.all([
+  const [views, usage] = await Promise.all([
     ctx.reads.find<ApplicationView>('applications', filter, { sort: [['applied_seq', -1]], skip: offset, limit }),
-    ctx.reads.count('applications', filter),
+    ctx.reads.get<VoucherUsage>('voucher_usage', voucherId),
   ]);
+  // Read, not counted: a voucher may have millions of applications. Counted only without a usage
+  // document (a voucher never applied) or one an earlier build wrote (no total until a replay).
+  const total = usage?.applications_total ?? (await ctx.reads.count('applications', filter));
   return { data: views.map(renderUsage), total, limit, offset, has_more: offset + views.length < total };
 };

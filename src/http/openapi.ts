@@ -342,7 +342,10 @@ const openApiDocument = () => ({
         'x-scope': 'vouchers:read',
         parameters: [idParam('voucher_id', 'v_'), ...queryParams(schemas.pageQuery)],
         responses: {
-          200: json('A page of applications.', ref('UsagePage')),
+          200: json(
+            'A page of applications. `total` counts every application ever recorded on the voucher, rolled back ones included.',
+            ref('UsagePage'),
+          ),
           400: error('Invalid query (limit, offset, or a parameter this operation does not take).', [
             'INVALID_REQUEST',
           ]),

@@ -11,6 +11,12 @@ import type { VoucherApplicationRolledBack, VoucherApplied } from '../domain/vou
 export interface VoucherUsage {
   id: string;
   usage_count: number;
+  /**
+   * The applications ever recorded on the voucher, rolled back ones included: the `total` of its
+   * applications list, read instead of counted (a voucher may have millions). Absent from a
+   * document an earlier build wrote, until the read models are replayed: the list then counts.
+   */
+  applications_total?: number;
   [key: string]: unknown;
 }
 
@@ -22,6 +28,18 @@ export const voucherUsage: Projection<VoucherApplied | VoucherApplicationRolledB
   evolve: (usage, event) => {
     const id = event.data.voucherId;
     const count = usage?.usage_count ?? 0;
-    return { id, usage_count: event.type === 'VoucherApplied' ? count + 1 : Math.max(0, count - 1) };
+    if (event.type === 'VoucherApplied') {
+      // Without a document this is the voucher's first application; a document without the
+      // total (an earlier build's) keeps going without one.
+      const total =
+        usage === null ? 1 : usage.applications_total === undefined ? undefined : usage.applications_total + 1;
+      return total === undefined
+        ? { id, usage_count: count + 1 }
+        : { id, usage_count: count + 1, applications_total: total };
+    }
+    const usageCount = Math.max(0, count - 1);
+    return usage?.applications_total === undefined
+      ? { id, usage_count: usageCount }
+      : { id, usage_count: usageCount, applications_total: usage.applications_total };
   },
 };

@@ -564,6 +564,21 @@ for (const applyMode of APPLY_MODES)
           status: 'applied',
         });
         expect((await service.get(`/v1/vouchers/${v.id}`)).body.usage_count).to.equal(1);
+
+        // The list's total: both applications, the rolled back one included, read from the
+        // voucher's usage document; a document an earlier build wrote (no total) is counted.
+        const page = (await service.get(`/v1/vouchers/${v.id}/applications?limit=1`)).body;
+        expect([page.total, page.data.length, page.has_more]).to.deep.equal([2, 1, true]);
+        const usage = await service.sandbox.reads.get('voucher_usage', v.id);
+        expect(usage).to.include({ usage_count: 1, applications_total: 2 });
+        const { applications_total, ...earlier } = usage!;
+        expect(applications_total).to.equal(2);
+        await service.sandbox.reads.writeBatch({ upserts: [{ collection: 'voucher_usage', doc: earlier }] });
+        expect((await service.get(`/v1/vouchers/${v.id}/applications`)).body.total).to.equal(2);
+        await service.sandbox.reads.writeBatch({
+          upserts: [{ collection: 'voucher_usage', doc: { ...earlier, applications_total: 5 } }],
+        });
+        expect((await service.get(`/v1/vouchers/${v.id}/applications`)).body.total, 'read, not counted').to.equal(5);
       });
 
       it('answers 404 APPLICATION_NOT_FOUND for an unknown application', async () => {

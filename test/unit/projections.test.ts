@@ -96,9 +96,22 @@ describe('projections: pure evolve', () => {
   });
 
   it('voucher_usage counts applications less rollbacks, never below 0, apart from the voucher document', () => {
-    expect(foldDoc(voucherUsage, recorded(HISTORY), V)).to.deep.equal({ id: V, usage_count: 1 });
+    expect(foldDoc(voucherUsage, recorded(HISTORY), V)).to.deep.equal({ id: V, usage_count: 1, applications_total: 2 });
     expect(foldDoc(voucherUsage, recorded([created, rolledBack]), V)).to.deep.equal({ id: V, usage_count: 0 });
     expect(voucherDetails.handles).to.not.include('VoucherApplied'); // an apply leaves the indexed document alone
+  });
+
+  it('voucher_usage totals the applications ever recorded; a document without the total (an earlier build) goes on without', () => {
+    const [, , first, second, rollback] = recorded(HISTORY);
+    const fold = (from: VoucherUsage | null, events: RecordedEvent[]) =>
+      events.reduce<Document | null>((view, e) => voucherUsage.evolve(view as VoucherUsage | null, e as never), from);
+    expect(fold(null, [first!, second!, rollback!])).to.deep.equal({ id: V, usage_count: 1, applications_total: 2 });
+    expect(fold({ id: V, usage_count: 4 }, [first!, rollback!, second!])).to.deep.equal({ id: V, usage_count: 5 });
+    expect(fold({ id: V, usage_count: 4, applications_total: 7 }, [rollback!])).to.deep.equal({
+      id: V,
+      usage_count: 3,
+      applications_total: 7,
+    });
   });
 
   it('voucher_details: an update to active clears deleted_at; currency null clears, absent keeps; expiry sets the status', () => {
@@ -206,7 +219,7 @@ describe('projections: ProjectionRunner over SQLite stores', () => {
     await runner.handle(tail);
     const first = await documents();
     expect(first.voucher).to.deep.equal({ ...detailsAfterHistory, created_seq: 2, _position: 7 });
-    expect(first.usage).to.deep.equal({ id: V, usage_count: 1, _position: 6 });
+    expect(first.usage).to.deep.equal({ id: V, usage_count: 1, applications_total: 2, _position: 6 });
     expect(first.applications.map((a) => [a.id, a.status, a.applied_seq, a._position])).to.deep.equal([
       ['va_1', 'rolled_back', 4, 6],
       ['va_2', 'applied', 5, 5],

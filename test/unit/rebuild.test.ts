@@ -158,8 +158,8 @@ describe('rebuildReadModels', () => {
       },
     ]);
     expect(usage).to.deep.equal([
-      { id: 'v_A', usage_count: 1, _position: fx.at.rollback1 },
-      { id: 'v_B', usage_count: 1, _position: fx.at.apply3 },
+      { id: 'v_A', usage_count: 1, applications_total: 2, _position: fx.at.rollback1 },
+      { id: 'v_B', usage_count: 1, applications_total: 1, _position: fx.at.apply3 },
     ]);
     expect(applications).to.deep.equal([
       {
