@@ -4,10 +4,10 @@ import type { Worker } from 'node:worker_threads';
 import { siblingWorkerUrl, spawnWorker } from '../supervisedWorker.ts';
 
 /**
- * Bits of the filter: 8 MB, whatever the file's size. It answers "never stored" wrongly for about
- * 0.5 % of the keys never stored with 4 million keys in the file (a million applications on each
- * of two vouchers' worth), and for about 20 % with 20 million: past that the lookups it saves
- * fall off, its memory does not grow.
+ * Bits of the filter: 8 MB, whatever the file's size. Of the keys never stored, it answers
+ * "probably stored" (and the file is read) for about 0.5 % with 4 million keys in the file (two
+ * million applications, two keys each), 5 % with 10 million and 20 % with 20 million: past that
+ * the lookups it saves fall off, its memory does not grow.
  */
 export const FILTER_BITS = 2 ** 26;
 /** Hashes per key: the fewest false "probably stored" answers for 8 MB at a few million keys. */
@@ -32,7 +32,7 @@ export type StoredKeysMessage = { buckets: Uint32Array } | { failed: string };
 export interface StoredKeysOptions {
   /** The database file: a filter of more than SYNC_BUILD_KEYS keys is built from it on a thread of its own. */
   file: string;
-  /** The keys the file holds, about (the filter's build is done at once or on a thread by it). */
+  /** About how many keys the file holds: it decides whether the filter is built at once or on a thread. */
   estimate: number;
   /** The background build failed: the store goes on without a filter (every lookup reads the file). */
   onError?(error: Error): void;
