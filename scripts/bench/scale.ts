@@ -165,7 +165,8 @@ const load = async (url: string, body: (n: number) => string, amount: number | n
   const started = performance.now();
   const result = await autocannon({
     url: `${url}/v1/vouchers/apply`,
-    connections: CONNECTIONS,
+    // autocannon refuses more connections than requests: a small segment or reference round uses fewer
+    connections: amount === null ? CONNECTIONS : Math.max(1, Math.min(CONNECTIONS, amount)),
     pipelining: 1,
     timeout: 10,
     // autocannon ends a run at its next sample after the last answer: every 50 ms instead of every
