@@ -114,3 +114,10 @@ export const SCALE_REFERENCE = Number(args.get('scale-reference') ?? 20_000);
 if (SCALE && !(Number.isSafeInteger(SCALE_REFERENCE) && SCALE_REFERENCE >= 0))
   throw new Error(`--scale-reference takes a whole number (0: none), got ${args.get('scale-reference')}`);
 export const SCALE_REPLAYS = Math.max(1, Math.floor(Number(args.get('scale-replays') ?? 2)));
+/**
+ * Restarts of the scale bench's service after the phases (`--scale-restarts=N`, default 3), each
+ * followed by two applies on the hot voucher: the first apply's target holds for every restart.
+ */
+export const SCALE_RESTARTS = Number(args.get('scale-restarts') ?? 3);
+if (SCALE && !(Number.isSafeInteger(SCALE_RESTARTS) && SCALE_RESTARTS >= 1))
+  throw new Error(`--scale-restarts takes a whole number of at least 1, got ${args.get('scale-restarts')}`);

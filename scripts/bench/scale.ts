@@ -11,13 +11,14 @@
  *    are also taken relative to, so that the machine's own drift cancels out of the phase's;
  * 2. the service stopped, the disk used per file of DATA_DIR (and per application);
  * 3. the service started again on the same DATA_DIR, the first apply on the hot voucher timed
- *    (its whole history is loaded then), with RSS before and after;
+ *    (its whole history is loaded then), with RSS before and after; `--scale-restarts` times
+ *    (default 3), the slowest first apply deciding the target;
  * 4. the service stopped, `scripts/replay.ts` rebuilding every read model of that DATA_DIR, its
  *    events per second (with --b-root=<dir>: the replay of that checkout too, alternating A and B
  *    on the same data, `--scale-replays` times each).
  *
  * Options: --scale-applications=<N> (default 1,000,000), --scale-reference=<N> (0: no reference
- * rounds), --connections, --warmup (seconds of apply on a voucher of its own before the first
+ * rounds), --scale-restarts=<N>, --connections, --warmup (seconds of apply on a voucher of its own before the first
  * segment, default 15), --keep-data, --b-root.
  * Loopback only; every child stops at the end. Results in .bench/scale.json.
  */
@@ -35,6 +36,7 @@ import {
   SCALE_APPLICATIONS,
   SCALE_REFERENCE,
   SCALE_REPLAYS,
+  SCALE_RESTARTS,
   SERVICE_ROOT,
   WARMUP_S,
 } from './cli.ts';
@@ -260,8 +262,8 @@ const filesOf = (dir: string, base = dir): Array<{ file: string; bytes: number }
     return entry.isFile() ? [{ file: path.relative(base, full), bytes: fs.statSync(full).size }] : [];
   });
 
-/** The first apply on the hot voucher after a restart: its time, and RSS before and after. */
-const firstApplyAfterRestart = async (dataDir: string) => {
+/** The first apply on the hot voucher after a restart (the `round`-th): its time, and RSS before and after. */
+const firstApplyAfterRestart = async (dataDir: string, round: number) => {
   const started = performance.now();
   const service = await startOn(dataDir);
   const startMs = performance.now() - started;
@@ -272,9 +274,9 @@ const firstApplyAfterRestart = async (dataDir: string) => {
     if (res.status >= 300) throw new Error(`apply after restart: ${res.status} ${JSON.stringify(res.body)}`);
     return performance.now() - t;
   };
-  const firstMs = await applyOnce(1_000_000_000);
+  const firstMs = await applyOnce(1_000_000_000 + 2 * round);
   const rssAfter = rssOf(service.proc.child.pid);
-  const secondMs = await applyOnce(1_000_000_001);
+  const secondMs = await applyOnce(1_000_000_001 + 2 * round);
   await stopChild(service.proc);
   return { startMs, firstMs, secondMs, rssBeforeMb: mbOf(rssBefore), rssAfterMb: mbOf(rssAfter) };
 };
@@ -323,12 +325,18 @@ export const mainScale = async (): Promise<void> => {
       `  ${f.file.padEnd(32)} ${(f.bytes / 2 ** 20).toFixed(1).padStart(8)} MB ${f.bytesPerApplication.toFixed(0).padStart(6)} B/application`,
     );
 
-  log('restarting the service, then the first apply on the hot voucher ...');
-  const restart = await firstApplyAfterRestart(dataDir);
-  log(
-    `  started in ${restart.startMs.toFixed(0)} ms; first apply ${restart.firstMs.toFixed(1)} ms, second ${restart.secondMs.toFixed(1)} ms; ` +
-      `RSS ${restart.rssBeforeMb?.toFixed(0)} → ${restart.rssAfterMb?.toFixed(0)} MB`,
-  );
+  log(`restarting the service ${SCALE_RESTARTS} time(s), each time followed by two applies on the hot voucher ...`);
+  const restarts: Array<Awaited<ReturnType<typeof firstApplyAfterRestart>>> = [];
+  for (let round = 0; round < SCALE_RESTARTS; round += 1) {
+    const restart = await firstApplyAfterRestart(dataDir, round);
+    restarts.push(restart);
+    log(
+      `  started in ${restart.startMs.toFixed(0)} ms; first apply ${restart.firstMs.toFixed(1)} ms, second ${restart.secondMs.toFixed(1)} ms; ` +
+        `RSS ${restart.rssBeforeMb?.toFixed(0)} → ${restart.rssAfterMb?.toFixed(0)} MB`,
+    );
+  }
+  // The target holds for every restart: the slowest first apply decides.
+  const slowestFirstMs = Math.max(...restarts.map((r) => r.firstMs));
 
   const roots: Array<[string, string]> = [['A', SERVICE_ROOT]];
   if (B_ROOT) roots.push(['B', B_ROOT]);
@@ -347,12 +355,12 @@ export const mainScale = async (): Promise<void> => {
     rssStartMb,
     phases: [spread, hot],
     disk,
-    restart,
+    restarts,
     replays,
     targets: SCALE_TARGETS,
     verdicts: verdicts({
       phases: [spread, hot],
-      firstApplyMs: restart.firstMs,
+      firstApplyMs: slowestFirstMs,
       replayEventsPerSec: replayA.length > 0 ? Math.max(...replayA) : null,
     }),
   };
