@@ -140,4 +140,21 @@ describe('SqliteKvStore', () => {
       expect(await kv.putOwned('quotes', 'r', 1, now() + 1_000, quota('key_1', 1))).to.include({ stored: true });
     });
   });
+
+  it('closes a file whose schema it cannot set up before it throws: no connection is left open on it', async () => {
+    await kv.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.mkdirSync(dir);
+    const other = new Database(file);
+    other.exec('CREATE TABLE kv (namespace TEXT, key TEXT, value TEXT, PRIMARY KEY (namespace, key))');
+    other.close();
+    expect(() => SqliteKvStore.open(file, clock)).to.throw(/expires_at/);
+    // the last connection to a WAL file removes its -wal and -shm files when it closes; the
+    // checkpointer's connection closes on its own thread, shortly after
+    const deadline = Date.now() + 5_000;
+    while (fs.existsSync(`${file}-wal`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(fs.existsSync(`${file}-wal`)).to.equal(false);
+    expect(fs.existsSync(`${file}-shm`)).to.equal(false);
+    kv = SqliteKvStore.open(path.join(dir, 'fresh.db'), clock); // for afterEach
+  });
 });

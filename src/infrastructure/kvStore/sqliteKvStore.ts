@@ -12,8 +12,7 @@ export interface SqliteKvStoreOptions {
   relaxedNamespaces?: string[];
 }
 
-const openConnection = (filePath: string, synchronous: 'FULL' | 'NORMAL'): Database.Database =>
-  openWithWal(filePath, synchronous, 5_000, (db) => db);
+const BUSY_TIMEOUT_MS = 5_000;
 
 const statements = (db: Database.Database) => ({
   get: db.prepare<[string, string, number], { value: string }>(
@@ -89,16 +88,19 @@ export class SqliteKvStore implements KvStore {
     this.relaxedNamespaces = new Set(relaxedNamespaces);
   }
 
+  /** Opens (creating if needed) the file; a file whose schema it cannot set up is closed again before the error is thrown. */
   static open(filePath: string, clock: Clock, options: SqliteKvStoreOptions = {}): SqliteKvStore {
-    const durable = openConnection(filePath, 'FULL');
-    durable.exec(`CREATE TABLE IF NOT EXISTS kv (
-      namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, expires_at INTEGER NOT NULL,
-      PRIMARY KEY (namespace, key)) WITHOUT ROWID;
-      CREATE INDEX IF NOT EXISTS kv_expires ON kv(expires_at);`);
-    addOwner(durable);
+    const durable = openWithWal(filePath, 'FULL', BUSY_TIMEOUT_MS, (db) => {
+      db.exec(`CREATE TABLE IF NOT EXISTS kv (
+        namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, expires_at INTEGER NOT NULL,
+        PRIMARY KEY (namespace, key)) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS kv_expires ON kv(expires_at);`);
+      addOwner(db);
+      return db;
+    });
     const relaxed =
       (options.relaxedNamespaces?.length ?? 0) > 0 && filePath !== ':memory:'
-        ? [openConnection(filePath, 'NORMAL')]
+        ? [openWithWal(filePath, 'NORMAL', BUSY_TIMEOUT_MS, (db) => db)]
         : [];
     return new SqliteKvStore([durable, ...relaxed], clock, options.relaxedNamespaces ?? []);
   }
