@@ -18,8 +18,8 @@
  *    on the same data, `--scale-replays` times each).
  *
  * Options: --scale-applications=<N> (default 1,000,000), --scale-reference=<N> (0: no reference
- * rounds), --scale-restarts=<N>, --connections, --warmup (seconds of apply on a voucher of its own before the first
- * segment, default 15), --keep-data, --b-root.
+ * rounds), --scale-restarts=<N>, --connections, --warmup (seconds of apply on a voucher of its own
+ * before the first segment, default 15), --keep-data, --b-root.
  * Loopback only; every child stops at the end. Results in .bench/scale.json.
  */
 import fs from 'node:fs';

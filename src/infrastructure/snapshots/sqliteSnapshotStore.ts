@@ -68,15 +68,6 @@ export class SqliteSnapshotStore implements SnapshotStore {
   ) {
     db.exec(SCHEMA);
     moveOldEntries(db);
-    this.keys =
-      options.filterKeys === false
-        ? StoredKeys.none()
-        : StoredKeys.of(db, {
-            file: db.name,
-            // Each key has its own value's row, appended: the highest row id counts them.
-            estimate: (db.prepare('SELECT max(id) FROM snapshot_values').pluck().get() as number | null) ?? 0,
-            ...(options.onError ? { onError: options.onError } : {}),
-          });
     this.statements = {
       load: db.prepare<[string], { revision: number; core: string }>(
         'SELECT revision, core FROM snapshot_cores WHERE stream = ?',
@@ -119,6 +110,16 @@ export class SqliteSnapshotStore implements SnapshotStore {
         return true;
       },
     );
+    // Last: a file whose statements cannot be prepared throws above, before any filter's thread starts.
+    this.keys =
+      options.filterKeys === false
+        ? StoredKeys.none()
+        : StoredKeys.of(db, {
+            file: db.name,
+            // Each key has its own value's row, appended: the highest row id counts them.
+            estimate: (db.prepare('SELECT max(id) FROM snapshot_values').pluck().get() as number | null) ?? 0,
+            ...(options.onError ? { onError: options.onError } : {}),
+          });
   }
 
   /** Opens (creating if needed) the file; a file it cannot use is closed again before the error is thrown. */

@@ -50,9 +50,10 @@ const run = async () => {
     pollIntervalMs: options.pollIntervalMs,
   });
   const deliveries = new DeliveryStore(new SqliteDeliveries(SqliteReadStore.open(options.webhooksFile)));
+  // Only snapshot cores are read here, never entries: no filter of the stored keys.
   const snapshots = options.snapshotsFile
     ? SqliteSnapshotStore.open(options.snapshotsFile, { filterKeys: false })
-    : undefined; // cores only
+    : undefined;
   let nextId = 1;
   const disabling = new Map<number, { resolve(): void; reject(error: Error): void }>();
   const dispatcher = new WebhookDispatcher({
