@@ -52,6 +52,18 @@ const fractions = (text: string): number[] => {
 export const RATES = fractions(args.get('rates') ?? '0.25,0.5');
 export const OPEN_LOOP_DURATION_S = Number(args.get('open-loop-duration') ?? 12);
 /**
+ * `--apply-max=<req/s>`: the rates are fractions of this instead of apply's maximum measured in
+ * the run, so that runs of an A/B series offer the same rates (the measured maximum moves by a
+ * third from run to run on this machine). The closed loop still runs, as the warm-up.
+ */
+export const APPLY_MAX = ((raw) => {
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (!(value > 0))
+    throw new Error(`--apply-max takes a rate in requests per second, e.g. --apply-max=2000; got ${raw}`);
+  return value;
+})(args.get('apply-max'));
+/**
  * The open-loop generator opens a connection whenever every open one is busy, up to this many
  * (below the service's 1,000-connection limit). Reaching it means the generator, not the server,
  * set the pace: the run is reported as invalid.

@@ -46,6 +46,35 @@ export const median = (xs: number[]): number => {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
+/** What mainThreadCpu reads of a meter (startCpuMeter's result). */
+export interface ThreadMeter {
+  window: { fromUs: number; toUs: number };
+  serverThreadCpuSeconds: Record<string, number> | null;
+}
+
+/**
+ * The server's main thread over several measured runs (medians of the runs): its share of a core,
+ * and its CPU per answered request in µs (`answered[i]`: the requests run i answered). Nulls when
+ * the thread's CPU is not known (off Linux).
+ */
+export const mainThreadCpu = (
+  meters: ThreadMeter[],
+  answered: number[],
+): { mainCpu: number | null; mainCpuUsPerRequest: number | null } => {
+  const shares: number[] = [];
+  const perRequest: number[] = [];
+  meters.forEach((m, i) => {
+    const main = m.serverThreadCpuSeconds?.main;
+    if (main === undefined) return;
+    shares.push(main / ((m.window.toUs - m.window.fromUs) / 1e6));
+    if (answered[i]! > 0) perRequest.push((main * 1e6) / answered[i]!);
+  });
+  return {
+    mainCpu: shares.length > 0 ? median(shares) : null,
+    mainCpuUsPerRequest: perRequest.length > 0 ? median(perRequest) : null,
+  };
+};
+
 /**
  * How many bodies each scenario has used: the numbering goes on across its runs (warm-up and
  * rounds), so that no two requests of a scenario repeat an order id (a repeat would be answered

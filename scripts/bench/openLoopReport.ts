@@ -35,6 +35,13 @@ export interface OpenLoopRow {
   serverCpu: number;
   loadGenCpu: number;
   otherCpu: number;
+  /**
+   * The server's main thread (the event loop that parses, decides and answers), median of rounds:
+   * its share of a core, and its CPU per answered request in µs. The queue a request waits in
+   * is the main thread's, so these say more about a tail than the whole process's CPU does.
+   */
+  mainCpu: number | null;
+  mainCpuUsPerRequest: number | null;
 }
 
 export interface OpenLoopVerdict {
@@ -86,6 +93,7 @@ export const printOpenLoop = ({
     'peak conns',
     'send lag p99/max',
     'CPU srv/gen/other',
+    'main: CPU, µs/req',
   ];
   const lines = rows.map((r) => {
     const { result: x } = r;
@@ -102,6 +110,9 @@ export const printOpenLoop = ({
       `${x.peakInFlight}${x.capHit ? ' CAP' : ''}`,
       `${ms(x.sendLag.p99)} / ${ms(x.sendLag.max)}`,
       `${pct(r.serverCpu)} / ${pct(r.loadGenCpu)} / ${pct(r.otherCpu)}`,
+      r.mainCpu === null || r.mainCpuUsPerRequest === null
+        ? '–'
+        : `${pct(r.mainCpu)}, ${r.mainCpuUsPerRequest.toFixed(0)}`,
     ];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
@@ -201,6 +212,8 @@ export const writeOpenLoopResults = (results: {
           server_cpu: r.serverCpu,
           load_gen_cpu: r.loadGenCpu,
           other_cpu: r.otherCpu,
+          main_cpu: r.mainCpu,
+          main_cpu_us_per_request: r.mainCpuUsPerRequest,
         })),
         verdicts: results.verdicts,
         profiles: results.profiles,

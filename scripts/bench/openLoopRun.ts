@@ -15,6 +15,7 @@
  */
 import os from 'node:os';
 import {
+  APPLY_MAX,
   B_ENV,
   B_ROOT,
   DURATION_S,
@@ -29,7 +30,7 @@ import {
   WARMUP_S,
 } from './cli.ts';
 import { DISK_QUIET_BYTES, DISK_WAIT_LIMIT_MS, startCpuMeter, waitForDisk } from './cpu.ts';
-import { measure, median, takeBody, type Measured } from './load.ts';
+import { mainThreadCpu, measure, median, takeBody, type Measured } from './load.ts';
 import { mergeRuns, runOpenLoop, type OpenLoopRun } from './openLoop.ts';
 import {
   printOpenLoop,
@@ -167,8 +168,12 @@ export const mainOpenLoop = async (): Promise<void> => {
       throw new Error(`${id}: ${measured.non2xx} non-2xx, ${measured.errors} errors in the closed-loop run`);
     closed[id] = measured;
   }
-  const applyMax = closed.apply!.reqPerSec;
-  log(`apply's maximum in this run: ${Math.round(applyMax)} req/s`);
+  const applyMax = APPLY_MAX ?? closed.apply!.reqPerSec;
+  log(
+    APPLY_MAX === undefined
+      ? `apply's maximum in this run: ${Math.round(applyMax)} req/s`
+      : `apply's maximum taken as ${Math.round(applyMax)} req/s (--apply-max; measured in this run: ${Math.round(closed.apply!.reqPerSec)})`,
+  );
 
   const rows: OpenLoopRow[] = [];
   const windows: Windows = {};
@@ -218,6 +223,10 @@ export const mainOpenLoop = async (): Promise<void> => {
         serverCpu: median(known(meters.map((m) => m.serverCpu))),
         loadGenCpu: Math.max(...meters.map((m) => m.loadGenCpu)),
         otherCpu: Math.max(0, ...known(meters.map((m) => m.otherCpu))),
+        ...mainThreadCpu(
+          meters,
+          runs[id].map((run) => run.result.answered),
+        ),
       });
     }
   }
