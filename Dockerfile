@@ -51,4 +51,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/healthz`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # SIGTERM: the service stops accepting, finishes requests in flight, closes its stores, exits 0
 STOPSIGNAL SIGTERM
-CMD ["node", "dist/src/main.js"]
+# one garbage-collection helper thread instead of four: on a small machine four flood the cores (decision 081)
+CMD ["node", "--v8-pool-size=1", "dist/src/main.js"]

@@ -22,6 +22,13 @@ export const tempDirs: string[] = [];
 export const freePort = (): Promise<number> => freePortOn(HOST);
 
 /**
+ * The node flags the service runs with, as `npm start` (package.json) and the container
+ * (Dockerfile) start it: one V8 helper thread for garbage collection instead of four (decision
+ * 081). The bench starts every service with them; a unit test keeps the three in step.
+ */
+export const SERVICE_NODE_FLAGS = ['--v8-pool-size=1'];
+
+/**
  * `node [nodeFlags] --import tsx <script>` in `cwd`, or with `compiled` `node [nodeFlags] <script>`
  * (a script of `dist/`, as `npm start` runs the service); a failed spawn ends the bench through
  * its cleanup.

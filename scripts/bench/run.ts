@@ -23,7 +23,15 @@ import {
 } from './cli.ts';
 import { waitForQuiet } from './cpu.ts';
 import { measure, median, type Measured } from './load.ts';
-import { freePort, startChild, stopChild, tempDirs, waitForHealth, type Child } from './processes.ts';
+import {
+  SERVICE_NODE_FLAGS,
+  freePort,
+  startChild,
+  stopChild,
+  tempDirs,
+  waitForHealth,
+  type Child,
+} from './processes.ts';
 import { cpuProf, prepareProfDir, reportProfiles, type Windows } from './profiling.ts';
 import { printNotes, printTable, writeResults, type HotCheck } from './report.ts';
 import {
@@ -101,13 +109,10 @@ export const startService = async (root = SERVICE_ROOT, extraEnv: Record<string,
   if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);
   else tempDirs.push(dataDir);
   const port = await freePort();
-  const proc = startChild(
-    name,
-    root,
-    'src/main.ts',
-    serviceEnv(port, dataDir, extraEnv),
-    name === 'service' ? cpuProf(name) : [],
-  );
+  const proc = startChild(name, root, 'src/main.ts', serviceEnv(port, dataDir, extraEnv), [
+    ...SERVICE_NODE_FLAGS,
+    ...(name === 'service' ? cpuProf(name) : []),
+  ]);
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(proc, baseUrl);
   return { proc, baseUrl };
@@ -251,7 +256,7 @@ const runAnalytics = async (ceiling: Measured, measureCeiling: MeasureCeiling): 
     customers: ANALYTICS_CUSTOMERS,
     log,
     freePort,
-    startChild,
+    startChild: (name, cwd, script, env) => startChild(name, cwd, script, env, SERVICE_NODE_FLAGS),
     waitForHealth,
     stopChild,
     ceilingReqPerSec: async () => (CEILING_ONCE ? ceiling : (await measureCeiling()).measured).reqPerSec,

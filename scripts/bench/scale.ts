@@ -42,7 +42,16 @@ import {
 } from './cli.ts';
 import { statCpuSeconds } from './cpu.ts';
 import { takeBody } from './load.ts';
-import { buildCheckout, freePort, startChild, stopChild, tempDirs, waitForHealth, type Child } from './processes.ts';
+import {
+  SERVICE_NODE_FLAGS,
+  buildCheckout,
+  freePort,
+  startChild,
+  stopChild,
+  tempDirs,
+  waitForHealth,
+  type Child,
+} from './processes.ts';
 import { HEADERS, HOT_CODE, RUN, SPREAD_POOL, serviceEnv, spreadCode, voucherBody } from './scenarios.ts';
 import {
   SCALE_TARGETS,
@@ -156,7 +165,14 @@ const memoryDetail = async (pid: number | undefined, baseUrl: string): Promise<s
 
 const startOn = async (dataDir: string): Promise<{ proc: Child; baseUrl: string }> => {
   const port = await freePort();
-  const proc = startChild('service', SERVICE_ROOT, 'dist/src/main.js', serviceEnv(port, dataDir), [], true);
+  const proc = startChild(
+    'service',
+    SERVICE_ROOT,
+    'dist/src/main.js',
+    serviceEnv(port, dataDir),
+    SERVICE_NODE_FLAGS,
+    true,
+  );
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(proc, baseUrl, 120_000);
   return { proc, baseUrl };

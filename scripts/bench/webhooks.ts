@@ -16,7 +16,7 @@ import { threadCpuSeconds } from './cpu.ts';
 import { measure, median } from './load.ts';
 import { busyMsIn, formatSummary, loadProfile, summariseProfile, type ProfileWindow } from './profile.ts';
 import { PROF_DIR } from './profiling.ts';
-import { freePort, startChild, stopChild, tempDirs, waitForHealth } from './processes.ts';
+import { SERVICE_NODE_FLAGS, freePort, startChild, stopChild, tempDirs, waitForHealth } from './processes.ts';
 import { SCENARIOS, serviceEnv } from './scenarios.ts';
 import { api, createVouchers } from './vouchers.ts';
 
@@ -90,7 +90,7 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
     SERVICE_ROOT,
     'src/main.ts',
     serviceEnv(port, dataDir, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', KAFKA_BROKERS: '' }),
-    PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [],
+    [...SERVICE_NODE_FLAGS, ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])],
   );
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(service, baseUrl);
@@ -302,6 +302,7 @@ const benchKafkaLatency = async (
       KAFKA_BROKERS: process.env.KAFKA_BROKERS!.trim(),
       KAFKA_TOPIC_PREFIX: `bench-${process.pid}-${Date.now()}`,
     }),
+    SERVICE_NODE_FLAGS,
   );
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(service, baseUrl);

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import yaml from 'js-yaml';
 import { ROOT } from '../support/processes.ts';
+import { SERVICE_NODE_FLAGS } from '../../scripts/bench/processes.ts';
 
 interface Instruction {
   keyword: string;
@@ -80,7 +81,19 @@ describe('Dockerfile', () => {
         .map((r) => r.args)
         .join('\n'),
     ).to.not.include('npm');
-    expect(all(runtime, 'CMD').map((c) => c.args)).to.deep.equal(['["node", "dist/src/main.js"]']);
+    expect(all(runtime, 'CMD').map((c) => c.args)).to.deep.equal(['["node", "--v8-pool-size=1", "dist/src/main.js"]']);
+  });
+
+  it('starts the service with the node flags of `npm start`, which the bench uses too (decision 081)', () => {
+    const [cmd] = all(runtime, 'CMD');
+    const container = (JSON.parse(cmd!.args) as string[]).slice(1, -1);
+    const scripts = (
+      JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    ).scripts;
+    const npmStart = scripts.start!.split(/\s+/).slice(2, -1); // exec node <flags> dist/src/main.js
+    expect(container).to.deep.equal(SERVICE_NODE_FLAGS);
+    expect(npmStart).to.deep.equal(SERVICE_NODE_FLAGS);
+    expect(SERVICE_NODE_FLAGS).to.include('--v8-pool-size=1');
   });
 
   it('runs as a non-root user, with a HEALTHCHECK on /healthz and DATA_DIR in a volume', () => {
