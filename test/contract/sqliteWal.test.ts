@@ -107,14 +107,16 @@ describe('SQLite WAL checkpoints off the committing connections', function () {
     try {
       // Commits one after the other, yielding to the event loop between them (the checkpointer is a
       // thread of its own): six times as many bytes as the WAL may hold before it is written again
-      // from its start. Without the RESTART the WAL file grows by all of them.
+      // from its start. Without the RESTART the WAL file grows by all of them (6×); with it, it
+      // stays under 3× on a quiet machine, and 4× leaves room for a checkpointer thread that the
+      // rest of a CI machine kept off the CPUs for a while (3.03× seen once).
       let largest = 0;
       for (let written = 0, i = 0; written < 6 * restartBytes; written += body.length, i += 1) {
         insert.run(i % 256, body);
         if (i % 4 === 0) await sleep(1);
         largest = Math.max(largest, fs.statSync(`${file}-wal`).size);
       }
-      expect(largest).to.be.below(3 * restartBytes);
+      expect(largest).to.be.below(4 * restartBytes);
     } finally {
       closeWal(db);
     }
