@@ -107,3 +107,74 @@ describe('webhook delivery on its thread', function () {
     expect((await service.get(`/v1/webhooks/${endpoint.id}`)).body.disabled_reason).to.match(/410/);
   });
 });
+
+describe('commits handed to the webhook thread only while an endpoint is enabled', function () {
+  this.timeout(60_000);
+  let receiver: WebhookReceiver;
+  let service: TestService;
+  /** The `committed` messages the main thread posted to the sandbox's webhook thread. */
+  let handed: number;
+
+  before(async () => {
+    receiver = await WebhookReceiver.start();
+    service = await TestService.start({
+      webhooks: { allowedCidrs: parseCidrs('127.0.0.0/8'), retryDelaysMs: [100, 100], timeoutMs: 1_000 },
+      webhookDelivery: 'thread',
+    });
+    const thread = (service.sandbox.webhooks.publisher as unknown as { thread: { post(message: unknown): boolean } })
+      .thread;
+    const post = thread.post.bind(thread);
+    handed = 0;
+    thread.post = (message) => {
+      if ((message as { type: string }).type === 'committed') handed += 1;
+      return post(message);
+    };
+  });
+  after(async () => {
+    await service.stop();
+    await receiver.stop();
+  });
+
+  const caughtUp = async () =>
+    expect(await service.sandbox.webhooks.publisher!.waitFor(await service.sandbox.events.headPosition(), 10_000)).to.be
+      .true;
+  const apply = async (code: string, order: string) => {
+    const res = await service.post('/v1/vouchers/apply', applyBody(code, order));
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+  };
+
+  const subscribed = () => (service.sandbox.webhooks.publisher as unknown as { subscribed: boolean }).subscribed;
+
+  it('hands over no commit without an enabled endpoint, and the publisher still reads every event', async () => {
+    await until(() => !subscribed(), 'the started thread says no endpoint is enabled');
+    const voucher = await service.createVoucher(fixedVoucher('HANDOFF_A'));
+    for (let i = 0; i < 3; i++) await apply(voucher.code, `handoff-none-${i}`);
+    await caughtUp(); // from the store: nothing was handed over
+    expect(handed).to.equal(0);
+  });
+
+  it('hands over the commit that enables an endpoint, then every commit, and delivers what follows', async () => {
+    const res = await service.post('/v1/webhooks', { url: receiver.url('/handoff'), events: ['voucher.applied'] });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    const endpoint = res.body as { id: string; secret: string };
+    expect(handed).to.equal(1); // the endpoint's own commit
+    await until(() => subscribed(), 'the thread says an endpoint is enabled');
+    const voucher = await service.createVoucher(fixedVoucher('HANDOFF_B'));
+    const created = handed;
+    expect(created).to.be.above(1); // the voucher's commits
+    await apply(voucher.code, 'handoff-some-1');
+    expect(handed).to.equal(created + 1);
+    await until(() => receiver.accepted('/handoff').length === 1, 'the delivery');
+    expect(() => verify(endpoint.secret, receiver.accepted('/handoff')[0]!)).to.not.throw();
+
+    // disabled: commits are no longer handed over once the thread says so
+    const disabled = await service.patch(`/v1/webhooks/${endpoint.id}`, { status: 'disabled' });
+    expect(disabled.status, JSON.stringify(disabled.body)).to.equal(200);
+    await until(() => !subscribed(), 'the thread says no endpoint is enabled');
+    const before = handed;
+    await apply(voucher.code, 'handoff-none-after');
+    await caughtUp();
+    expect(handed).to.equal(before);
+    expect(receiver.accepted('/handoff')).to.have.length(1);
+  });
+});

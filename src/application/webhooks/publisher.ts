@@ -203,6 +203,12 @@ export class WebhookPublisher implements ProjectorHandle {
     return this.consumer.checkpoint;
   }
 
+  /** Whether an endpoint is enabled at the publisher's point of the log: only then can an event make a delivery. */
+  get subscribed(): boolean {
+    for (const endpoint of this.endpoints.values()) if (!endpoint.deleted && endpoint.status === 'enabled') return true;
+    return false;
+  }
+
   async start(): Promise<void> {
     await this.deliveries.start();
     await this.consumer.start();

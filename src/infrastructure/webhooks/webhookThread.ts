@@ -63,11 +63,15 @@ export type ToWebhookThread =
 export type FromWebhookThread =
   | { type: 'ready'; checkpoint: number }
   | { type: 'checkpoint'; position: number }
+  | { type: 'subscribers'; subscribed: boolean }
   | { type: 'result'; id: number; value?: unknown; error?: string }
   | { type: 'disable'; id: number; endpointId: string; reason: string }
   | { type: 'failed'; message: string };
 
 const WORKER_URL = siblingWorkerUrl('webhookThread.worker', import.meta.url);
+
+/** The types of the events that change an endpoint (WebhookEndpointCreated, …Updated, …Deleted). */
+const ENDPOINT_EVENT = /^WebhookEndpoint/;
 
 export class WebhookThread implements ProjectorHandle {
   private position = 0;
@@ -75,6 +79,8 @@ export class WebhookThread implements ProjectorHandle {
   private readonly calls = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
   private nextId = 1;
   private readonly thread: SupervisedWorker<FromWebhookThread, ToWebhookThread>;
+  /** Whether the publisher has an enabled endpoint, as the thread last said (true until it says). */
+  private subscribed = true;
 
   private constructor(
     options: WebhookThreadOptions,
@@ -88,6 +94,7 @@ export class WebhookThread implements ProjectorHandle {
       logger,
       onMessage: (message, worker) => this.receive(message, worker),
       onExit: () => {
+        this.subscribed = true; // until the next thread says otherwise
         for (const pending of this.calls.values()) pending.reject(new Error('the webhook thread ended'));
         this.calls.clear();
       },
@@ -116,8 +123,14 @@ export class WebhookThread implements ProjectorHandle {
     return this.waiters.wait(position, timeoutMs);
   }
 
-  /** The main thread committed these rows: they are handed over, so the thread need not poll for them. */
+  /**
+   * The main thread committed these rows: they are handed over, so the thread need not poll for
+   * them. While no endpoint is enabled, only commits that change an endpoint are: the others make
+   * no delivery, and the thread reads them from the store (its poll, or the gap before the next
+   * commit handed over) instead of being woken for each (decision 082).
+   */
   committed(committed: CommittedEvents): void {
+    if (!this.subscribed && !committed.rows.some((row) => ENDPOINT_EVENT.test(row.type))) return;
     this.thread.post({ type: 'committed', committed });
   }
 
@@ -145,6 +158,9 @@ export class WebhookThread implements ProjectorHandle {
         break;
       case 'checkpoint':
         this.advance(message.position);
+        break;
+      case 'subscribers':
+        this.subscribed = message.subscribed;
         break;
       case 'result': {
         const pending = this.calls.get(message.id);

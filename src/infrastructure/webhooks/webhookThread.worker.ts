@@ -9,8 +9,9 @@
  * subscription as if this store had committed them), `call` (a change to deliveries from the API,
  * answered with `result`), `disabled` (the answer to `disable`), `hurry` (a request waits for the
  * publisher to reach a position: it is not held back for the main thread's load) and `stop`. To it: `ready`,
- * `checkpoint` (the publisher wrote a batch), `result`, `disable` (an endpoint to disable through
- * its command handler) and `failed` (it could not start); after `stop` it ends.
+ * `checkpoint` (the publisher wrote a batch), `subscribers` (whether an endpoint is enabled, each
+ * time that changes), `result`, `disable` (an endpoint to disable through its command handler) and
+ * `failed` (it could not start); after `stop` it ends.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '../../logger.ts';
@@ -81,8 +82,24 @@ const run = async () => {
     deliveries,
     options.environment as Environment,
     (made) => dispatcher.enqueue(made),
-    { logger, onAdvance: (position) => send({ type: 'checkpoint', position }), bus, snapshots, pacer },
+    {
+      logger,
+      onAdvance: (position) => {
+        send({ type: 'checkpoint', position });
+        tellSubscribed();
+      },
+      bus,
+      snapshots,
+      pacer,
+    },
   );
+  // The main thread hands over its commits only while an endpoint is enabled (webhookThread.ts).
+  let subscribed: boolean | undefined;
+  const tellSubscribed = () => {
+    if (publisher.subscribed === subscribed) return;
+    subscribed = publisher.subscribed;
+    send({ type: 'subscribers', subscribed });
+  };
   const fromBus = bus
     ? new BusDeliveries(bus, deliveries, options.environment, (made) => dispatcher.enqueue(made), logger)
     : undefined;
@@ -143,6 +160,7 @@ const run = async () => {
   }
   dispatcher.start();
   send({ type: 'ready', checkpoint: publisher.checkpoint });
+  tellSubscribed();
 };
 
 void run();
