@@ -15,7 +15,12 @@ import {
 } from '../../domain/voucher/state.ts';
 import { voucherSnapshots } from '../../domain/voucher/snapshot.ts';
 import { evolve as evolveEndpoint } from '../../domain/webhooks/endpoint.ts';
-import { subscribes, type WebhookEndpointEvent, type WebhookEventType } from '../../domain/webhooks/events.ts';
+import {
+  changesEndpoint,
+  subscribes,
+  type WebhookEndpointEvent,
+  type WebhookEventType,
+} from '../../domain/webhooks/events.ts';
 import type { Environment } from '../context.ts';
 import type { EnvironmentEvent } from '../events.ts';
 import { renderApplication, renderVoucher, viewFromState } from '../views.ts';
@@ -71,7 +76,9 @@ const happenedAt = (event: VoucherEvent): string => {
 const isVoucherEvent = (e: RecordedEvent<EnvironmentEvent>): e is RecordedEvent<VoucherEvent> =>
   e.type in WEBHOOK_TYPES && e.streamId.startsWith('voucher-');
 const isEndpointEvent = (e: RecordedEvent<EnvironmentEvent>): e is RecordedEvent<WebhookEndpointEvent> =>
-  e.type.startsWith('Webhook') && e.streamId.startsWith('webhook-');
+  changesEndpoint(e.type, e.streamId);
+/** An endpoint events are delivered to: enabled and not deleted. */
+const isLive = (endpoint: EndpointDoc): boolean => !endpoint.deleted && endpoint.status === 'enabled';
 
 /** `evt_…` from the stored event's id: every attempt, resend and recovery carries the same one. */
 export const eventIdOf = (event: RecordedFieldsLike): string => `evt_${event.id.replace(/[^A-Za-z0-9]/g, '')}`;
@@ -205,7 +212,7 @@ export class WebhookPublisher implements ProjectorHandle {
 
   /** Whether an endpoint is enabled at the publisher's point of the log: only then can an event make a delivery. */
   get subscribed(): boolean {
-    for (const endpoint of this.endpoints.values()) if (!endpoint.deleted && endpoint.status === 'enabled') return true;
+    for (const endpoint of this.endpoints.values()) if (isLive(endpoint)) return true;
     return false;
   }
 
@@ -331,7 +338,7 @@ export class WebhookPublisher implements ProjectorHandle {
     const voucher = await this.stateAt(voucherId, event);
     if (!voucher) return null;
     const endpoints = [...this.endpoints.values()]
-      .filter((e) => !e.deleted && e.status === 'enabled' && subscribes(e.events, type))
+      .filter((e) => isLive(e) && subscribes(e.events, type))
       .map((e) => e.id);
     const value = encodePublishedEvent({
       ...this.render(event, voucher),
@@ -369,7 +376,7 @@ export class WebhookPublisher implements ProjectorHandle {
   private async plan(event: RecordedEvent<VoucherEvent>): Promise<Planned | null> {
     const type = WEBHOOK_TYPES[event.type];
     const targets = [...this.endpoints.values()]
-      .filter((e) => !e.deleted && e.status === 'enabled' && subscribes(e.events, type))
+      .filter((e) => isLive(e) && subscribes(e.events, type))
       .map((e) => e.id);
     const voucherId = event.data.voucherId;
     if (targets.length === 0) {

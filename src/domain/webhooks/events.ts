@@ -68,6 +68,10 @@ export type WebhookEndpointEvent =
 
 export const webhookStream = (endpointId: string): string => `webhook-${endpointId}`;
 
+/** Whether an event of this type on this stream changes a webhook endpoint (also read off stored rows). */
+export const changesEndpoint = (type: string, streamId: string): boolean =>
+  type.startsWith('Webhook') && streamId.startsWith(webhookStream(''));
+
 /** Does an endpoint subscribed to `events` receive `type`? */
 export const subscribes = (events: readonly string[], type: string): boolean =>
   events.includes('*') || events.includes(type);

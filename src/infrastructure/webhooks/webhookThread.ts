@@ -21,6 +21,7 @@
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { CommittedEvents } from '../eventStore/sqliteGroupCommit.ts';
+import { changesEndpoint } from '../../domain/webhooks/events.ts';
 import { CheckpointWaiters } from '../../core/checkpointWaiters.ts';
 import type { ProjectorHandle } from '../../core/projectionRunner.ts';
 import { SupervisedWorker, siblingWorkerUrl } from '../supervisedWorker.ts';
@@ -69,9 +70,6 @@ export type FromWebhookThread =
   | { type: 'failed'; message: string };
 
 const WORKER_URL = siblingWorkerUrl('webhookThread.worker', import.meta.url);
-
-/** The types of the events that change an endpoint (WebhookEndpointCreated, …Updated, …Deleted). */
-const ENDPOINT_EVENT = /^WebhookEndpoint/;
 
 export class WebhookThread implements ProjectorHandle {
   private position = 0;
@@ -130,7 +128,7 @@ export class WebhookThread implements ProjectorHandle {
    * commit handed over) instead of being woken for each (decision 082).
    */
   committed(committed: CommittedEvents): void {
-    if (!this.subscribed && !committed.rows.some((row) => ENDPOINT_EVENT.test(row.type))) return;
+    if (!this.subscribed && !committed.rows.some((row) => changesEndpoint(row.type, row.stream_id))) return;
     this.thread.post({ type: 'committed', committed });
   }
 
