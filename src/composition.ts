@@ -772,6 +772,7 @@ const startWebhooks = async (
     logger,
     bus,
     snapshots: ctx.snapshots,
+    firstAttempts: dispatcher,
   });
   const fromBus = bus
     ? new BusDeliveries(bus, deliveries, ctx.environment, (made) => dispatcher.enqueue(made), logger)

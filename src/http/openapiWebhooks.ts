@@ -115,6 +115,8 @@ export const webhookPaths = (h: Helpers) => {
     },
     '/webhooks/{webhook_id}/deliveries': {
       get: op('listWebhookDeliveries', 'Deliveries to an endpoint with their attempts, newest first', {
+        description:
+          'A delivery is listed once its first attempt has been answered, or at the latest 2 s after the service read its event (then as pending while that attempt is under way).',
         parameters: [id, ...queryParams(deliveriesQuery)],
         responses: {
           200: h.json('A page of deliveries.', h.ref('WebhookDeliveryPage')),

@@ -64,11 +64,16 @@ export interface HealthDoc extends Document {
  */
 export class DeliveryStore {
   private tail: Promise<unknown> = Promise.resolve();
+  /** Keys (pendingKey) of deliveries attempted before they are stored (decision 083): pending, though not in the storage yet. */
+  private readonly held: Set<string>;
 
   constructor(
     readonly storage: DeliveryStorage,
     private readonly fence?: FenceOf,
-  ) {}
+    held?: Set<string>,
+  ) {
+    this.held = held ?? new Set();
+  }
 
   /** The webhooks store's other collections (endpoint copies, health, bodies, checkpoints, leases). */
   get store(): ReadStore {
@@ -77,7 +82,7 @@ export class DeliveryStore {
 
   /** The same storage, every write fenced by `fence`. */
   fenced(fence: FenceOf): DeliveryStore {
-    return new DeliveryStore(this.storage, fence);
+    return new DeliveryStore(this.storage, fence, this.held);
   }
 
   start(): Promise<void> {
@@ -129,9 +134,27 @@ export class DeliveryStore {
     return [...bodies.values()].filter((b) => !b.deliveries.some((id) => kept.has(id))).map((b) => b.id);
   }
 
-  /** Which of `keys` have a pending delivery (due, retrying or waiting), named by `pendingKey`. */
-  pendingKeys(keys: readonly DeliveryKey[]): Promise<Set<string>> {
-    return this.storage.pendingKeys(keys);
+  /**
+   * Which of `keys` have a pending delivery (due, retrying or waiting), named by `pendingKey`: in
+   * the storage, or attempted and not stored yet (`hold`).
+   */
+  async pendingKeys(keys: readonly DeliveryKey[]): Promise<Set<string>> {
+    const found = await this.storage.pendingKeys(keys);
+    if (this.held.size > 0)
+      for (const k of keys) {
+        const key = pendingKey(k.endpoint_id, k.order_key);
+        if (this.held.has(key)) found.add(key);
+      }
+    return found;
+  }
+
+  /** The keys of deliveries attempted before they are stored count as pending until `release`. */
+  hold(keys: readonly DeliveryKey[]): void {
+    for (const k of keys) this.held.add(pendingKey(k.endpoint_id, k.order_key));
+  }
+
+  release(keys: readonly DeliveryKey[]): void {
+    for (const k of keys) this.held.delete(pendingKey(k.endpoint_id, k.order_key));
   }
 
   /** The stored deliveries among `ids`, by id. */

@@ -49,6 +49,70 @@ interface Outcome {
 const REFILL_SIZE = 500;
 
 /**
+ * Deliveries the publisher has made and not stored yet, attempted at once (decision 083): each
+ * one's outcome is kept here, not written, until the publisher stores the batch with it.
+ */
+export interface FirstAttempts {
+  /**
+   * Resolves once every delivery of the batch has an outcome, or when none has come for `idleMs`,
+   * or after `maxMs`, whichever comes first.
+   */
+  settled(idleMs: number, maxMs: number): Promise<void>;
+  /**
+   * Ends the batch. Returns each delivery that has an outcome, as its next version (without its
+   * in-memory body); what the outcomes add to the write (endpoint health) goes into `write`. An
+   * attempt still under way or not started is recorded in the store when it ends, like the
+   * attempt of any stored delivery: the publisher stores those deliveries as pending.
+   */
+  close(write: WriteBatch): Map<string, DeliveryDoc>;
+  /** The batch is stored: a retry one of its outcomes scheduled is now read from the store. */
+  stored(): void;
+}
+
+/** A batch of first attempts: the deliveries by id, the outcomes so far, the ids still without one. */
+class FirstBatch {
+  readonly outcomes = new Map<string, Outcome['apply']>();
+  readonly remaining: Set<string>;
+  /** Resolves once the publisher has stored the batch (never, if that write fails: the batch is made again). */
+  readonly stored: Promise<void>;
+  markStored!: () => void;
+  private end: (() => void) | undefined;
+  private progress: (() => void) | undefined;
+
+  constructor(readonly docs: ReadonlyMap<string, DeliveryDoc>) {
+    this.remaining = new Set(docs.keys());
+    this.stored = new Promise<void>((resolve) => {
+      this.markStored = resolve;
+    });
+  }
+
+  outcome(id: string, apply: Outcome['apply']): void {
+    this.outcomes.set(id, apply);
+    this.remaining.delete(id);
+    if (this.remaining.size === 0) this.end?.();
+    else this.progress?.();
+  }
+
+  settled(idleMs: number, maxMs: number, scheduler: Scheduler): Promise<void> {
+    if (this.remaining.size === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      let idle = scheduler.setTimeout(() => this.end?.(), idleMs);
+      const cap = scheduler.setTimeout(() => this.end?.(), maxMs);
+      this.progress = () => {
+        scheduler.clearTimeout(idle);
+        idle = scheduler.setTimeout(() => this.end?.(), idleMs);
+      };
+      this.end = () => {
+        this.end = this.progress = undefined;
+        scheduler.clearTimeout(idle);
+        scheduler.clearTimeout(cap);
+        resolve();
+      };
+    });
+  }
+}
+
+/**
  * Makes the attempts (decision 027): signs each attempt (Standard Webhooks, every secret that
  * signs at this moment), sends it through the `Sender` (which resolves and checks the target at
  * every attempt), and records the outcome: success, a retry on the schedule, or failure for good,
@@ -73,6 +137,8 @@ export class WebhookDispatcher {
   private readonly running = new Set<Promise<void>>();
   /** Since when each endpoint has failed every attempt (null: its last attempt succeeded); loaded lazily. */
   private readonly failingSince = new Map<string, number | null>();
+  /** Deliveries attempted before they are stored, by id: their batch collects the outcome. */
+  private readonly unstored = new Map<string, FirstBatch>();
   /** Outcomes of ended attempts not recorded yet, and whether their recording is queued. */
   private outcomes: Outcome[] = [];
   private recordQueued = false;
@@ -125,6 +191,38 @@ export class WebhookDispatcher {
       else this.push(doc);
     }
     this.wake();
+  }
+
+  /**
+   * Attempts deliveries the publisher has made but not stored yet (decision 083): `docs` are due
+   * now, each the first of its endpoint and voucher, with its body in `payload` (kept in memory
+   * only). Until `close`, an attempt's outcome is kept in the batch instead of written.
+   */
+  attemptFirst(docs: readonly DeliveryDoc[]): FirstAttempts {
+    const batch = new FirstBatch(new Map(docs.map((doc) => [doc.id, doc])));
+    for (const doc of docs) {
+      this.unstored.set(doc.id, batch);
+      this.push(doc);
+    }
+    this.wake();
+    let retrying = false;
+    return {
+      settled: (idleMs, maxMs) => batch.settled(idleMs, maxMs, this.scheduler),
+      close: (write) => {
+        for (const id of batch.remaining) if (this.unstored.get(id) === batch) this.unstored.delete(id);
+        const next = new Map<string, DeliveryDoc>();
+        for (const [id, apply] of batch.outcomes) {
+          const { payload: _body, ...doc } = apply(batch.docs.get(id)!, write);
+          if (doc.status === 'pending' && doc.next_attempt_at !== null) retrying = true;
+          next.set(id, doc);
+        }
+        return next;
+      },
+      stored: () => {
+        batch.markStored();
+        if (retrying) this.wake(true);
+      },
+    };
   }
 
   /**
@@ -275,9 +373,17 @@ export class WebhookDispatcher {
       duration_ms: Math.round(result.durationMs),
     };
     const now = clock.now().getTime();
-    let disableReason: string | undefined;
     const before = await this.failingSinceOf(delivery.endpoint_id);
-    await this.finish(delivery.id, (d, write) => {
+    // decided here, not when the outcome is recorded: a delivery not stored yet records it later (decision 083)
+    let disableReason: string | undefined;
+    if (!isSuccess(result)) {
+      if (result.status === 410) disableReason = 'the endpoint answered 410 Gone';
+      // the 5 days count from the last change to the endpoint too: re-enabling it (or fixing its URL) starts them again
+      else if (now - Math.max(before ?? now, Date.parse(endpoint.updatedAt)) >= FAILING_DISABLE_MS)
+        disableReason = 'every delivery failed for 5 days';
+    }
+    const unstored = this.unstored.get(delivery.id);
+    const recorded = this.finish(delivery.id, (d, write) => {
       const attempts = [...d.attempts, attempt];
       if (isSuccess(result)) {
         if (before !== null) {
@@ -291,24 +397,40 @@ export class WebhookDispatcher {
         write.upserts!.push({ collection: HEALTH, doc: { id: d.endpoint_id, failing_since: failingSince } });
         this.failingSince.set(d.endpoint_id, failingSince);
       }
-      if (result.status === 410) disableReason = 'the endpoint answered 410 Gone';
-      // the 5 days count from the last change to the endpoint too: re-enabling it (or fixing its URL) starts them again
-      else if (now - Math.max(failingSince, Date.parse(endpoint.updatedAt)) >= FAILING_DISABLE_MS)
-        disableReason = 'every delivery failed for 5 days';
       const delay =
         result.status === 410 ? null : nextDelay(attempts.length, settings.retryDelaysMs, JITTER, this.random, result);
       if (delay === null) return { ...d, attempts, status: 'failed', next_attempt_at: null };
       this.schedule(delay);
       return { ...d, attempts, next_attempt_at: now + delay };
     });
+    if (unstored) {
+      // its endpoint's slot is free at once; the endpoint is disabled once the outcome is stored
+      const reason = disableReason;
+      if (reason)
+        void unstored.stored
+          .then(() => this.deps.disable(delivery.endpoint_id, reason))
+          .catch((error: unknown) =>
+            this.deps.logger?.error({ err: error, endpoint: delivery.endpoint_id }, 'webhook endpoint not disabled'),
+          );
+      return;
+    }
+    await recorded;
     if (disableReason) await this.deps.disable(delivery.endpoint_id, disableReason);
   }
 
   /**
    * Records an attempt's outcome: resolves once it is stored. Outcomes that arrive before the
-   * recording of earlier ones has started are recorded together (see recordOutcomes).
+   * recording of earlier ones has started are recorded together (see recordOutcomes). The outcome
+   * of a delivery not stored yet goes to its batch of first attempts, and this resolves at once.
    */
   private finish(id: string, outcome: Outcome['apply']): Promise<void> {
+    const batch = this.unstored.get(id);
+    if (batch) {
+      // not stored yet: the publisher stores it with this outcome
+      this.unstored.delete(id);
+      batch.outcome(id, outcome);
+      return Promise.resolve();
+    }
     return new Promise<void>((done, failed) => {
       this.outcomes.push({ id, apply: outcome, done, failed });
       if (this.recordQueued) return;

@@ -36,6 +36,7 @@ import {
   type EndpointDoc,
   type PayloadDoc,
 } from './deliveryStore.ts';
+import type { FirstAttempts } from './dispatcher.ts';
 import type { Pacer } from './pacer.ts';
 import { encodePublishedEvent } from './publishedEvent.ts';
 
@@ -143,6 +144,22 @@ const STATE_CACHE_SIZE = 2_000;
 const STATE_READ_PAGE = 1_000;
 /** Batches without deliveries read before the checkpoint is written anyway (bounds the re-read after a crash). */
 const UNWRITTEN_BATCHES = 100;
+/**
+ * How long a batch waits for the first attempts of its deliveries before it is stored (decision
+ * 083): until every one is answered, or none has been for FIRST_ATTEMPTS_IDLE_MS, or for at most
+ * FIRST_ATTEMPTS_MAX_MS. The deliveries answered by then are stored once, with their outcome; the
+ * others as pending.
+ */
+export const FIRST_ATTEMPTS_IDLE_MS = 200;
+export const FIRST_ATTEMPTS_MAX_MS = 2_000;
+
+/** A batch's deliveries and event bodies, and the keys that had a delivery pending in the store before it. */
+interface FannedOut {
+  docs: DeliveryDoc[];
+  bodies: PayloadDoc[];
+  /** Keys (pendingKey) whose deliveries in this batch wait behind one stored before the batch. */
+  behindStored: Set<string>;
+}
 
 /** What a WebhookPublisher may be given beyond its log, store, environment and hand-over of new deliveries. */
 export interface WebhookPublisherOptions {
@@ -155,6 +172,11 @@ export interface WebhookPublisherOptions {
   snapshots?: Pick<SnapshotStore, 'load'>;
   /** Holds batches back while the service's request thread is saturated (decision 075); unset: never. */
   pacer?: Pacer;
+  /**
+   * The dispatcher, to attempt a batch's deliveries before they are stored (decision 083); unset:
+   * each batch's deliveries are stored first and handed to `onDeliveries`.
+   */
+  firstAttempts?: { attemptFirst(docs: readonly DeliveryDoc[]): FirstAttempts };
 }
 
 /**
@@ -243,10 +265,15 @@ export class WebhookPublisher implements ProjectorHandle {
     return this.deliveries.store.getCheckpoint(PUBLISHER_CHECKPOINT);
   }
 
-  /** One batch: deliveries, endpoint copies and the checkpoint in one write. */
+  /**
+   * One batch: deliveries, endpoint copies and the checkpoint in one write. With `firstAttempts`
+   * and no endpoint changed in the batch, the deliveries that can go at once are attempted first
+   * and stored once with their outcome (attemptBeforeStoring).
+   */
   async handle(batch: RecordedEvent<EnvironmentEvent>[]): Promise<void> {
     if (batch.length === 0) return;
     const created: DeliveryDoc[] = [];
+    let unstored: { write: WriteBatch; made: FannedOut } | undefined;
     await this.deliveries.exclusive(async () => {
       const write: WriteBatch = {
         upserts: [],
@@ -267,7 +294,16 @@ export class WebhookPublisher implements ProjectorHandle {
           if (plan) planned.push(plan);
         }
       }
-      created.push(...(await this.fanOut(planned, write)));
+      const made = await this.fanOut(planned);
+      // an attempt reads its endpoint's stored copy: a batch that changes one stores it first
+      if (this.options.firstAttempts && changed.size === 0 && made.docs.length > 0) {
+        this.deliveries.hold(made.docs.filter((d) => d.next_attempt_at !== null));
+        unstored = { write, made };
+        return;
+      }
+      for (const doc of made.docs) write.upserts!.push({ collection: DELIVERIES, doc });
+      for (const doc of made.bodies) write.upserts!.push({ collection: PAYLOADS, doc });
+      created.push(...made.docs);
       for (const id of changed) {
         const doc = this.endpoints.get(id);
         if (doc) write.upserts!.push({ collection: ENDPOINTS, doc: { ...doc } });
@@ -282,8 +318,58 @@ export class WebhookPublisher implements ProjectorHandle {
       await this.deliveries.write(write);
       this.unwritten = 0;
     });
+    if (unstored) created.push(...(await this.attemptBeforeStoring(unstored.write, unstored.made)));
     this.consumer.advance(batch.at(-1)!.position);
     if (created.length > 0) this.onDeliveries(created);
+  }
+
+  /**
+   * Decision 083: the batch's deliveries that go at once (the first of each endpoint and voucher,
+   * none pending before the batch) are attempted before anything of the batch is stored. Once they
+   * are all answered (or none has been for FIRST_ATTEMPTS_IDLE_MS, or after FIRST_ATTEMPTS_MAX_MS),
+   * the batch is stored in one write: each
+   * answered delivery in its next version (succeeded, failed, or pending with its retry), the
+   * others as made (pending), the bodies and the checkpoint. The delivery that waited behind one
+   * that has ended goes next. Until that write the checkpoint stays before the batch: a crash
+   * makes the batch again from the log, with the same ids and `webhook-id`s (at least once).
+   * Returns the deliveries the write made due, for the dispatcher.
+   */
+  private async attemptBeforeStoring(write: WriteBatch, made: FannedOut): Promise<DeliveryDoc[]> {
+    const now = made.docs.filter((d) => d.next_attempt_at !== null);
+    const bodies = new Map(made.bodies.map((b) => [b.id, b.payload]));
+    const attempts = this.options.firstAttempts!.attemptFirst(
+      now.map((d) => ({ ...d, payload: bodies.get(d.event_id)! })),
+    );
+    await attempts.settled(FIRST_ATTEMPTS_IDLE_MS, FIRST_ATTEMPTS_MAX_MS);
+    const released: DeliveryDoc[] = [];
+    await this.deliveries.exclusive(async () => {
+      this.deliveries.release(now);
+      const outcomes = attempts.close(write);
+      // a delivery stored before the batch may have ended meanwhile: then the first of its key in the batch goes
+      const stillPending =
+        made.behindStored.size > 0
+          ? await this.deliveries.pendingKeys(
+              made.docs.filter((d) => made.behindStored.has(pendingKey(d.endpoint_id, d.order_key))),
+            )
+          : new Set<string>();
+      const freed = new Set([...made.behindStored].filter((key) => !stillPending.has(key)));
+      for (const doc of made.docs) {
+        const key = pendingKey(doc.endpoint_id, doc.order_key);
+        let row = outcomes.get(doc.id) ?? doc;
+        if (row !== doc) {
+          if (row.status !== 'pending') freed.add(key);
+        } else if (doc.next_attempt_at === null && freed.delete(key)) {
+          row = { ...doc, next_attempt_at: doc.created_ms };
+          released.push(row);
+        }
+        write.upserts!.push({ collection: DELIVERIES, doc: row });
+      }
+      for (const doc of made.bodies) write.upserts!.push({ collection: PAYLOADS, doc });
+      await this.deliveries.write(write);
+      this.unwritten = 0;
+    });
+    attempts.stored();
+    return released;
   }
 
   /**
@@ -389,18 +475,19 @@ export class WebhookPublisher implements ProjectorHandle {
   }
 
   /**
-   * The batch's deliveries and bodies, added to `write`. One lookup tells which endpoint and voucher
-   * keys already have a pending delivery: a delivery of such a key waits behind it, as does every
-   * later one of the key in the batch.
+   * The batch's deliveries and bodies. One lookup tells which endpoint and voucher keys already
+   * have a pending delivery: a delivery of such a key waits behind it, as does every later one of
+   * the key in the batch.
    */
-  private async fanOut(planned: readonly Planned[], write: WriteBatch): Promise<DeliveryDoc[]> {
-    if (planned.length === 0) return [];
+  private async fanOut(planned: readonly Planned[]): Promise<FannedOut> {
+    const made: FannedOut = { docs: [], bodies: [], behindStored: new Set() };
+    if (planned.length === 0) return made;
     const keys = new Map<string, DeliveryKey>();
     for (const { voucherId, targets } of planned)
       for (const endpointId of targets)
         keys.set(pendingKey(endpointId, voucherId), { endpoint_id: endpointId, order_key: voucherId });
     const pending = await this.deliveries.pendingKeys([...keys.values()]);
-    const made: DeliveryDoc[] = [];
+    for (const key of pending) made.behindStored.add(key);
     for (const { event, type, voucherId, targets, event_id: eventId, created_at: at, payload } of planned) {
       const createdMs = Date.parse(at);
       const ids: string[] = [];
@@ -421,12 +508,10 @@ export class WebhookPublisher implements ProjectorHandle {
           created_at: at,
           created_ms: createdMs,
         };
-        write.upserts!.push({ collection: DELIVERIES, doc });
-        made.push(doc);
+        made.docs.push(doc);
         ids.push(doc.id);
       }
-      const body: PayloadDoc = { id: eventId, payload, deliveries: ids };
-      write.upserts!.push({ collection: PAYLOADS, doc: body });
+      made.bodies.push({ id: eventId, payload, deliveries: ids });
     }
     return made;
   }

@@ -91,6 +91,7 @@ const run = async () => {
       bus,
       snapshots,
       pacer,
+      firstAttempts: dispatcher,
     },
   );
   // The main thread hands over its commits only while an endpoint is enabled (webhookThread.ts).
