@@ -763,7 +763,8 @@ const startWebhooks = async (
   logger: Logger,
   buses: Pick<EmbeddedOptions, 'kafka' | 'webhookBus'>,
 ): Promise<void> => {
-  const deliveries = new DeliveryStore(deliveryStorageOf(store));
+  // the publisher beside the dispatcher writes every endpoint copy, through this store
+  const deliveries = new DeliveryStore(deliveryStorageOf(store)).cacheEndpoints();
   const ownBus = buses.webhookBus || !buses.kafka ? undefined : createBus(buses.kafka, kafkaLogTo(logger));
   const bus = buses.webhookBus ?? ownBus;
   await ownBus?.start([ctx.environment]);

@@ -20,6 +20,9 @@ export const HEALTH = 'wh_health';
 export const PAYLOADS = 'wh_payloads';
 export const PUBLISHER_CHECKPOINT = 'webhook_publisher.v1';
 
+/** Endpoint copies kept in memory at most (an environment has at most 16 endpoints; other ids are deleted ones). */
+const MAX_CACHED_ENDPOINTS = 1_000;
+
 /** A write's fence (process roles: the lease the writer holds), taken at each write. */
 export type FenceOf = () => NonNullable<WriteBatch['fence']>;
 
@@ -66,6 +69,10 @@ export class DeliveryStore {
   private tail: Promise<unknown> = Promise.resolve();
   /** Keys (pendingKey) of deliveries attempted before they are stored (decision 083): pending, though not in the storage yet. */
   private readonly held: Set<string>;
+  /** The endpoint copies read so far, by id (null: none stored), while `cacheEndpoints` holds. */
+  private endpoints: Map<string, EndpointDoc | null> | undefined;
+  /** Moves at the start and the end of each write of endpoint copies: a read that overlapped one is not kept. */
+  private endpointWrites = 0;
 
   constructor(
     readonly storage: DeliveryStorage,
@@ -73,6 +80,16 @@ export class DeliveryStore {
     held?: Set<string>,
   ) {
     this.held = held ?? new Set();
+  }
+
+  /**
+   * Keeps the endpoint copies in memory once read, dropping one whenever this store writes it:
+   * for a store whose endpoint copies only its own publisher writes (the publisher runs in the
+   * dispatcher's thread), so that an attempt does not read and parse its endpoint's copy again.
+   */
+  cacheEndpoints(): this {
+    this.endpoints ??= new Map();
+    return this;
   }
 
   /** The webhooks store's other collections (endpoint copies, health, bodies, checkpoints, leases). */
@@ -100,8 +117,18 @@ export class DeliveryStore {
     return this.storage.get(id);
   }
 
-  endpoint(id: string): Promise<EndpointDoc | null> {
-    return this.store.get<EndpointDoc>(ENDPOINTS, id);
+  async endpoint(id: string): Promise<EndpointDoc | null> {
+    const cache = this.endpoints;
+    if (!cache) return this.store.get<EndpointDoc>(ENDPOINTS, id);
+    const cached = cache.get(id);
+    if (cached !== undefined) return cached;
+    const writes = this.endpointWrites;
+    const doc = await this.store.get<EndpointDoc>(ENDPOINTS, id);
+    if (writes === this.endpointWrites) {
+      if (cache.size >= MAX_CACHED_ENDPOINTS) cache.clear();
+      cache.set(id, doc);
+    }
+    return doc;
   }
 
   /** The bodies of the given deliveries, by delivery id: their own, or their event's. */
@@ -215,7 +242,26 @@ export class DeliveryStore {
   }
 
   /** Writes the batch in one transaction: DELIVERIES to the deliveries, the rest to their collections; fenced when this store is. */
-  write(batch: WriteBatch): Promise<void> {
+  async write(batch: WriteBatch): Promise<void> {
+    const cache = this.endpoints;
+    if (cache) {
+      // dropped before and after the write, and a read that overlapped it is not kept
+      const changed = [
+        ...(batch.upserts ?? []).filter((u) => u.collection === ENDPOINTS).map((u) => u.doc.id),
+        ...(batch.deletes ?? []).filter((d) => d.collection === ENDPOINTS).map((d) => d.id),
+      ];
+      if (changed.length > 0) {
+        this.endpointWrites += 1;
+        for (const id of changed) cache.delete(id);
+        try {
+          await this.storage.write(this.fence ? { ...batch, fence: this.fence() } : batch);
+        } finally {
+          this.endpointWrites += 1;
+          for (const id of changed) cache.delete(id);
+        }
+        return;
+      }
+    }
     return this.storage.write(this.fence ? { ...batch, fence: this.fence() } : batch);
   }
 

@@ -50,7 +50,10 @@ const run = async () => {
   const events = SqliteEventStore.open<EnvironmentEvent>(options.eventsFile, {
     pollIntervalMs: options.pollIntervalMs,
   });
-  const deliveries = new DeliveryStore(new SqliteDeliveries(SqliteReadStore.open(options.webhooksFile)));
+  // the publisher beside the dispatcher writes every endpoint copy, through this store
+  const deliveries = new DeliveryStore(
+    new SqliteDeliveries(SqliteReadStore.open(options.webhooksFile)),
+  ).cacheEndpoints();
   // Only snapshot cores are read here, never entries: no filter of the stored keys.
   const snapshots = options.snapshotsFile
     ? SqliteSnapshotStore.open(options.snapshotsFile, { filterKeys: false })
