@@ -18,19 +18,10 @@ import { WebhookDispatcher } from '../../src/application/webhooks/dispatcher.ts'
 import type { SendRequest, SendResult } from '../../src/domain/webhooks/delivery.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 import { SqliteDeliveries } from '../../src/infrastructure/webhooks/sqliteDeliveries.ts';
+import { endpointCopy } from '../fixtures/webhooks.ts';
 
 const T0 = Date.parse('2026-03-01T00:00:00Z');
-const endpoint = (id: string) => ({
-  id,
-  url: `http://127.0.0.1:9/${id}`,
-  events: ['voucher.applied'],
-  description: null,
-  status: 'enabled',
-  secrets: [{ secret: `whsec_${'a'.repeat(32)}`, expiresAt: null }],
-  createdAt: '2026-03-01T00:00:00Z',
-  updatedAt: '2026-03-01T00:00:00Z',
-  deleted: false,
-});
+const endpoint = (id: string) => endpointCopy(id);
 /** Delivery `seq` of voucher `voucher` to `endpointId`: due at T0, or waiting behind an earlier one of its voucher. */
 const delivery = (endpointId: string, voucher: string, seq: number, due: boolean): DeliveryDoc => ({
   id: `msg_${endpointId}_${seq}`,

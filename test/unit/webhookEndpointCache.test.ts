@@ -7,19 +7,9 @@ import sinon from 'sinon';
 import { DeliveryStore, ENDPOINTS, type EndpointDoc } from '../../src/application/webhooks/deliveryStore.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 import { SqliteDeliveries } from '../../src/infrastructure/webhooks/sqliteDeliveries.ts';
+import { endpointCopy } from '../fixtures/webhooks.ts';
 
-const copy = (url: string): EndpointDoc =>
-  ({
-    id: 'we_a',
-    url,
-    events: ['voucher.applied'],
-    description: null,
-    status: 'enabled',
-    secrets: [{ secret: `whsec_${'a'.repeat(32)}`, expiresAt: null }],
-    createdAt: '2026-03-01T00:00:00Z',
-    updatedAt: '2026-03-01T00:00:00Z',
-    deleted: false,
-  }) as unknown as EndpointDoc;
+const copy = (url: string) => endpointCopy('we_a', url) as unknown as EndpointDoc;
 
 describe('webhook endpoint copies kept in memory', () => {
   let deliveries: DeliveryStore;
