@@ -23,6 +23,12 @@ export const PUBLISHER_CHECKPOINT = 'webhook_publisher.v1';
 /** Endpoint copies kept in memory at most (an environment has at most 16 endpoints; other ids are deleted ones). */
 const MAX_CACHED_ENDPOINTS = 1_000;
 
+/** The ids of the endpoint copies a batch writes or deletes. */
+const endpointIdsIn = (batch: WriteBatch): string[] => [
+  ...(batch.upserts ?? []).filter((u) => u.collection === ENDPOINTS).map((u) => u.doc.id),
+  ...(batch.deletes ?? []).filter((d) => d.collection === ENDPOINTS).map((d) => d.id),
+];
+
 /** A write's fence (process roles: the lease the writer holds), taken at each write. */
 export type FenceOf = () => NonNullable<WriteBatch['fence']>;
 
@@ -243,26 +249,21 @@ export class DeliveryStore {
 
   /** Writes the batch in one transaction: DELIVERIES to the deliveries, the rest to their collections; fenced when this store is. */
   async write(batch: WriteBatch): Promise<void> {
-    const cache = this.endpoints;
-    if (cache) {
-      // dropped before and after the write, and a read that overlapped it is not kept
-      const changed = [
-        ...(batch.upserts ?? []).filter((u) => u.collection === ENDPOINTS).map((u) => u.doc.id),
-        ...(batch.deletes ?? []).filter((d) => d.collection === ENDPOINTS).map((d) => d.id),
-      ];
-      if (changed.length > 0) {
-        this.endpointWrites += 1;
-        for (const id of changed) cache.delete(id);
-        try {
-          await this.storage.write(this.fence ? { ...batch, fence: this.fence() } : batch);
-        } finally {
-          this.endpointWrites += 1;
-          for (const id of changed) cache.delete(id);
-        }
-        return;
-      }
+    const fenced = this.fence ? { ...batch, fence: this.fence() } : batch;
+    const changed = this.endpoints ? endpointIdsIn(batch) : [];
+    if (changed.length === 0) return this.storage.write(fenced);
+    // the cached copies are dropped before and after the write, and a read that overlapped it is not kept
+    this.forgetEndpoints(changed);
+    try {
+      await this.storage.write(fenced);
+    } finally {
+      this.forgetEndpoints(changed);
     }
-    return this.storage.write(this.fence ? { ...batch, fence: this.fence() } : batch);
+  }
+
+  private forgetEndpoints(ids: readonly string[]): void {
+    this.endpointWrites += 1;
+    for (const id of ids) this.endpoints!.delete(id);
   }
 
   close(): Promise<void> {

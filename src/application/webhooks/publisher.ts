@@ -273,7 +273,7 @@ export class WebhookPublisher implements ProjectorHandle {
   async handle(batch: RecordedEvent<EnvironmentEvent>[]): Promise<void> {
     if (batch.length === 0) return;
     const created: DeliveryDoc[] = [];
-    let unstored: { write: WriteBatch; made: FannedOut } | undefined;
+    let unstored: { write: WriteBatch; made: FannedOut; first: DeliveryDoc[] } | undefined;
     await this.deliveries.exclusive(async () => {
       const write: WriteBatch = {
         upserts: [],
@@ -297,8 +297,9 @@ export class WebhookPublisher implements ProjectorHandle {
       const made = await this.fanOut(planned);
       // an attempt reads its endpoint's stored copy: a batch that changes one stores it first
       if (this.options.firstAttempts && changed.size === 0 && made.docs.length > 0) {
-        this.deliveries.hold(made.docs.filter((d) => d.next_attempt_at !== null));
-        unstored = { write, made };
+        const first = made.docs.filter((d) => d.next_attempt_at !== null);
+        this.deliveries.hold(first);
+        unstored = { write, made, first };
         return;
       }
       for (const doc of made.docs) write.upserts!.push({ collection: DELIVERIES, doc });
@@ -318,7 +319,7 @@ export class WebhookPublisher implements ProjectorHandle {
       await this.deliveries.write(write);
       this.unwritten = 0;
     });
-    if (unstored) created.push(...(await this.attemptBeforeStoring(unstored.write, unstored.made)));
+    if (unstored) created.push(...(await this.attemptBeforeStoring(unstored)));
     this.consumer.advance(batch.at(-1)!.position);
     if (created.length > 0) this.onDeliveries(created);
   }
@@ -332,18 +333,26 @@ export class WebhookPublisher implements ProjectorHandle {
    * others as made (pending), the bodies and the checkpoint. The delivery that waited behind one
    * that has ended goes next. Until that write the checkpoint stays before the batch: a crash
    * makes the batch again from the log, with the same ids and `webhook-id`s (at least once).
-   * Returns the deliveries the write made due, for the dispatcher.
+   * Returns the deliveries the write made due, for the dispatcher. `first`: the deliveries that go
+   * at once, their keys held as pending (`hold`) until the write.
    */
-  private async attemptBeforeStoring(write: WriteBatch, made: FannedOut): Promise<DeliveryDoc[]> {
-    const now = made.docs.filter((d) => d.next_attempt_at !== null);
+  private async attemptBeforeStoring({
+    write,
+    made,
+    first,
+  }: {
+    write: WriteBatch;
+    made: FannedOut;
+    first: DeliveryDoc[];
+  }): Promise<DeliveryDoc[]> {
     const bodies = new Map(made.bodies.map((b) => [b.id, b.payload]));
     const attempts = this.options.firstAttempts!.attemptFirst(
-      now.map((d) => ({ ...d, payload: bodies.get(d.event_id)! })),
+      first.map((d) => ({ ...d, payload: bodies.get(d.event_id)! })),
     );
     await attempts.settled(FIRST_ATTEMPTS_IDLE_MS, FIRST_ATTEMPTS_MAX_MS);
     const released: DeliveryDoc[] = [];
     await this.deliveries.exclusive(async () => {
-      this.deliveries.release(now);
+      this.deliveries.release(first);
       const outcomes = attempts.close(write);
       // a delivery stored before the batch may have ended meanwhile: then the first of its key in the batch goes
       const stillPending =
