@@ -327,11 +327,13 @@ export const openEmbeddedEnvironment = async (
   let thread: ProjectorThread | undefined;
   let webhookThread: WebhookThread | undefined;
   const { servers } = options;
-  // The rows of each commit are handed to the projector thread and the webhook thread.
+  // The rows of each commit are handed to the projector thread (unless the event store's writer
+  // thread forwards them to it) and to the webhook thread.
+  let forwarded = false;
   const events = openEventStore<EnvironmentEvent>(servers, environment, files.events, {
     writer: options.eventStoreWriter,
     onCommitted: (committed) => {
-      thread?.committed(committed);
+      if (!forwarded) thread?.committed(committed);
       webhookThread?.committed(committed);
     },
   });
@@ -380,6 +382,17 @@ export const openEmbeddedEnvironment = async (
       logger,
     );
     analytics = thread.group(ANALYTICS_GROUP.name);
+    // The writer thread posts each commit's rows to the projector thread itself: the main thread
+    // saves a message, and the wake-up of a thread that sleeps, per commit (decision 085).
+    if (events instanceof SqliteEventStore) {
+      const projectorThread = thread;
+      const feed = () => {
+        const { port1, port2 } = new MessageChannel();
+        return projectorThread.feed(port2) ? port1 : undefined;
+      };
+      forwarded = events.forwardCommits(feed);
+      projectorThread.onRestart(() => events.forwardCommits(feed));
+    }
   } else {
     // The second group: analytics aggregates and export records, with their own checkpoint.
     analytics = await startGroup(events, analyticsReads, ANALYTICS_GROUP, logger);

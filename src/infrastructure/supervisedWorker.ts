@@ -2,7 +2,7 @@
  * Worker threads of the service: starting one from the .ts sources or the compiled .js, and
  * keeping one running (the projector thread, the webhook thread).
  */
-import { Worker } from 'node:worker_threads';
+import { Worker, type MessagePort } from 'node:worker_threads';
 import type { Logger } from 'pino';
 
 /**
@@ -64,10 +64,10 @@ export class SupervisedWorker<From extends { type: string }, To> {
     return this.stopping === undefined && this.running;
   }
 
-  /** Posts to the running thread; false (nothing posted) when none runs or it is stopping. */
-  post(message: To): boolean {
+  /** Posts to the running thread (moving `transfer`'s ports); false (nothing posted) when none runs or it is stopping. */
+  post(message: To, transfer?: readonly MessagePort[]): boolean {
     if (!this.available) return false;
-    this.worker.postMessage(message);
+    this.worker.postMessage(message, transfer);
     return true;
   }
 

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
-import type { Worker } from 'node:worker_threads';
+import { MessageChannel, type Worker } from 'node:worker_threads';
 import { ANALYTICS_GROUP } from '../../src/projections/index.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { ProjectorThread } from '../../src/infrastructure/projector/projectorThread.ts';
@@ -100,6 +100,37 @@ describe('ProjectorThread', function () {
     expect(await analytics.waitFor(second.position, 10_000)).to.equal(true);
     expect(await usesOf()).to.equal(2);
     expect(lines.some((l) => l.msg === 'projector thread ended; starting a new one')).to.equal(true);
+  });
+
+  it("takes commits the event store's writer thread forwards on a port, and again from a new thread after a restart", async () => {
+    const store = SqliteEventStore.open(path.join(dir, 'events.db'), { startWriter: true }); // hands nothing over itself
+    try {
+      thread = await start(); // polls once a minute: only the forwarded commits can feed it within the test
+      const current = thread;
+      const analytics = current.group(ANALYTICS_GROUP.name);
+      const feed = () => {
+        const { port1, port2 } = new MessageChannel();
+        return current.feed(port2) ? port1 : undefined;
+      };
+      expect(store.forwardCommits(feed)).to.equal(true);
+      let restarted!: () => void;
+      const restart = new Promise<void>((resolve) => (restarted = resolve));
+      current.onRestart(() => {
+        store.forwardCommits(feed);
+        restarted();
+      });
+      const first = await store.appendToStream('voucher-v_T', [applied(1)]);
+      expect(await analytics.waitFor(first.position, 10_000)).to.equal(true);
+      await (current as unknown as { thread: { worker: Worker } }).thread.worker.terminate();
+      await restart;
+      const second = await store.appendToStream('voucher-v_T', [applied(2), applied(3)]);
+      expect(await analytics.waitFor(second.position, 10_000)).to.equal(true);
+      expect(await usesOf()).to.equal(3);
+    } finally {
+      await thread?.stop();
+      thread = undefined;
+      await store.close();
+    }
   });
 
   it('stop() releases waiters and ends the thread', async () => {

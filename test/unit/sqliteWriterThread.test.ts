@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { WrongExpectedRevisionError } from '../../src/core/eventStore.ts';
@@ -10,7 +10,7 @@ import {
   SqliteEventStore,
   type SqliteEventStoreOptions,
 } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
-import { WriterThreadEnded } from '../../src/infrastructure/eventStore/sqliteWriterThread.ts';
+import { WriterThreadEnded, type ForwardedCommit } from '../../src/infrastructure/eventStore/sqliteWriterThread.ts';
 
 /** White-box: the store's side of the writer thread. */
 const writerOf = (store: SqliteEventStore<AnyEvent>) =>
@@ -125,6 +125,48 @@ describe('SqliteEventStore writer thread', function () {
     expect((await store.readStream('s')).map((e) => e.type)).to.deep.equal(['A', 'B']);
   });
 
+  it('forwards each commit to the port the feed makes, and asks for a new port when a new thread opens the store', async function () {
+    const store = open({ startWriter: true });
+    const received: Array<{ port: number; positions: number[] }> = [];
+    const ends: MessagePort[] = [];
+    const feed = () => {
+      const { port1, port2 } = new MessageChannel();
+      const index = ends.length;
+      port2.on('message', (message: ForwardedCommit) =>
+        received.push({ port: index, positions: message.committed.rows.map((row) => row.position) }),
+      );
+      ends.push(port2);
+      return port1;
+    };
+    const arrived = async (count: number) => {
+      for (let i = 0; i < 200 && received.length < count; i++) await new Promise((r) => setTimeout(r, 10));
+    };
+    try {
+      expect(store.forwardCommits(feed)).to.equal(true);
+      expect(ends).to.have.length(1); // the store is open on the thread: a port at once
+      await store.appendToStream('s', [
+        { type: 'A', data: {} },
+        { type: 'B', data: {} },
+      ]);
+      await arrived(1);
+      expect(received).to.deep.equal([{ port: 0, positions: [1, 2] }]);
+      // a rejected append commits nothing: nothing is forwarded
+      await store.appendToStream('s', [{ type: 'C', data: {} }], { expectedRevision: 0 }).catch(() => undefined);
+      const first = writerOf(store).openedOn!;
+      await first.terminate();
+      await nextTurn();
+      await store.appendToStream('s', [{ type: 'D', data: {} }]); // a new thread: a new port
+      await arrived(2);
+      expect(ends).to.have.length(2);
+      expect(received).to.deep.equal([
+        { port: 0, positions: [1, 2] },
+        { port: 1, positions: [3] },
+      ]);
+    } finally {
+      for (const end of ends) end.close();
+    }
+  });
+
   it("inline (writer: 'inline') commits on the calling thread's connection", async function () {
     const store = open({ writer: 'inline' });
     const token = store.externalChangeToken();
@@ -132,5 +174,6 @@ describe('SqliteEventStore writer thread', function () {
     await nextTurn();
     expect(store.externalChangeToken()).to.equal(token);
     expect((store as unknown as { writer: unknown }).writer).to.equal(undefined);
+    expect(store.forwardCommits(() => undefined)).to.equal(false); // nothing to forward from
   });
 });

@@ -7,6 +7,7 @@
  * Several processes may open the same file: writes use BEGIN IMMEDIATE + busy_timeout.
  */
 import { randomUUID } from 'node:crypto';
+import type { MessagePort } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type {
   AppendResult,
@@ -155,6 +156,17 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
       });
       (this.writer ?? this.committer!).enqueue({ parts, resolve, reject });
     });
+  }
+
+  /**
+   * With the writer thread: has it post each commit's rows on a port `feed` makes (see
+   * WriterThread.forwardCommits), for a thread that would otherwise be handed them by this one.
+   * False (nothing set up) when this store commits on the calling thread.
+   */
+  forwardCommits(feed: () => MessagePort | undefined): boolean {
+    if (!this.writer) return false;
+    this.writer.forwardCommits(feed);
+    return true;
   }
 
   /**

@@ -33,7 +33,7 @@
  * changed. So own commits never change the token, and a foreign commit changes it at the latest at
  * the first turn after it is visible (as with data_version alone).
  */
-import { type Worker } from 'node:worker_threads';
+import { type MessagePort, type Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { WrongExpectedRevisionError, type AppendResult, type ExpectedRevision } from '../../core/eventStore.ts';
 import type { CommittedEvents, FlushInfo, PendingAppend, StreamPart } from './sqliteGroupCommit.ts';
@@ -74,7 +74,15 @@ export type WireOutcome = { ok: true; results: AppendResult[] } | { ok: false; e
 export type ToWriter =
   | ({ type: 'open'; id: number } & WriterOpen)
   | { type: 'append'; id: number; appends: StreamPart[][] }
+  /** From now on, each commit's rows of the store also go to `port` (replacing the one before). */
+  | { type: 'forward'; id: number; port: MessagePort }
   | { type: 'close'; id: number };
+
+/** What the thread posts on a store's forward port after each commit that stored rows. */
+export interface ForwardedCommit {
+  type: 'committed';
+  committed: CommittedEvents;
+}
 
 export type FromWriter =
   | {
@@ -143,8 +151,21 @@ class WriterHost {
     if (client.openedOn !== worker) {
       worker.postMessage({ type: 'open', id, ...open } satisfies ToWriter);
       client.openedOn = worker;
+      const port = client.forwardPort();
+      if (port) worker.postMessage({ type: 'forward', id, port } satisfies ToWriter, [port]);
     }
     return worker;
+  }
+
+  /** Has the thread forward the store's commits to `port` (opening its connection first if needed). */
+  forward(id: number, open: WriterOpen, port: MessagePort): void {
+    const worker = this.start();
+    if (this.clients.get(id)?.openedOn !== worker) {
+      port.close();
+      this.open(id, open); // which asks the store for a port of its own
+      return;
+    }
+    worker.postMessage({ type: 'forward', id, port } satisfies ToWriter, [port]);
   }
 
   /** Posts a store's appends, opening its connection on the thread first if needed. */
@@ -228,6 +249,8 @@ export class WriterThread {
   private answered = 0;
   private idleWaiters: Array<() => void> = [];
   private lastVersion: number;
+  /** Makes the port the thread forwards this store's commits to (see `forwardCommits`). */
+  private feed: (() => MessagePort | undefined) | undefined;
 
   constructor(private readonly options: WriterThreadOptions) {
     const { file, busyTimeoutMs, walAutocheckpoint } = options;
@@ -259,6 +282,26 @@ export class WriterThread {
       this.open,
       batch.map((append) => append.parts),
     );
+  }
+
+  /**
+   * From now on the thread also posts each commit's rows (a `ForwardedCommit`) to a port that
+   * `feed` makes, right after answering the commit: another thread that reads them (the projector
+   * thread) gets them without the opening thread posting them on. `feed` is called now, and again
+   * whenever a new writer thread opens this store; undefined: nothing to forward to. Called again,
+   * it replaces the port and the feed. Commits made while no port was in place are not forwarded:
+   * the receiver finds them in the store.
+   */
+  forwardCommits(feed: () => MessagePort | undefined): void {
+    this.feed = feed;
+    if (!this.openedOn) return; // the thread asks for a port when it opens this store
+    const port = feed();
+    if (port) host.forward(this.id, this.open, port);
+  }
+
+  /** A port for a thread that has just opened this store (see `forwardCommits`). */
+  forwardPort(): MessagePort | undefined {
+    return this.feed?.();
   }
 
   /** See the change token above. Reads the opening connection: call it at most once per turn. */

@@ -3,12 +3,13 @@
  * connection to the events file (WAL, synchronous=FULL) and the group commit of sqliteGroupCommit.ts.
  *
  * Messages (each naming its store by `id`): `open`, `append` (the appends of one turn of the
- * opening thread) and `close`. Each message handled takes every message already waiting with it;
- * the appends of one store among them are written by one transaction, answered by `done` with the
- * outcomes in order and the committed rows. `close` writes what came before it, closes the
- * store's connection and answers `closed`.
+ * opening thread), `forward` and `close`. Each message handled takes every message already waiting
+ * with it; the appends of one store among them are written by one transaction, answered by `done`
+ * with the outcomes in order and the committed rows, which then also go to the store's forward
+ * port if it has one (`forward` sets it, replacing and closing the one before). `close` writes
+ * what came before it, closes the store's connection and forward port and answers `closed`.
  */
-import { parentPort, receiveMessageOnPort } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import { GroupCommitter, type CommittedEvents, type FlushInfo, type StreamPart } from './sqliteGroupCommit.ts';
 import { openDatabase, prepareStatements, type Statements } from './sqliteSchema.ts';
 import { closeWal } from '../sqliteWal.ts';
@@ -18,6 +19,7 @@ import {
   HEAD,
   accountHead,
   toWireError,
+  type ForwardedCommit,
   type FromWriter,
   type ToWriter,
   type WireError,
@@ -27,6 +29,8 @@ import {
 
 const port = parentPort!;
 const send = (message: FromWriter) => port.postMessage(message);
+/** Each store's forward port: where its commits' rows go after each answer. */
+const forwards = new Map<number, MessagePort>();
 
 /** One store's connection and group commit. */
 class StoreWriter {
@@ -87,6 +91,10 @@ class StoreWriter {
       info: committed?.info ?? { appends: batch.length, events: 0 },
       ...(committed ? { committed: committed.committed } : {}),
     });
+    if (committed && committed.committed.rows.length > 0)
+      forwards
+        .get(this.id)
+        ?.postMessage({ type: 'committed', committed: committed.committed } satisfies ForwardedCommit);
   }
 
   close(): void {
@@ -119,6 +127,9 @@ const handle = (first: ToWriter): void => {
       } catch (error) {
         stores.set(id, toWireError(error));
       }
+    } else if (message.type === 'forward') {
+      forwards.get(message.id)?.close();
+      forwards.set(message.id, message.port);
     } else if (message.type === 'append') {
       const batch = batches.get(message.id);
       if (batch) batch.push(...message.appends);
@@ -129,6 +140,8 @@ const handle = (first: ToWriter): void => {
       if (batch) commit(message.id, batch);
       const store = stores.get(message.id);
       stores.delete(message.id);
+      forwards.get(message.id)?.close();
+      forwards.delete(message.id);
       try {
         if (store instanceof StoreWriter) store.close();
       } catch {

@@ -8,14 +8,17 @@
  *
  * The thread has its own connections to the environment's event store and read store files
  * (SQLite WAL: the main thread keeps reading the read store while the thread writes it). It is
- * handed the rows of each of the main thread's commits (`committed()`; it reads the store itself
- * only to catch up or for other processes' commits), and reports each group's checkpoint as it
- * advances; `group(name)` gives the handle the use cases wait on for read-your-writes.
+ * handed the rows of each of this process's commits: by the event store's writer thread on a port
+ * (`feed()`; decision 085), or by the main thread (`committed()`) where the store commits on the
+ * main thread. It reads the store itself only to catch up, for other processes' commits, or for
+ * commits made while no port was in place. It reports each group's checkpoint as it advances;
+ * `group(name)` gives the handle the use cases wait on for read-your-writes.
  *
  * If the thread dies, the failure is logged and a new one starts a second later from the
  * checkpoints in the read store (documents remember their last position, so nothing is applied
  * twice); writes meanwhile wait for their read models as long as they would for a slow projector.
  */
+import type { MessagePort } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { CommittedEvents } from '../eventStore/sqliteGroupCommit.ts';
 import { CheckpointWaiters } from '../../core/checkpointWaiters.ts';
@@ -33,7 +36,11 @@ export interface ProjectorThreadOptions {
   pollIntervalMs: number;
 }
 
-export type ToProjectorThread = { type: 'committed'; committed: CommittedEvents } | { type: 'stop' };
+export type ToProjectorThread =
+  | { type: 'committed'; committed: CommittedEvents }
+  /** From now on commits also come on `port` (ForwardedCommit messages), replacing the one before. */
+  | { type: 'feed'; port: MessagePort }
+  | { type: 'stop' };
 export type FromProjectorThread =
   | { type: 'ready'; checkpoints: Record<string, number> }
   | { type: 'checkpoint'; group: string; position: number }
@@ -76,6 +83,8 @@ class GroupHandle implements ProjectorHandle {
 export class ProjectorThread {
   private readonly groups = new Map<string, GroupHandle>();
   private readonly thread: SupervisedWorker<FromProjectorThread, ToProjectorThread>;
+  private started = false;
+  private restarted: (() => void) | undefined;
 
   private constructor(options: ProjectorThreadOptions, logger: Logger) {
     this.thread = new SupervisedWorker<FromProjectorThread, ToProjectorThread>({
@@ -87,6 +96,8 @@ export class ProjectorThread {
         switch (message.type) {
           case 'ready':
             for (const [name, position] of Object.entries(message.checkpoints)) this.handle(name).advance(position);
+            if (this.started) this.restarted?.();
+            this.started = true;
             break;
           case 'checkpoint': // also before `ready`: a group catching up starts at once
             this.handle(message.group).advance(message.position);
@@ -116,6 +127,21 @@ export class ProjectorThread {
    */
   committed(committed: CommittedEvents): void {
     this.thread.post({ type: 'committed', committed });
+  }
+
+  /**
+   * Has the thread take commits from `port` too (the event store's writer thread forwarding them,
+   * WriterThread.forwardCommits); false, and the port closed, when no thread runs to take it.
+   */
+  feed(port: MessagePort): boolean {
+    if (this.thread.post({ type: 'feed', port }, [port])) return true;
+    port.close();
+    return false;
+  }
+
+  /** `listener` runs each time a new thread replaced one that ended, once it runs (a port fed to the old one is gone). */
+  onRestart(listener: () => void): void {
+    this.restarted = listener;
   }
 
   /** Stops the groups (waiting for a batch being written) and the thread. */

@@ -3,10 +3,11 @@
  * own connections to the event store and the read store, off the main thread.
  *
  * Messages from the main thread: `committed` (the rows the main thread just committed, handed to
- * the subscriptions as if this store had committed them) and `stop`. To it: `ready` (every group started, with its checkpoint),
+ * the subscriptions as if this store had committed them), `feed` (a port on which the event
+ * store's writer thread forwards each commit's rows, taken the same way) and `stop`. To it: `ready` (every group started, with its checkpoint),
  * `checkpoint` (a group wrote a batch) and `failed` (it could not start); after `stop` it ends.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { PROJECTION_GROUPS } from '../../projections/index.ts';
 import { createLogger } from '../../logger.ts';
 import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
@@ -14,6 +15,7 @@ import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
 import type { ProjectionRunner } from '../../core/projectionRunner.ts';
 import { startGroup } from '../../core/projectionGroups.ts';
 import type { FromProjectorThread, ProjectorThreadOptions, ToProjectorThread } from './projectorThread.ts';
+import type { ForwardedCommit } from '../eventStore/sqliteWriterThread.ts';
 import { nameThread } from '../threadIdentity.ts';
 
 const options = workerData as ProjectorThreadOptions;
@@ -33,11 +35,17 @@ const run = async () => {
       await Promise.all(runners.map((runner) => runner.stop()));
       await events.close();
       await reads.close();
+      feed?.close();
       port.close(); // the thread then ends: the main thread waits for its exit
     })());
+  let feed: MessagePort | undefined;
   port.on('message', (message: ToProjectorThread) => {
     if (message.type === 'committed') events.offerExternalCommit(message.committed);
-    else if (message.type === 'stop') void stop();
+    else if (message.type === 'feed') {
+      feed?.close();
+      feed = message.port;
+      feed.on('message', (forwarded: ForwardedCommit) => events.offerExternalCommit(forwarded.committed));
+    } else if (message.type === 'stop') void stop();
   });
   try {
     for (const group of PROJECTION_GROUPS.filter((g) => options.groups.includes(g.name))) {
