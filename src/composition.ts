@@ -386,10 +386,7 @@ export const openEmbeddedEnvironment = async (
     // saves a message, and the wake-up of a thread that sleeps, per commit (decision 085).
     if (events instanceof SqliteEventStore) {
       const projectorThread = thread;
-      const feed = () => {
-        const { port1, port2 } = new MessageChannel();
-        return projectorThread.feed(port2) ? port1 : undefined;
-      };
+      const feed = () => projectorThread.openFeed();
       forwarded = events.forwardCommits(feed);
       projectorThread.onRestart(() => events.forwardCommits(feed));
     }

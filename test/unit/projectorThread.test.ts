@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
-import { MessageChannel, type Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { ANALYTICS_GROUP } from '../../src/projections/index.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { ProjectorThread } from '../../src/infrastructure/projector/projectorThread.ts';
@@ -108,10 +108,7 @@ describe('ProjectorThread', function () {
       thread = await start(); // polls once a minute: only the forwarded commits can feed it within the test
       const current = thread;
       const analytics = current.group(ANALYTICS_GROUP.name);
-      const feed = () => {
-        const { port1, port2 } = new MessageChannel();
-        return current.feed(port2) ? port1 : undefined;
-      };
+      const feed = () => current.openFeed();
       expect(store.forwardCommits(feed)).to.equal(true);
       let restarted!: () => void;
       const restart = new Promise<void>((resolve) => (restarted = resolve));

@@ -157,17 +157,6 @@ class WriterHost {
     return worker;
   }
 
-  /** Has the thread forward the store's commits to `port` (opening its connection first if needed). */
-  forward(id: number, open: WriterOpen, port: MessagePort): void {
-    const worker = this.start();
-    if (this.clients.get(id)?.openedOn !== worker) {
-      port.close();
-      this.open(id, open); // which asks the store for a port of its own
-      return;
-    }
-    worker.postMessage({ type: 'forward', id, port } satisfies ToWriter, [port]);
-  }
-
   /** Posts a store's appends, opening its connection on the thread first if needed. */
   append(id: number, open: WriterOpen, appends: StreamPart[][]): void {
     const worker = this.open(id, open);
@@ -294,9 +283,9 @@ export class WriterThread {
    */
   forwardCommits(feed: () => MessagePort | undefined): void {
     this.feed = feed;
-    if (!this.openedOn) return; // the thread asks for a port when it opens this store
+    if (!this.openedOn) return; // the thread that opens this store asks for a port then (WriterHost.open)
     const port = feed();
-    if (port) host.forward(this.id, this.open, port);
+    if (port) this.openedOn.postMessage({ type: 'forward', id: this.id, port } satisfies ToWriter, [port]);
   }
 
   /** A port for a thread that has just opened this store (see `forwardCommits`). */

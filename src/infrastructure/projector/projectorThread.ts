@@ -9,7 +9,7 @@
  * The thread has its own connections to the environment's event store and read store files
  * (SQLite WAL: the main thread keeps reading the read store while the thread writes it). It is
  * handed the rows of each of this process's commits: by the event store's writer thread on a port
- * (`feed()`; decision 085), or by the main thread (`committed()`) where the store commits on the
+ * (`openFeed()`; decision 085), or by the main thread (`committed()`) where the store commits on the
  * main thread. It reads the store itself only to catch up, for other processes' commits, or for
  * commits made while no port was in place. It reports each group's checkpoint as it advances;
  * `group(name)` gives the handle the use cases wait on for read-your-writes.
@@ -18,7 +18,7 @@
  * checkpoints in the read store (documents remember their last position, so nothing is applied
  * twice); writes meanwhile wait for their read models as long as they would for a slow projector.
  */
-import type { MessagePort } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { CommittedEvents } from '../eventStore/sqliteGroupCommit.ts';
 import { CheckpointWaiters } from '../../core/checkpointWaiters.ts';
@@ -130,13 +130,15 @@ export class ProjectorThread {
   }
 
   /**
-   * Has the thread take commits from `port` too (the event store's writer thread forwarding them,
-   * WriterThread.forwardCommits); false, and the port closed, when no thread runs to take it.
+   * A port whose messages (ForwardedCommit) the thread takes as commits, for the event store's
+   * writer thread to forward them on (WriterThread.forwardCommits); it replaces the one before.
+   * Undefined when no thread runs to take it.
    */
-  feed(port: MessagePort): boolean {
-    if (this.thread.post({ type: 'feed', port }, [port])) return true;
-    port.close();
-    return false;
+  openFeed(): MessagePort | undefined {
+    const { port1, port2 } = new MessageChannel();
+    if (this.thread.post({ type: 'feed', port: port2 }, [port2])) return port1;
+    port1.close();
+    return undefined;
   }
 
   /** `listener` runs each time a new thread replaced one that ended, once it runs (a port fed to the old one is gone). */

@@ -4,8 +4,9 @@
  *
  * Messages from the main thread: `committed` (the rows the main thread just committed, handed to
  * the subscriptions as if this store had committed them), `feed` (a port on which the event
- * store's writer thread forwards each commit's rows, taken the same way) and `stop`. To it: `ready` (every group started, with its checkpoint),
- * `checkpoint` (a group wrote a batch) and `failed` (it could not start); after `stop` it ends.
+ * store's writer thread forwards each commit's rows, taken the same way) and `stop`. To it:
+ * `ready` (every group started, with its checkpoint), `checkpoint` (a group wrote a batch) and
+ * `failed` (it could not start); after `stop` it ends.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { PROJECTION_GROUPS } from '../../projections/index.ts';
