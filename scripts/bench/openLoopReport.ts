@@ -21,7 +21,8 @@ import type { ProfileSummary } from './profile.ts';
 
 export interface OpenLoopTarget {
   /** `-b`: on the second service of an A/B run (--b-root, --b-env). */
-  id: 'bare' | 'validate' | 'apply' | 'validate-b' | 'apply-b';
+  /** `durable`: the bare route answering once each body is synced (group commit). */
+  id: 'bare' | 'durable' | 'validate' | 'apply' | 'validate-b' | 'apply-b';
   title: string;
 }
 
@@ -48,8 +49,10 @@ export interface OpenLoopVerdict {
   fraction: number;
   target: Exclude<OpenLoopTarget['id'], 'bare'>;
   percentile: keyof Percentiles;
-  /** The target's percentile over the bare route's at the same rate must be at most this. */
-  max: number;
+  /** What the percentile is divided by: the bare route's (the issue's targets), unless said. */
+  base?: 'bare' | 'durable';
+  /** The target's percentile over the base's at the same rate must be at most this (null: information only). */
+  max: number | null;
   ratio: number;
   verdict: 'PASS' | 'MISS' | 'INFO' | 'INVALID';
 }
@@ -123,9 +126,10 @@ export const printOpenLoop = ({
   log('');
   for (const v of verdicts) {
     const rate = rows.find((r) => r.fraction === v.fraction)!.rate;
+    const base = v.base === 'durable' ? 'durable route' : 'bare route';
     log(
-      `${v.target} ${PCT_NAME[v.percentile]} / bare route's at ${rate} req/s (${v.fraction}×): ${v.ratio.toFixed(2)}×` +
-        `  target ≤ ${v.max}× at 0.5×: ${v.verdict}`,
+      `${v.target} ${PCT_NAME[v.percentile]} / ${base}'s at ${rate} req/s (${v.fraction}×): ${v.ratio.toFixed(2)}×` +
+        (v.max === null ? '  (information)' : `  target ≤ ${v.max}× at 0.5×: ${v.verdict}`),
     );
   }
   // A/B: B's percentiles over A's, at each rate.

@@ -12,6 +12,10 @@
  *    (scripts/bench/openLoop.ts).
  * 4. The targets: at half of apply's maximum, apply's p99 ≤ 2× and p99.9 ≤ 3× the bare route's,
  *    validate's p99 ≤ 1× the bare route's, at the same rate in the same run.
+ * 5. The disk's share: the bare route made durable (each body written and synced with group commit,
+ *    scripts/bench/ceiling.ts) runs at the same rates beside the others. Its percentiles over the
+ *    bare route's are the least any durable apply adds on this disk; apply's over its own are what
+ *    the service adds beyond it. Both are printed for information; the targets stay as above.
  */
 import os from 'node:os';
 import {
@@ -49,26 +53,36 @@ import { api, createVouchers } from './vouchers.ts';
 type Target = OpenLoopTarget['id'];
 const AB = B_ROOT !== undefined || B_ENV !== undefined;
 const TARGET_ORDER: Target[] = AB
-  ? ['bare', 'validate', 'validate-b', 'apply', 'apply-b']
-  : ['bare', 'validate', 'apply'];
+  ? ['bare', 'durable', 'validate', 'validate-b', 'apply', 'apply-b']
+  : ['bare', 'durable', 'validate', 'apply'];
 /**
  * The targets of round `r`: with B, every other round runs B's validate and apply before A's. A
  * target that writes leaves work behind it (the OS writing back its pages, a WAL to copy) that
  * slows the one that follows it on the same disk, so B always after A would favour A.
  */
 const roundOrder = (r: number): Target[] =>
-  AB && r % 2 === 1 ? ['bare', 'validate-b', 'validate', 'apply-b', 'apply'] : TARGET_ORDER;
+  AB && r % 2 === 1 ? ['bare', 'durable', 'validate-b', 'validate', 'apply-b', 'apply'] : TARGET_ORDER;
 
 /** The issue's targets, at half of apply's maximum: a target's percentile over the bare route's. */
-export const OPEN_LOOP_TARGETS: Array<Omit<OpenLoopVerdict, 'ratio' | 'verdict' | 'fraction'>> = [
+export const OPEN_LOOP_TARGETS: Array<
+  Omit<OpenLoopVerdict, 'ratio' | 'verdict' | 'fraction' | 'max'> & { max: number }
+> = [
   { target: 'apply', percentile: 'p99', max: 2 },
   { target: 'apply', percentile: 'p999', max: 3 },
   { target: 'validate', percentile: 'p99', max: 1 },
 ];
-const targetsOf = (ab: boolean) =>
-  ab
-    ? OPEN_LOOP_TARGETS.flatMap((t) => [t, { ...t, target: `${t.target}-b` as OpenLoopVerdict['target'] }])
-    : OPEN_LOOP_TARGETS;
+/**
+ * For information at every rate: the durable route over the bare one (what syncing alone adds),
+ * and apply over the durable route (what the service adds to it).
+ */
+const DISK_SHARES: Array<Pick<OpenLoopVerdict, 'target' | 'percentile' | 'base'>> = [
+  { target: 'durable', percentile: 'p99', base: 'bare' },
+  { target: 'durable', percentile: 'p999', base: 'bare' },
+  { target: 'apply', percentile: 'p99', base: 'durable' },
+  { target: 'apply', percentile: 'p999', base: 'durable' },
+];
+const withB = <T extends { target: OpenLoopVerdict['target'] }>(ts: T[], ab: boolean): T[] =>
+  ab ? ts.flatMap((t) => (t.target === 'durable' ? [t] : [t, { ...t, target: `${t.target}-b` as T['target'] }])) : ts;
 const TARGET_FRACTION = 0.5;
 /** Longer than the checkpointer's idle delay (WAL_IDLE_MS, 1 s) and one check after it. */
 const DISK_SETTLE_MS = 1_300;
@@ -88,6 +102,7 @@ export const mainOpenLoop = async (): Promise<void> => {
   );
   prepareProfDir();
   const bare = await startCeiling('bare');
+  const durable = await startCeiling('durable');
   const service = await startService();
   const serviceB = AB ? await startService(B_ROOT ?? SERVICE_ROOT, B_ENV ?? {}, 'service-b') : undefined;
   if (serviceB)
@@ -121,6 +136,12 @@ export const mainOpenLoop = async (): Promise<void> => {
       pid: bare.proc.child.pid,
       body: CEILING_SCENARIO.body,
       title: 'bare express route',
+    },
+    durable: {
+      url: `${durable.url}${CEILING_SCENARIO.path}`,
+      pid: durable.proc.child.pid,
+      body: CEILING_SCENARIO.body,
+      title: 'bare route + fsync (group commit)',
     },
     validate: {
       url: `${service.baseUrl}${validate.path}`,
@@ -162,7 +183,7 @@ export const mainOpenLoop = async (): Promise<void> => {
       { id, title: t.title, path: new URL(t.url).pathname, body: t.body },
       new URL(t.url).origin,
       t.pid,
-      id === 'bare' ? null : (closed.bare ?? null),
+      id === 'bare' || id === 'durable' ? null : (closed.bare ?? null),
     );
     if (measured.non2xx + measured.errors + measured.timeouts > 0)
       throw new Error(`${id}: ${measured.non2xx} non-2xx, ${measured.errors} errors in the closed-loop run`);
@@ -237,12 +258,17 @@ export const mainOpenLoop = async (): Promise<void> => {
         ? `, ${diskBusy} time(s) given up after ${DISK_WAIT_LIMIT_MS / 1000} s (other writers on the disk)`
         : ''),
   );
-  await Promise.all([stopChild(service.proc), stopChild(bare.proc), ...(serviceB ? [stopChild(serviceB.proc)] : [])]);
+  await Promise.all([
+    stopChild(service.proc),
+    stopChild(bare.proc),
+    stopChild(durable.proc),
+    ...(serviceB ? [stopChild(serviceB.proc)] : []),
+  ]);
 
   const verdicts: OpenLoopVerdict[] = [];
   for (const fraction of RATES) {
     const at = (id: Target) => rows.find((r) => r.fraction === fraction && r.target.id === id)!.result;
-    for (const t of targetsOf(AB)) {
+    for (const t of withB(OPEN_LOOP_TARGETS, AB)) {
       const ratio = at(t.target).latency[t.percentile] / at('bare').latency[t.percentile];
       const invalid = rows.some((r) => r.fraction === fraction && r.result.capHit);
       const failures = (['bare', t.target] as const).reduce(
@@ -262,6 +288,10 @@ export const mainOpenLoop = async (): Promise<void> => {
                 ? 'PASS'
                 : 'MISS',
       });
+    }
+    for (const t of withB(DISK_SHARES, AB)) {
+      const ratio = at(t.target).latency[t.percentile] / at(t.base!).latency[t.percentile];
+      verdicts.push({ ...t, fraction, ratio, max: null, verdict: 'INFO' });
     }
   }
   printOpenLoop({ applyMax, closed, rows, verdicts, log });

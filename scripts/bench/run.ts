@@ -37,6 +37,7 @@ import { printNotes, printTable, writeResults, type HotCheck } from './report.ts
 import {
   API_KEY,
   CEILING_SCENARIO,
+  DURABLE_CEILING_SCENARIO,
   SCENARIOS,
   TUNED_CEILING_SCENARIO,
   SPREAD_POOL,
@@ -57,13 +58,21 @@ export const quiet = async () => {
 };
 
 /**
- * A ceiling app (scripts/bench/ceiling.ts): `bare`, the issue's ceiling (express's app.listen), or
- * `tuned`, the same route on the service's HTTP server. Each stays up (idle, it costs nothing) to
- * be measured again before each round of a scenario.
+ * A ceiling app (scripts/bench/ceiling.ts): `bare`, the issue's ceiling (express's app.listen),
+ * `tuned`, the same route on the service's HTTP server, or `durable`, the bare route answering
+ * once each body is synced to a file in a fresh temporary directory (on the disk the service's
+ * `DATA_DIR` is on). Each stays up (idle, it costs nothing) to be measured again before each
+ * round of a scenario.
  */
-export const startCeiling = async (kind: 'bare' | 'tuned') => {
+export const startCeiling = async (kind: 'bare' | 'tuned' | 'durable') => {
   const port = await freePort();
-  const scenario = kind === 'bare' ? CEILING_SCENARIO : TUNED_CEILING_SCENARIO;
+  const scenario =
+    kind === 'bare' ? CEILING_SCENARIO : kind === 'tuned' ? TUNED_CEILING_SCENARIO : DURABLE_CEILING_SCENARIO;
+  let syncDir: string | undefined;
+  if (kind === 'durable') {
+    syncDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-sync-'));
+    tempDirs.push(syncDir);
+  }
   const proc = startChild(
     scenario.id,
     ROOT,
@@ -72,6 +81,7 @@ export const startCeiling = async (kind: 'bare' | 'tuned') => {
       PORT: String(port),
       HOST,
       ...(kind === 'tuned' ? { CEILING_SERVER: 'createHttpServer' } : {}),
+      ...(syncDir !== undefined ? { CEILING_SYNC_FILE: path.join(syncDir, 'log') } : {}),
     },
     kind === 'bare' ? cpuProf('ceiling') : [],
   );

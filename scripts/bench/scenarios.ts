@@ -147,3 +147,12 @@ export const TUNED_CEILING_SCENARIO: Pick<Scenario, 'id' | 'title' | 'path' | 'b
   id: 'tuned-ceiling',
   title: 'tuned ceiling (bare express, createHttpServer)',
 };
+/**
+ * The same route, answering once the request's body is written and synced with group commit
+ * (CEILING_SYNC_FILE in scripts/bench/ceiling.ts): the least a durable write waits on this disk.
+ */
+export const DURABLE_CEILING_SCENARIO: Pick<Scenario, 'id' | 'title' | 'path' | 'body'> = {
+  ...CEILING_SCENARIO,
+  id: 'durable-ceiling',
+  title: 'bare route + fsync (group commit)',
+};
