@@ -12,6 +12,11 @@ interface Waiter {
 export class CheckpointWaiters {
   private waiting: Waiter[] = [];
 
+  /** How many callers wait. */
+  get size(): number {
+    return this.waiting.length;
+  }
+
   wait(position: number, timeoutMs: number): Promise<boolean> {
     return new Promise<boolean>((resolve) => {
       const waiter: Waiter = { position, resolve, timer: undefined };

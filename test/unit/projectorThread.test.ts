@@ -90,6 +90,35 @@ describe('ProjectorThread', function () {
     expect(() => thread!.group('core')).to.throw(/no group named core/);
   });
 
+  it('posts a checkpoint only while a caller waits on it; otherwise the checkpoint is read from shared memory', async () => {
+    thread = await start();
+    const analytics = thread.group(ANALYTICS_GROUP.name);
+    const posted: number[] = [];
+    const worker = (thread as unknown as { thread: { worker: Worker } }).thread.worker;
+    worker.on('message', (message: { type: string; position?: number }) => {
+      if (message.type === 'checkpoint') posted.push(message.position!);
+    });
+    const until = async (done: () => boolean) => {
+      for (const deadline = Date.now() + 10_000; !done(); await new Promise((r) => setTimeout(r, 10)))
+        if (Date.now() > deadline) throw new Error('timed out');
+    };
+
+    const first = await events.appendToStream('voucher-v_T', [applied(1)]);
+    await until(() => analytics.checkpoint >= first.position);
+    expect(posted, 'nobody waits: no message').to.deep.equal([]);
+
+    const waiting = analytics.waitFor(first.position + 1, 10_000);
+    const second = await events.appendToStream('voucher-v_T', [applied(2)]);
+    expect(second.position).to.equal(first.position + 1);
+    expect(await waiting).to.equal(true);
+    expect(posted).to.deep.equal([second.position]);
+
+    const third = await events.appendToStream('voucher-v_T', [applied(3)]);
+    await until(() => analytics.checkpoint >= third.position);
+    expect(posted, 'the waiter was answered: no more messages').to.deep.equal([second.position]);
+    expect(await usesOf()).to.equal(3);
+  });
+
   it('a thread that dies is replaced, which catches up from the checkpoint in the read store', async () => {
     thread = await start();
     const analytics = thread.group(ANALYTICS_GROUP.name);

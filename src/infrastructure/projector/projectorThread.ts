@@ -11,7 +11,9 @@
  * handed the rows of each of this process's commits: by the event store's writer thread on a port
  * (`openFeed()`; decision 085), or by the main thread (`committed()`) where the store commits on the
  * main thread. It reads the store itself only to catch up, for other processes' commits, or for
- * commits made while no port was in place. It reports each group's checkpoint as it advances;
+ * commits made while no port was in place. It publishes each group's checkpoint in shared memory
+ * as it advances, and posts it only while the main thread has a caller waiting on that group
+ * (decision 086): a message would otherwise wake the main thread once per batch for nobody.
  * `group(name)` gives the handle the use cases wait on for read-your-writes.
  *
  * If the thread dies, the failure is logged and a new one starts a second later from the
@@ -34,7 +36,15 @@ export interface ProjectorThreadOptions {
   logLevel: string;
   /** How often the thread's subscriptions poll for commits nobody told it about (other processes). */
   pollIntervalMs: number;
+  /**
+   * Set by ProjectorThread.start: per group, in the order of `groups`, two BigInt64 slots: the
+   * checkpoint the thread last wrote, and 1 while the main thread wants each checkpoint posted.
+   */
+  published?: SharedArrayBuffer;
 }
+
+/** The slots of group `index` in `published` (BigInt64Array indexes). */
+export const publishedSlots = (index: number) => ({ checkpoint: 2 * index, wanted: 2 * index + 1 });
 
 export type ToProjectorThread =
   | { type: 'committed'; committed: CommittedEvents }
@@ -48,20 +58,36 @@ export type FromProjectorThread =
 
 const WORKER_URL = siblingWorkerUrl('projectorThread.worker', import.meta.url);
 
-/** One projection group as the main thread sees it: the checkpoint the thread last reported. */
+/**
+ * One projection group as the main thread sees it: the checkpoint the thread published. While a
+ * caller waits, the handle asks the thread to post each checkpoint (`wanted`), and after asking
+ * reads the published one again: the thread writes its checkpoint before it reads `wanted`, so a
+ * batch written meanwhile is seen one way or the other (sequentially consistent atomics).
+ */
 class GroupHandle implements ProjectorHandle {
   private position = 0;
   private readonly waiters = new CheckpointWaiters();
+  private readonly slots: { checkpoint: number; wanted: number };
 
-  constructor(private readonly thread: ProjectorThread) {}
+  constructor(
+    private readonly thread: ProjectorThread,
+    private readonly published: BigInt64Array,
+    index: number,
+  ) {
+    this.slots = publishedSlots(index);
+  }
 
   get checkpoint(): number {
+    this.advance(Number(Atomics.load(this.published, this.slots.checkpoint)));
     return this.position;
   }
 
   waitFor(position: number, timeoutMs = 5_000): Promise<boolean> {
-    if (position <= this.position) return Promise.resolve(true);
-    return this.waiters.wait(position, timeoutMs);
+    if (position <= this.checkpoint) return Promise.resolve(true);
+    const waiting = this.waiters.wait(position, timeoutMs);
+    Atomics.store(this.published, this.slots.wanted, 1n);
+    this.advance(Number(Atomics.load(this.published, this.slots.checkpoint)));
+    return waiting;
   }
 
   /** Stops the whole thread (its groups stop together). */
@@ -70,9 +96,12 @@ class GroupHandle implements ProjectorHandle {
   }
 
   advance(position: number): void {
-    if (position <= this.position) return;
-    this.position = position;
-    this.waiters.reached(position);
+    if (position > this.position) {
+      this.position = position;
+      this.waiters.reached(position);
+    }
+    // nobody waits: no more posts (a waiter that timed out is seen at the next post)
+    if (this.waiters.size === 0) Atomics.store(this.published, this.slots.wanted, 0n);
   }
 
   release(): void {
@@ -83,13 +112,19 @@ class GroupHandle implements ProjectorHandle {
 export class ProjectorThread {
   private readonly groups = new Map<string, GroupHandle>();
   private readonly thread: SupervisedWorker<FromProjectorThread, ToProjectorThread>;
+  private readonly published: BigInt64Array;
+  private readonly names: string[];
   private started = false;
   private restarted: (() => void) | undefined;
 
   private constructor(options: ProjectorThreadOptions, logger: Logger) {
+    const published = new SharedArrayBuffer(2 * BigInt64Array.BYTES_PER_ELEMENT * options.groups.length);
+    this.published = new BigInt64Array(published);
+    this.names = options.groups;
+    const workerData: ProjectorThreadOptions = { ...options, published };
     this.thread = new SupervisedWorker<FromProjectorThread, ToProjectorThread>({
       url: WORKER_URL,
-      workerData: options,
+      workerData,
       name: 'projector thread',
       logger,
       onMessage: (message) => {
@@ -99,7 +134,7 @@ export class ProjectorThread {
             if (this.started) this.restarted?.();
             this.started = true;
             break;
-          case 'checkpoint': // also before `ready`: a group catching up starts at once
+          case 'checkpoint': // posted while a caller waits
             this.handle(message.group).advance(message.position);
             break;
         }
@@ -154,7 +189,7 @@ export class ProjectorThread {
 
   private handle(name: string): GroupHandle {
     let handle = this.groups.get(name);
-    if (!handle) this.groups.set(name, (handle = new GroupHandle(this)));
+    if (!handle) this.groups.set(name, (handle = new GroupHandle(this, this.published, this.names.indexOf(name))));
     return handle;
   }
 }

@@ -5,7 +5,8 @@
  * Messages from the main thread: `committed` (the rows the main thread just committed, handed to
  * the subscriptions as if this store had committed them), `feed` (a port on which the event
  * store's writer thread forwards each commit's rows, taken the same way) and `stop`. To it:
- * `ready` (every group started, with its checkpoint), `checkpoint` (a group wrote a batch) and
+ * `ready` (every group started, with its checkpoint), `checkpoint` (a group wrote a batch, posted
+ * only while the main thread wants it; the checkpoint is always published in shared memory) and
  * `failed` (it could not start); after `stop` it ends.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
@@ -15,7 +16,12 @@ import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
 import type { ProjectionRunner } from '../../core/projectionRunner.ts';
 import { startGroup } from '../../core/projectionGroups.ts';
-import type { FromProjectorThread, ProjectorThreadOptions, ToProjectorThread } from './projectorThread.ts';
+import {
+  publishedSlots,
+  type FromProjectorThread,
+  type ProjectorThreadOptions,
+  type ToProjectorThread,
+} from './projectorThread.ts';
 import type { ForwardedCommit } from '../eventStore/sqliteWriterThread.ts';
 import { nameThread } from '../threadIdentity.ts';
 
@@ -23,6 +29,21 @@ const options = workerData as ProjectorThreadOptions;
 const port = parentPort!;
 const send = (message: FromProjectorThread) => port.postMessage(message);
 const logger = createLogger(options.logLevel).child({ environment: options.environment, thread: 'projector' });
+const published = options.published ? new BigInt64Array(options.published) : undefined;
+
+/**
+ * A group wrote a batch: its checkpoint goes to shared memory first, then to the main thread as a
+ * message if a caller there waits (the order makes a wait that starts meanwhile see one or the other).
+ */
+const reportCheckpoint = (group: string, index: number, position: number): void => {
+  if (!published) {
+    send({ type: 'checkpoint', group, position });
+    return;
+  }
+  const slots = publishedSlots(index);
+  Atomics.store(published, slots.checkpoint, BigInt(position));
+  if (Atomics.load(published, slots.wanted) !== 0n) send({ type: 'checkpoint', group, position });
+};
 
 const run = async () => {
   nameThread(`proj-${options.environment}`);
@@ -50,8 +71,9 @@ const run = async () => {
   });
   try {
     for (const group of PROJECTION_GROUPS.filter((g) => options.groups.includes(g.name))) {
+      const index = options.groups.indexOf(group.name);
       const runner = await startGroup(events, reads, group, logger, (position) =>
-        send({ type: 'checkpoint', group: group.name, position }),
+        reportCheckpoint(group.name, index, position),
       );
       runners.push(runner);
       checkpoints[group.name] = runner.checkpoint;
