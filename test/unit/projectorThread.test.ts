@@ -159,6 +159,27 @@ describe('ProjectorThread', function () {
     }
   });
 
+  it('a stop folds a commit nobody handed over (one still on its way on another port) before it ends', async () => {
+    thread = await start();
+    const analytics = thread.group(ANALYTICS_GROUP.name);
+    const first = await events.appendToStream('voucher-v_T', [applied(1)]);
+    expect(await analytics.waitFor(first.position, 10_000)).to.equal(true);
+    // another store on the same file: its commit reaches the thread neither handed over nor forwarded,
+    // and the thread's poll is a minute away
+    const other = SqliteEventStore.open(path.join(dir, 'events.db'));
+    const second = await other.appendToStream('voucher-v_T', [applied(2), applied(3)]);
+    await other.close();
+    await thread.stop();
+    thread = undefined;
+    const reads = SqliteReadStore.open(path.join(dir, 'read.db'));
+    try {
+      expect(await reads.getCheckpoint(ANALYTICS_GROUP.checkpoint)).to.equal(second.position);
+    } finally {
+      await reads.close();
+    }
+    expect(await usesOf()).to.equal(3);
+  });
+
   it('stop() releases waiters and ends the thread', async () => {
     thread = await start();
     const analytics = thread.group(ANALYTICS_GROUP.name);

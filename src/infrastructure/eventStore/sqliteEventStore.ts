@@ -178,6 +178,11 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
     this.offerToSubscriptions(committed);
   }
 
+  /** Has every subscription read the store at its next turn, rather than wait for handed-over rows or its poll. */
+  catchUpSubscriptions(): void {
+    for (const subscription of this.subscriptions) subscription.catchUp();
+  }
+
   /** Committed rows, handed over as such: a caught-up subscription takes them without reading them back. */
   private offerToSubscriptions(committed: CommittedEvents): void {
     if (committed.rows.length > 0) for (const subscription of this.subscriptions) subscription.offer(committed);

@@ -76,6 +76,15 @@ export class SqliteSubscription<E extends DomainEvent = AnyEvent> implements Sub
     this.wake?.();
   }
 
+  /**
+   * Makes the loop read the store at its next turn (now, if it waits): for commits whose rows
+   * were not handed over and may never be, such as before a graceful stop.
+   */
+  catchUp(): void {
+    this.mustRead = true;
+    this.notify();
+  }
+
   /** Hands over the events this process just committed, and wakes the loop. */
   offer(committed: CommittedEvents): void {
     if (this.stopped || committed.rows.length === 0) return;

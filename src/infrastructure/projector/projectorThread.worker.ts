@@ -7,7 +7,8 @@
  * store's writer thread forwards each commit's rows, taken the same way) and `stop`. To it:
  * `ready` (every group started, with its checkpoint), `checkpoint` (a group wrote a batch, posted
  * only while the main thread wants it; the checkpoint is always published in shared memory) and
- * `failed` (it could not start); after `stop` it ends.
+ * `failed` (it could not start); after `stop` it folds the log up to its head (at most 2 s) and
+ * ends.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { PROJECTION_GROUPS } from '../../projections/index.ts';
@@ -30,6 +31,8 @@ const port = parentPort!;
 const send = (message: FromProjectorThread) => port.postMessage(message);
 const logger = createLogger(options.logLevel).child({ environment: options.environment, thread: 'projector' });
 const published = options.published ? new BigInt64Array(options.published) : undefined;
+/** How long a stop waits for the groups to fold the log up to its head (a failing group does not hold it longer). */
+const STOP_CATCH_UP_MS = 2_000;
 
 /**
  * A group wrote a batch: its checkpoint goes to shared memory first, then to the main thread as a
@@ -54,6 +57,11 @@ const run = async () => {
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
+      // A graceful stop leaves the groups at the head of the log. A commit forwarded by the writer
+      // thread comes on another port than `stop`, so it may still be on its way: read the store.
+      const head = await events.headPosition();
+      events.catchUpSubscriptions();
+      await Promise.all(runners.map((runner) => runner.waitFor(head, STOP_CATCH_UP_MS)));
       await Promise.all(runners.map((runner) => runner.stop()));
       await events.close();
       await reads.close();
