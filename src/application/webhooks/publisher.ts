@@ -330,8 +330,9 @@ export class WebhookPublisher implements ProjectorHandle {
    * are all answered (or none has been for FIRST_ATTEMPTS_IDLE_MS, or after FIRST_ATTEMPTS_MAX_MS),
    * the batch is stored in one write: each answered delivery in its next version (succeeded,
    * failed, or pending with its retry), the others as made (pending), the bodies and the
-   * checkpoint. The delivery that waited behind one that has ended goes next. Until that write the checkpoint stays before the batch: a crash
-   * makes the batch again from the log, with the same ids and `webhook-id`s (at least once).
+   * checkpoint. The delivery that waited behind one that has ended goes next. Until that write the
+   * checkpoint stays before the batch: a crash makes the batch again from the log, with the same
+   * ids and `webhook-id`s (at least once).
    * Returns the deliveries the write made due, for the dispatcher. `first`: the deliveries that go
    * at once, their keys held as pending (`hold`) until the write.
    */

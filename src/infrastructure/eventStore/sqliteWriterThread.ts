@@ -151,8 +151,7 @@ class WriterHost {
     if (client.openedOn !== worker) {
       worker.postMessage({ type: 'open', id, ...open } satisfies ToWriter);
       client.openedOn = worker;
-      const port = client.forwardPort();
-      if (port) worker.postMessage({ type: 'forward', id, port } satisfies ToWriter, [port]);
+      client.postForwardPort();
     }
     return worker;
   }
@@ -283,14 +282,14 @@ export class WriterThread {
    */
   forwardCommits(feed: () => MessagePort | undefined): void {
     this.feed = feed;
-    if (!this.openedOn) return; // the thread that opens this store asks for a port then (WriterHost.open)
-    const port = feed();
-    if (port) this.openedOn.postMessage({ type: 'forward', id: this.id, port } satisfies ToWriter, [port]);
+    this.postForwardPort(); // if no thread has opened this store yet, the one that does posts it (WriterHost.open)
   }
 
-  /** A port for a thread that has just opened this store (see `forwardCommits`). */
-  forwardPort(): MessagePort | undefined {
-    return this.feed?.();
+  /** Gives the thread this store is open on a new forward port from `feed`, if there are both. */
+  postForwardPort(): void {
+    if (!this.openedOn) return;
+    const port = this.feed?.();
+    if (port) this.openedOn.postMessage({ type: 'forward', id: this.id, port } satisfies ToWriter, [port]);
   }
 
   /** See the change token above. Reads the opening connection: call it at most once per turn. */
