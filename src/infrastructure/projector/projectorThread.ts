@@ -36,11 +36,15 @@ export interface ProjectorThreadOptions {
   logLevel: string;
   /** How often the thread's subscriptions poll for commits nobody told it about (other processes). */
   pollIntervalMs: number;
+}
+
+/** What the thread starts with: the options, and where it publishes its checkpoints. */
+export interface ProjectorThreadData extends ProjectorThreadOptions {
   /**
-   * Set by ProjectorThread.start: per group, in the order of `groups`, two BigInt64 slots: the
-   * checkpoint the thread last wrote, and 1 while the main thread wants each checkpoint posted.
+   * Per group, in the order of `groups`, two BigInt64 slots: the checkpoint the thread last wrote,
+   * and 1 while the main thread wants each checkpoint posted.
    */
-  published?: SharedArrayBuffer;
+  published: SharedArrayBuffer;
 }
 
 /** The slots of group `index` in `published` (BigInt64Array indexes). */
@@ -121,7 +125,7 @@ export class ProjectorThread {
     const published = new SharedArrayBuffer(2 * BigInt64Array.BYTES_PER_ELEMENT * options.groups.length);
     this.published = new BigInt64Array(published);
     this.names = options.groups;
-    const workerData: ProjectorThreadOptions = { ...options, published };
+    const workerData: ProjectorThreadData = { ...options, published };
     this.thread = new SupervisedWorker<FromProjectorThread, ToProjectorThread>({
       url: WORKER_URL,
       workerData,

@@ -20,17 +20,17 @@ import { startGroup } from '../../core/projectionGroups.ts';
 import {
   publishedSlots,
   type FromProjectorThread,
-  type ProjectorThreadOptions,
+  type ProjectorThreadData,
   type ToProjectorThread,
 } from './projectorThread.ts';
 import type { ForwardedCommit } from '../eventStore/sqliteWriterThread.ts';
 import { nameThread } from '../threadIdentity.ts';
 
-const options = workerData as ProjectorThreadOptions;
+const options = workerData as ProjectorThreadData;
 const port = parentPort!;
 const send = (message: FromProjectorThread) => port.postMessage(message);
 const logger = createLogger(options.logLevel).child({ environment: options.environment, thread: 'projector' });
-const published = options.published ? new BigInt64Array(options.published) : undefined;
+const published = new BigInt64Array(options.published);
 /** How long a stop waits for the groups to fold the log up to its head (a failing group does not hold it longer). */
 const STOP_CATCH_UP_MS = 2_000;
 
@@ -38,12 +38,7 @@ const STOP_CATCH_UP_MS = 2_000;
  * A group wrote a batch: its checkpoint goes to shared memory first, then to the main thread as a
  * message if a caller there waits (the order makes a wait that starts meanwhile see one or the other).
  */
-const reportCheckpoint = (group: string, index: number, position: number): void => {
-  if (!published) {
-    send({ type: 'checkpoint', group, position });
-    return;
-  }
-  const slots = publishedSlots(index);
+const reportCheckpoint = (group: string, slots: ReturnType<typeof publishedSlots>, position: number): void => {
   Atomics.store(published, slots.checkpoint, BigInt(position));
   if (Atomics.load(published, slots.wanted) !== 0n) send({ type: 'checkpoint', group, position });
 };
@@ -79,9 +74,9 @@ const run = async () => {
   });
   try {
     for (const group of PROJECTION_GROUPS.filter((g) => options.groups.includes(g.name))) {
-      const index = options.groups.indexOf(group.name);
+      const slots = publishedSlots(options.groups.indexOf(group.name));
       const runner = await startGroup(events, reads, group, logger, (position) =>
-        reportCheckpoint(group.name, index, position),
+        reportCheckpoint(group.name, slots, position),
       );
       runners.push(runner);
       checkpoints[group.name] = runner.checkpoint;
