@@ -47,7 +47,7 @@ import { sleep } from '../lib/processes.ts';
 import { stopChild } from './processes.ts';
 import { prepareProfDir, reportProfiles, type Windows } from './profiling.ts';
 import { log, quiet, startCeiling, startService } from './run.ts';
-import { CEILING_SCENARIO, HEADERS, SCENARIOS, type Scenario } from './scenarios.ts';
+import { CEILING_SCENARIO, DURABLE_CEILING_SCENARIO, HEADERS, SCENARIOS, type Scenario } from './scenarios.ts';
 import { api, createVouchers } from './vouchers.ts';
 
 type Target = OpenLoopTarget['id'];
@@ -141,7 +141,7 @@ export const mainOpenLoop = async (): Promise<void> => {
       url: `${durable.url}${CEILING_SCENARIO.path}`,
       pid: durable.proc.child.pid,
       body: CEILING_SCENARIO.body,
-      title: 'bare route + fsync (group commit)',
+      title: DURABLE_CEILING_SCENARIO.title,
     },
     validate: {
       url: `${service.baseUrl}${validate.path}`,
