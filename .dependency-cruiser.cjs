@@ -27,6 +27,7 @@ module.exports = {
       from: {
         path: '^src/infrastructure/',
         pathNot: [
+          '^src/infrastructure/eventStore/sqliteWriterThread[.]worker[.]ts$',
           '^src/infrastructure/projector/projectorThread[.]worker[.]ts$',
           '^src/infrastructure/webhooks/webhookThread[.]worker[.]ts$',
         ],

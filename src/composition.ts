@@ -193,7 +193,8 @@ export interface EmbeddedOptions {
    * Where the analytics projection group runs: `thread` (default), a worker thread per environment
    * with its own store connections (projectorThread.ts); `inline`, on the main thread
    * (PROJECTORS=inline: a single-core machine gains nothing from the thread). The core group
-   * always runs on the main thread.
+   * runs on the event store's writer thread (decision 087), or on the main thread where the event
+   * store commits there (EVENT_STORE_WRITER=inline) or a server holds the stores.
    */
   projectors?: 'thread' | 'inline';
   /** Where the SQLite event stores commit appends (EVENT_STORE_WRITER; default `thread`: SqliteEventStoreOptions.writer). */
@@ -330,12 +331,25 @@ export const openEmbeddedEnvironment = async (
   // The rows of each commit are handed to the projector thread (unless the event store's writer
   // thread forwards them to it) and to the webhook thread.
   let forwarded = false;
+  // The threads open the SQLite files themselves: with a server, their work runs here.
+  const embedded = !servers?.eventStore && !servers?.mongo;
   const events = openEventStore<EnvironmentEvent>(servers, environment, files.events, {
     writer: options.eventStoreWriter,
     onCommitted: (committed) => {
       if (!forwarded) thread?.committed(committed);
       webhookThread?.committed(committed);
     },
+    // The core group (what a write's answer waits for) folds each commit on the writer thread,
+    // before the commit is answered (decision 087).
+    ...(embedded && {
+      groupsOnWriter: {
+        environment,
+        groups: [CORE_GROUP.name],
+        readsFile: files.reads,
+        logLevel: options.logger.level,
+        pollIntervalMs: 200,
+      },
+    }),
   });
   // Before anything else starts: APPLY_MODE=atomic on a store without an atomic multi-stream append stops here.
   const applyMode = applyModeFor(events, options.applyMode);
@@ -352,8 +366,6 @@ export const openEmbeddedEnvironment = async (
           onError: (error) => logger.warn({ err: error }, 'snapshot entries are looked up in the file for every key'),
         }))
       : undefined;
-  // The threads open the SQLite files themselves: with a server, their work runs here.
-  const embedded = !servers?.eventStore && !servers?.mongo;
   const role = options.role ?? 'all';
   if (role !== 'all' && (!servers?.eventStore || !onMongo))
     throw new Error(`ROLE=${role} needs EVENTSTORE_URL and MONGODB_URL: the embedded SQLite files are one process's`);
@@ -364,9 +376,13 @@ export const openEmbeddedEnvironment = async (
           core: await roleGroup(role === 'projector', events, reads, CORE_GROUP, options, logger),
           analytics: await roleGroup(role === 'projector', events, analyticsReads, ANALYTICS_GROUP, options, logger),
         };
-  // The core group (what a write's response waits for: read-your-writes) runs here, so that it
-  // folds a commit in the same turn; the heavier analytics group runs on the projector thread.
-  const projector = roleGroups?.core ?? (await startGroup(events, reads, CORE_GROUP, logger));
+  // The core group (what a write's response waits for: read-your-writes) folds each commit before
+  // the write's appends resolve: on the event store's writer thread, or else here in the same turn.
+  // The heavier analytics group runs on the projector thread.
+  const projector =
+    roleGroups?.core ??
+    (events instanceof SqliteEventStore ? await events.writerGroup(CORE_GROUP.name) : undefined) ??
+    (await startGroup(events, reads, CORE_GROUP, logger));
   let analytics: ProjectorHandle;
   if (roleGroups) analytics = roleGroups.analytics;
   else if (embedded && (options.projectors ?? 'thread') === 'thread') {

@@ -83,7 +83,7 @@ export interface Config {
   snapshotEvery: number;
   /** WEBHOOK_DELIVERY: `thread` (default) runs each environment's webhook publisher and dispatcher on a worker thread, `inline` on the main thread. */
   webhookDelivery: 'thread' | 'inline';
-  /** EVENT_STORE_WRITER: `thread` (default) commits the SQLite event stores' appends on a writer thread, `inline` on the main thread (decision 065). */
+  /** EVENT_STORE_WRITER: `thread` (default) commits the SQLite event stores' appends on a writer thread, which also folds each commit into the core read models (decisions 065, 087); `inline`: both on the main thread. */
   eventStoreWriter: 'thread' | 'inline';
   /**
    * HEAP_GROWING_PERCENT: how far V8 lets the JavaScript heap grow past what the last full garbage

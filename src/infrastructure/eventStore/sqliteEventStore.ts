@@ -37,7 +37,8 @@ import {
 import type { AnyEvent, DomainEvent } from '../../core/decider.ts';
 import { SqliteSubscription } from './sqliteSubscription.ts';
 import { closeWal } from '../sqliteWal.ts';
-import { WriterThread } from './sqliteWriterThread.ts';
+import { WriterThread, type WriterGroupsOptions } from './sqliteWriterThread.ts';
+import type { ProjectorHandle } from '../../core/projectionRunner.ts';
 
 export interface SqliteEventStoreOptions<E extends DomainEvent = AnyEvent> {
   /** Applied to every event read back (core/eventStore.ts `Upcaster`). Default: events as stored. */
@@ -62,6 +63,12 @@ export interface SqliteEventStoreOptions<E extends DomainEvent = AnyEvent> {
    * first apply after a start).
    */
   startWriter?: boolean;
+  /**
+   * With the writer thread: projection groups it folds each commit into before answering it
+   * (decision 087); their handles come from `writerGroup`. Ignored when this store commits on the
+   * calling thread.
+   */
+  groupsOnWriter?: WriterGroupsOptions;
 }
 
 export interface SqlitePragmas {
@@ -104,7 +111,7 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
 
   private constructor(
     private readonly db: Database.Database,
-    options: SqliteEventStoreOptions<E>,
+    private readonly options: SqliteEventStoreOptions<E>,
   ) {
     const upcast = options.upcast;
     // Without an upcaster the stored JSON is taken as the current event: the write side wrote it.
@@ -128,6 +135,7 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
         dataVersion: () => statements.dataVersion.get()!,
         headPosition: () => statements.headPosition.get()!.head,
         onCommitted,
+        groups: options.groupsOnWriter,
       });
       if (options.startWriter) this.writer.start();
     }
@@ -167,6 +175,15 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
     if (!this.writer) return false;
     this.writer.forwardCommits(feed);
     return true;
+  }
+
+  /**
+   * The handle of a projection group the writer thread runs (option `groupsOnWriter`), once it has
+   * started; undefined when this store commits on the calling thread or runs no such group.
+   */
+  async writerGroup(name: string): Promise<ProjectorHandle | undefined> {
+    if (!this.writer || !this.options.groupsOnWriter?.groups.includes(name)) return undefined;
+    return this.writer.group(name);
   }
 
   /**

@@ -37,7 +37,9 @@ import { type MessagePort, type Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { WrongExpectedRevisionError, type AppendResult, type ExpectedRevision } from '../../core/eventStore.ts';
 import type { CommittedEvents, FlushInfo, PendingAppend, StreamPart } from './sqliteGroupCommit.ts';
+import type { ProjectorHandle } from '../../core/projectionRunner.ts';
 import { siblingWorkerUrl, spawnWorker } from '../supervisedWorker.ts';
+import { PublishedGroup, publishedBuffer } from '../projector/publishedGroup.ts';
 
 /** Indexes in the shared BigInt64Array. */
 export const HEAD = 0;
@@ -54,6 +56,26 @@ export function accountHead(shared: BigInt64Array, head: number): void {
   }
 }
 
+/**
+ * Projection groups the thread folds each of a store's commits into before it answers the commit
+ * (decision 087; the thread's side is projector/writerGroups.ts).
+ */
+export interface WriterGroupsOptions {
+  environment: string;
+  /** Names of the groups (projections/index.ts). */
+  groups: string[];
+  /** The groups' read store file. */
+  readsFile: string;
+  logLevel: string;
+  /** How often the groups' subscriptions look for other processes' commits. */
+  pollIntervalMs: number;
+}
+
+/** The groups' options and where the thread publishes their checkpoints (publishedGroup.ts). */
+export interface WriterGroupsOpen extends WriterGroupsOptions {
+  published: SharedArrayBuffer;
+}
+
 /** How the thread opens a store's connection. */
 export interface WriterOpen {
   file: string;
@@ -62,6 +84,8 @@ export interface WriterOpen {
   walAutocheckpoint: number;
   /** HEAD and FOREIGN (see above). */
   shared: SharedArrayBuffer;
+  /** Projection groups to run on the store's commits. */
+  groups?: WriterGroupsOpen;
 }
 
 export type WireError =
@@ -94,7 +118,11 @@ export type FromWriter =
       /** Present when the transaction committed. */
       committed?: CommittedEvents;
     }
-  | { type: 'closed'; id: number };
+  | { type: 'closed'; id: number }
+  /** The store's projection groups started (or could not: `error`). */
+  | { type: 'ready'; id: number; error?: string }
+  /** A group of the store wrote a batch: posted only while the opening thread wants it (publishedGroup.ts). */
+  | { type: 'checkpoint'; id: number; group: string; position: number };
 
 /** The writer thread ended before it answered these appends. */
 export class WriterThreadEnded extends Error {
@@ -184,10 +212,11 @@ class WriterHost {
       if (message.type === 'closed') {
         this.closeWaiters.get(message.id)?.();
         this.closeWaiters.delete(message.id);
-      } else {
+      } else if (message.type === 'done') {
         this.unanswered -= message.outcomes.length;
         this.clients.get(message.id)?.answer(message);
-      }
+      } else if (message.type === 'ready') this.clients.get(message.id)?.groupsStarted(message.error);
+      else this.clients.get(message.id)?.groupAdvanced(message.group, message.position);
       if (this.unanswered === 0 && this.closeWaiters.size === 0) worker.unref();
     });
     worker.on('error', (error) => {
@@ -220,6 +249,8 @@ export interface WriterThreadOptions {
   headPosition(): number;
   /** Called with each committed transaction, before its appends' promises settle. */
   onCommitted(info: FlushInfo, committed: CommittedEvents): void;
+  /** Projection groups the thread runs on this store's commits (see `group`). */
+  groups?: WriterGroupsOptions;
 }
 
 /** One store's side of the writer thread: its appends, their answers and its change token. */
@@ -239,12 +270,56 @@ export class WriterThread {
   private lastVersion: number;
   /** Makes the port the thread forwards this store's commits to (see `forwardCommits`). */
   private feed: (() => MessagePort | undefined) | undefined;
+  /** The handles of the groups the thread runs, by name. */
+  private readonly groups = new Map<string, PublishedGroup>();
+  /** Settles once a thread has started the groups. */
+  private readonly started: Promise<void>;
+  private settleStarted: ((error?: Error) => void) | undefined;
 
   constructor(private readonly options: WriterThreadOptions) {
-    const { file, busyTimeoutMs, walAutocheckpoint } = options;
+    const { file, busyTimeoutMs, walAutocheckpoint, groups } = options;
     this.open = { file, busyTimeoutMs, walAutocheckpoint, shared: this.shared.buffer as SharedArrayBuffer };
+    if (groups) {
+      const published = publishedBuffer(groups.groups.length);
+      this.open.groups = { ...groups, published };
+      const slots = new BigInt64Array(published);
+      // the groups stop when the store closes, after its last commit (`close`)
+      groups.groups.forEach((name, index) => this.groups.set(name, new PublishedGroup(slots, index, async () => {})));
+    }
+    this.started = new Promise<void>((resolve, reject) => {
+      this.settleStarted = (error) => (error ? reject(error) : resolve());
+    });
+    this.started.catch(() => undefined); // read by `group`
+    if (!groups) this.settleStarted?.();
     Atomics.store(this.shared, HEAD, BigInt(options.headPosition()));
     this.lastVersion = options.dataVersion();
+  }
+
+  /**
+   * The handle of a projection group the thread runs (`groups`), once a thread has started it
+   * (the thread is started if none runs); rejects if it could not start.
+   */
+  async group(name: string): Promise<ProjectorHandle> {
+    const handle = this.groups.get(name);
+    if (!handle) throw new Error(`the writer thread runs no group named ${name}`);
+    this.start();
+    // the thread keeps the process alive until it answers (`ready`: the host unrefs it then)
+    this.openedOn?.ref();
+    await this.started;
+    return handle;
+  }
+
+  /** The thread started this store's groups, or failed to. */
+  groupsStarted(error?: string): void {
+    this.settleStarted?.(
+      error === undefined ? undefined : new Error(`projection groups on the writer thread: ${error}`),
+    );
+    this.settleStarted = undefined;
+  }
+
+  /** A group wrote a batch (posted while a caller waits). */
+  groupAdvanced(name: string, position: number): void {
+    this.groups.get(name)?.advance(position);
   }
 
   /** Starts the thread and opens this store's connection on it now, rather than at the first append. */
@@ -307,6 +382,7 @@ export class WriterThread {
     this.flush();
     if (this.posted.length > this.answered) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     await host.close(this.id);
+    for (const handle of this.groups.values()) handle.release();
   }
 
   /** One transaction's answer. */
@@ -333,6 +409,7 @@ export class WriterThread {
    */
   ended(error: WriterThreadEnded): void {
     this.openedOn = undefined;
+    this.groupsStarted(error.message);
     for (const append of this.posted.slice(this.answered)) append.reject(error);
     Atomics.store(this.shared, HEAD, BigInt(this.options.headPosition()));
     Atomics.add(this.shared, FOREIGN, 1n);

@@ -7,13 +7,24 @@
  * with it; the appends of one store among them are written by one transaction, answered by `done`
  * with the outcomes in order and the committed rows, which then also go to the store's forward
  * port if it has one (`forward` sets it, replacing and closing the one before). `close` writes
- * what came before it, closes the store's connection and forward port and answers `closed`.
+ * what came before it, stops the store's projection groups, closes the store's connection and
+ * forward port and answers `closed`.
+ *
+ * A store opened with projection groups (`WriterOpen.groups`, decision 087) has them started
+ * (answered by `ready`) and handed the rows of each commit. Its `done` is held until every group
+ * has folded the commit, which takes the microtasks right after it, so the opening thread finds
+ * its read models current once the appends resolve. A group that is slower (catching up, or
+ * failing and retrying) holds it at most FOLD_WAIT_MS: the opening thread's waits then take the
+ * group's checkpoint from shared memory or its `checkpoint` messages (publishedGroup.ts).
  */
 import { parentPort, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import { GroupCommitter, type CommittedEvents, type FlushInfo, type StreamPart } from './sqliteGroupCommit.ts';
 import { openDatabase, prepareStatements, type Statements } from './sqliteSchema.ts';
 import { closeWal } from '../sqliteWal.ts';
 import { nameThread } from '../threadIdentity.ts';
+import { WriterGroups } from '../projector/writerGroups.ts';
+import { PROJECTION_GROUPS } from '../../projections/index.ts';
+import { createLogger } from '../../logger.ts';
 import {
   FOREIGN,
   HEAD,
@@ -26,6 +37,9 @@ import {
   type WireOutcome,
   type WriterOpen,
 } from './sqliteWriterThread.ts';
+
+/** The longest a commit's answer waits for the store's projection groups to fold it. */
+const FOLD_WAIT_MS = 20;
 
 const port = parentPort!;
 const send = (message: FromWriter) => port.postMessage(message);
@@ -42,6 +56,13 @@ class StoreWriter {
   private ending = -1;
   /** What the current transaction committed (at most one entry). */
   private readonly commits: Array<{ info: FlushInfo; committed: CommittedEvents }> = [];
+  /** Whether answers wait for projection groups (not once they failed to start), and once started, the groups. */
+  private hosting: boolean;
+  private groups: WriterGroups | undefined;
+  /** Answers held until the groups have folded up to `position`, oldest first. */
+  private readonly held: Array<{ position: number; message: FromWriter }> = [];
+  private holdTimer: NodeJS.Timeout | undefined;
+  private readonly groupsStarting: Promise<void>;
 
   constructor(
     private readonly id: number,
@@ -65,6 +86,46 @@ class StoreWriter {
         },
       },
     );
+    this.hosting = open.groups !== undefined;
+    this.groupsStarting = open.groups ? this.startGroups(open.file, open.groups) : Promise.resolve();
+  }
+
+  private async startGroups(file: string, options: NonNullable<WriterOpen['groups']>): Promise<void> {
+    try {
+      const logger = createLogger(options.logLevel).child({ environment: options.environment, thread: 'writer' });
+      const groups = await WriterGroups.start(file, options, PROJECTION_GROUPS, logger, (group, position) =>
+        send({ type: 'checkpoint', id: this.id, group, position }),
+      );
+      groups.onAdvance = () => this.release(false);
+      this.groups = groups;
+      send({ type: 'ready', id: this.id });
+      this.release(false);
+    } catch (error) {
+      send({ type: 'ready', id: this.id, error: error instanceof Error ? error.message : String(error) });
+      this.hosting = false;
+      this.release(true);
+    }
+  }
+
+  /** Sends the held answers the groups have folded (all of them if `all`). */
+  private release(all: boolean): void {
+    const reached = this.groups?.checkpoint ?? -1;
+    while (this.held.length > 0 && (all || this.held[0]!.position <= reached)) send(this.held.shift()!.message);
+    if (this.held.length === 0) {
+      clearTimeout(this.holdTimer);
+      this.holdTimer = undefined;
+    } else
+      this.holdTimer ??= setTimeout(() => {
+        this.holdTimer = undefined;
+        this.release(true);
+      }, FOLD_WAIT_MS);
+  }
+
+  /** Sends `message` once the groups have folded up to `position` (at once without groups). */
+  private answer(message: FromWriter, position: number): void {
+    if (!this.hosting) return send(message);
+    this.held.push({ position, message });
+    this.release(false);
   }
 
   commit(batch: StreamPart[][]): void {
@@ -84,20 +145,29 @@ class StoreWriter {
       Atomics.store(this.shared, HEAD, BigInt(this.head.get()!.head));
       Atomics.add(this.shared, FOREIGN, 1n);
     }
-    send({
-      type: 'done',
-      id: this.id,
-      outcomes,
-      info: committed?.info ?? { appends: batch.length, events: 0 },
-      ...(committed ? { committed: committed.committed } : {}),
-    });
-    if (committed && committed.committed.rows.length > 0)
+    const rows = committed?.committed.rows ?? [];
+    if (rows.length > 0) this.groups?.offer(committed!.committed);
+    this.answer(
+      {
+        type: 'done',
+        id: this.id,
+        outcomes,
+        info: committed?.info ?? { appends: batch.length, events: 0 },
+        ...(committed ? { committed: committed.committed } : {}),
+      },
+      rows.at(-1)?.position ?? 0, // nothing stored: held only behind the answers before it
+    );
+    if (rows.length > 0)
       forwards
         .get(this.id)
-        ?.postMessage({ type: 'committed', committed: committed.committed } satisfies ForwardedCommit);
+        ?.postMessage({ type: 'committed', committed: committed!.committed } satisfies ForwardedCommit);
   }
 
-  close(): void {
+  /** Stops the groups once they have folded every commit (their answers sent), then closes the connection. */
+  async close(): Promise<void> {
+    await this.groupsStarting;
+    await this.groups?.stop();
+    this.release(true);
     closeWal(this.db);
   }
 }
@@ -123,9 +193,10 @@ const handle = (first: ToWriter): void => {
     if (message.type === 'open') {
       const { id, file, busyTimeoutMs, walAutocheckpoint, shared } = message;
       try {
-        stores.set(id, new StoreWriter(id, { file, busyTimeoutMs, walAutocheckpoint, shared }));
+        stores.set(id, new StoreWriter(id, { file, busyTimeoutMs, walAutocheckpoint, shared, groups: message.groups }));
       } catch (error) {
         stores.set(id, toWireError(error));
+        if (message.groups) send({ type: 'ready', id, error: error instanceof Error ? error.message : String(error) });
       }
     } else if (message.type === 'forward') {
       forwards.get(message.id)?.close();
@@ -142,12 +213,9 @@ const handle = (first: ToWriter): void => {
       stores.delete(message.id);
       forwards.get(message.id)?.close();
       forwards.delete(message.id);
-      try {
-        if (store instanceof StoreWriter) store.close();
-      } catch {
-        // its directory was removed: nothing left to close
-      }
-      send({ type: 'closed', id: message.id });
+      const closed = store instanceof StoreWriter ? store.close() : Promise.resolve();
+      // a directory already removed leaves nothing to close
+      void closed.catch(() => undefined).then(() => send({ type: 'closed', id: message.id }));
     }
   }
   for (const [id, batch] of batches) commit(id, batch);

@@ -3,8 +3,8 @@
  * here): the main thread decides and appends, the projector thread folds the log into those read
  * models, as a separate projector process would in the production topology. On this 2-core
  * machine the analytics fold was the larger part of each apply's read-model work; here it runs
- * on the other core. (The core group stays on the main thread: a write's read-your-writes wait
- * would otherwise cross threads and cost a turn of the event loop; see composition.ts.)
+ * on the other core. (The core group, whose read models a write's answer waits for, runs on the
+ * event store's writer thread instead, before each commit is answered: writerGroups.ts.)
  *
  * The thread has its own connections to the environment's event store and read store files
  * (SQLite WAL: the main thread keeps reading the read store while the thread writes it). It is
@@ -23,9 +23,9 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { CommittedEvents } from '../eventStore/sqliteGroupCommit.ts';
-import { CheckpointWaiters } from '../../core/checkpointWaiters.ts';
 import type { ProjectorHandle } from '../../core/projectionRunner.ts';
 import { SupervisedWorker, siblingWorkerUrl } from '../supervisedWorker.ts';
+import { PublishedGroup, publishedBuffer } from './publishedGroup.ts';
 
 export interface ProjectorThreadOptions {
   environment: string;
@@ -47,9 +47,6 @@ export interface ProjectorThreadData extends ProjectorThreadOptions {
   published: SharedArrayBuffer;
 }
 
-/** The slots of group `index` in `published` (BigInt64Array indexes). */
-export const publishedSlots = (index: number) => ({ checkpoint: 2 * index, wanted: 2 * index + 1 });
-
 export type ToProjectorThread =
   | { type: 'committed'; committed: CommittedEvents }
   /** From now on commits also come on `port` (ForwardedCommit messages), replacing the one before. */
@@ -62,59 +59,8 @@ export type FromProjectorThread =
 
 const WORKER_URL = siblingWorkerUrl('projectorThread.worker', import.meta.url);
 
-/**
- * One projection group as the main thread sees it: the checkpoint the thread published. While a
- * caller waits, the handle asks the thread to post each checkpoint (`wanted`), and after asking
- * reads the published one again: the thread writes its checkpoint before it reads `wanted`, so a
- * batch written meanwhile is seen one way or the other (sequentially consistent atomics).
- */
-class GroupHandle implements ProjectorHandle {
-  private position = 0;
-  private readonly waiters = new CheckpointWaiters();
-  private readonly slots: { checkpoint: number; wanted: number };
-
-  constructor(
-    private readonly thread: ProjectorThread,
-    private readonly published: BigInt64Array,
-    index: number,
-  ) {
-    this.slots = publishedSlots(index);
-  }
-
-  get checkpoint(): number {
-    this.advance(Number(Atomics.load(this.published, this.slots.checkpoint)));
-    return this.position;
-  }
-
-  waitFor(position: number, timeoutMs = 5_000): Promise<boolean> {
-    if (position <= this.checkpoint) return Promise.resolve(true);
-    const waiting = this.waiters.wait(position, timeoutMs);
-    Atomics.store(this.published, this.slots.wanted, 1n);
-    this.advance(Number(Atomics.load(this.published, this.slots.checkpoint)));
-    return waiting;
-  }
-
-  /** Stops the whole thread (its groups stop together). */
-  stop(): Promise<void> {
-    return this.thread.stop();
-  }
-
-  advance(position: number): void {
-    if (position > this.position) {
-      this.position = position;
-      this.waiters.reached(position);
-    }
-    // nobody waits: no more posts (a waiter that timed out is seen at the next post)
-    if (this.waiters.size === 0) Atomics.store(this.published, this.slots.wanted, 0n);
-  }
-
-  release(): void {
-    this.waiters.releaseAll();
-  }
-}
-
 export class ProjectorThread {
-  private readonly groups = new Map<string, GroupHandle>();
+  private readonly groups = new Map<string, PublishedGroup>();
   private readonly thread: SupervisedWorker<FromProjectorThread, ToProjectorThread>;
   private readonly published: BigInt64Array;
   private readonly names: string[];
@@ -122,7 +68,7 @@ export class ProjectorThread {
   private restarted: (() => void) | undefined;
 
   private constructor(options: ProjectorThreadOptions, logger: Logger) {
-    const published = new SharedArrayBuffer(2 * BigInt64Array.BYTES_PER_ELEMENT * options.groups.length);
+    const published = publishedBuffer(options.groups.length);
     this.published = new BigInt64Array(published);
     this.names = options.groups;
     const workerData: ProjectorThreadData = { ...options, published };
@@ -191,9 +137,13 @@ export class ProjectorThread {
     return this.thread.stop({ type: 'stop' });
   }
 
-  private handle(name: string): GroupHandle {
+  private handle(name: string): PublishedGroup {
     let handle = this.groups.get(name);
-    if (!handle) this.groups.set(name, (handle = new GroupHandle(this, this.published, this.names.indexOf(name))));
+    if (!handle)
+      this.groups.set(
+        name,
+        (handle = new PublishedGroup(this.published, this.names.indexOf(name), () => this.stop())), // the groups stop together
+      );
     return handle;
   }
 }

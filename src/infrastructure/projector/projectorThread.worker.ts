@@ -17,12 +17,8 @@ import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
 import type { ProjectionRunner } from '../../core/projectionRunner.ts';
 import { startGroup } from '../../core/projectionGroups.ts';
-import {
-  publishedSlots,
-  type FromProjectorThread,
-  type ProjectorThreadData,
-  type ToProjectorThread,
-} from './projectorThread.ts';
+import type { FromProjectorThread, ProjectorThreadData, ToProjectorThread } from './projectorThread.ts';
+import { publishCheckpoint } from './publishedGroup.ts';
 import type { ForwardedCommit } from '../eventStore/sqliteWriterThread.ts';
 import { nameThread } from '../threadIdentity.ts';
 
@@ -33,15 +29,6 @@ const logger = createLogger(options.logLevel).child({ environment: options.envir
 const published = new BigInt64Array(options.published);
 /** How long a stop waits for the groups to fold the log up to its head (a failing group does not hold it longer). */
 const STOP_CATCH_UP_MS = 2_000;
-
-/**
- * A group wrote a batch: its checkpoint goes to shared memory first, then to the main thread as a
- * message if a caller there waits (the order makes a wait that starts meanwhile see one or the other).
- */
-const reportCheckpoint = (group: string, slots: ReturnType<typeof publishedSlots>, position: number): void => {
-  Atomics.store(published, slots.checkpoint, BigInt(position));
-  if (Atomics.load(published, slots.wanted) !== 0n) send({ type: 'checkpoint', group, position });
-};
 
 const run = async () => {
   nameThread(`proj-${options.environment}`);
@@ -74,9 +61,10 @@ const run = async () => {
   });
   try {
     for (const group of PROJECTION_GROUPS.filter((g) => options.groups.includes(g.name))) {
-      const slots = publishedSlots(options.groups.indexOf(group.name));
+      const index = options.groups.indexOf(group.name);
+      // each batch's checkpoint to shared memory, and as a message while a caller waits on it
       const runner = await startGroup(events, reads, group, logger, (position) =>
-        reportCheckpoint(group.name, slots, position),
+        publishCheckpoint(published, index, position, () => send({ type: 'checkpoint', group: group.name, position })),
       );
       runners.push(runner);
       checkpoints[group.name] = runner.checkpoint;

@@ -80,12 +80,20 @@ export class SqliteReadStore implements ReadStore {
     });
   }
 
-  static open(filePath: string): SqliteReadStore {
+  /**
+   * `walAutocheckpoint`: the connection's `wal_autocheckpoint` instead of sqliteWal.ts's, for a
+   * connection on a worker thread whose checkpoints must not stall that thread (0: the main
+   * thread's connection to the same file has the checkpointer copy it).
+   */
+  static open(filePath: string, options: { walAutocheckpoint?: number } = {}): SqliteReadStore {
     // NORMAL (no fsync per commit in WAL mode) may lose the last commits on power loss but
     // never corrupts the file. Acceptable because read models are derived data: documents and
     // checkpoint commit together, so the projector just replays the event log from the
     // checkpoint that survived (and a read model can always be rebuilt from scratch).
-    return openWithWal(filePath, 'NORMAL', 5_000, (db) => new SqliteReadStore(db));
+    return openWithWal(filePath, 'NORMAL', 5_000, (db) => {
+      if (options.walAutocheckpoint !== undefined) db.pragma(`wal_autocheckpoint = ${options.walAutocheckpoint}`);
+      return new SqliteReadStore(db);
+    });
   }
 
   /** The upsert statement of a collection (looked up by the collection's name, not by its SQL text). */
