@@ -303,8 +303,8 @@ export class WriterThread {
     const handle = this.groups.get(name);
     if (!handle) throw new Error(`the writer thread runs no group named ${name}`);
     this.start();
-    // the thread keeps the process alive until it answers (`ready`: the host unrefs it then)
-    this.openedOn?.ref();
+    // until it answers (`ready`, after which the host unrefs it), the thread keeps the process alive
+    if (this.settleStarted) this.openedOn?.ref();
     await this.started;
     return handle;
   }
