@@ -1,6 +1,6 @@
 /**
  * The core group on the event store's writer thread (decision 087; src/infrastructure/projector/
- * writerGroups.ts and sqliteWriterThread.worker.ts): a commit is answered once the group has
+ * threadGroups.ts and sqliteWriterThread.worker.ts): a commit is answered once the group has
  * folded it, the group's checkpoint reaches the opening thread through shared memory (or a
  * message while a caller waits), a close leaves the group at the head of the log, a writer thread
  * that dies is replaced with its group, and a group that cannot start fails its handle only.

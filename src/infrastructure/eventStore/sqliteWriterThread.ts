@@ -58,7 +58,7 @@ export function accountHead(shared: BigInt64Array, head: number): void {
 
 /**
  * Projection groups the thread folds each of a store's commits into before it answers the commit
- * (decision 087; the thread's side is projector/writerGroups.ts).
+ * (decision 087; the thread's side is projector/threadGroups.ts).
  */
 export interface WriterGroupsOptions {
   environment: string;

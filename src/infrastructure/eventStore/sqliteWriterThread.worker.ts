@@ -22,7 +22,7 @@ import { GroupCommitter, type CommittedEvents, type FlushInfo, type StreamPart }
 import { openDatabase, prepareStatements, type Statements } from './sqliteSchema.ts';
 import { closeWal } from '../sqliteWal.ts';
 import { nameThread } from '../threadIdentity.ts';
-import { WriterGroups } from '../projector/writerGroups.ts';
+import { ThreadGroups } from '../projector/threadGroups.ts';
 import { PROJECTION_GROUPS } from '../../projections/index.ts';
 import { createLogger } from '../../logger.ts';
 import {
@@ -58,7 +58,7 @@ class StoreWriter {
   private readonly commits: Array<{ info: FlushInfo; committed: CommittedEvents }> = [];
   /** Whether answers wait for projection groups (not once they failed to start), and once started, the groups. */
   private hosting: boolean;
-  private groups: WriterGroups | undefined;
+  private groups: ThreadGroups | undefined;
   /** Answers held until the groups have folded up to `position`, oldest first. */
   private readonly held: Array<{ position: number; message: FromWriter }> = [];
   private holdTimer: NodeJS.Timeout | undefined;
@@ -93,8 +93,13 @@ class StoreWriter {
   private async startGroups(file: string, options: NonNullable<WriterOpen['groups']>): Promise<void> {
     try {
       const logger = createLogger(options.logLevel).child({ environment: options.environment, thread: 'writer' });
-      const groups = await WriterGroups.start(file, options, PROJECTION_GROUPS, logger, (group, position) =>
-        send({ type: 'checkpoint', id: this.id, group, position }),
+      const { readsFile, groups: names, pollIntervalMs, published } = options;
+      const groups = await ThreadGroups.start(
+        // no checkpoint of read.db on this thread: it would hold every append (ThreadGroupsOptions)
+        { eventsFile: file, readsFile, groups: names, pollIntervalMs, published, readsWalAutocheckpoint: 0 },
+        PROJECTION_GROUPS,
+        logger,
+        (group, position) => send({ type: 'checkpoint', id: this.id, group, position }),
       );
       groups.onAdvance = () => this.release(false);
       this.groups = groups;

@@ -4,7 +4,7 @@
  * models, as a separate projector process would in the production topology. On this 2-core
  * machine the analytics fold was the larger part of each apply's read-model work; here it runs
  * on the other core. (The core group, whose read models a write's answer waits for, runs on the
- * event store's writer thread instead, before each commit is answered: writerGroups.ts.)
+ * event store's writer thread instead, before each commit is answered: threadGroups.ts.)
  *
  * The thread has its own connections to the environment's event store and read store files
  * (SQLite WAL: the main thread keeps reading the read store while the thread writes it). It is
