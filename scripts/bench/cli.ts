@@ -125,6 +125,14 @@ if (SCALE && !(Number.isSafeInteger(SCALE_APPLICATIONS) && SCALE_APPLICATIONS >=
 export const SCALE_REFERENCE = Number(args.get('scale-reference') ?? 20_000);
 if (SCALE && !(Number.isSafeInteger(SCALE_REFERENCE) && SCALE_REFERENCE >= 0))
   throw new Error(`--scale-reference takes a whole number (0: none), got ${args.get('scale-reference')}`);
+/**
+ * Slices of each scale-bench segment and of its reference round (`--scale-slices=N`, default 10):
+ * the two services take turns slice by slice, so that both meet the machine alike
+ * (scripts/bench/scale.ts).
+ */
+export const SCALE_SLICES = Number(args.get('scale-slices') ?? 10);
+if (SCALE && !(Number.isSafeInteger(SCALE_SLICES) && SCALE_SLICES >= 1))
+  throw new Error(`--scale-slices takes a whole number of at least 1, got ${args.get('scale-slices')}`);
 export const SCALE_REPLAYS = Math.max(1, Math.floor(Number(args.get('scale-replays') ?? 2)));
 /**
  * Restarts of the scale bench's service after the phases (`--scale-restarts=N`, default 3), each

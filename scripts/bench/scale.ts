@@ -6,9 +6,10 @@
  * 1. `spread`: N applications spread over 1,000 vouchers, then `hot`: N on one voucher, each phase
  *    in ten segments of N/10 applications, with each segment's throughput, p99 and the service's
  *    RSS right after it (with its anonymous and file-backed parts and the main thread's V8 heap);
- *    after each segment a reference round: the same applies (--scale-reference, default 20,000)
+ *    with each segment a reference round: the same applies (--scale-reference, default 20,000)
  *    on a fresh service of the same build with no history, whose throughput and p99 the segment's
- *    are also taken relative to, so that the machine's own drift cancels out of the phase's;
+ *    are also taken relative to, so that the machine's own drift cancels out of the phase's; the
+ *    segment and its reference round take turns in --scale-slices slices (default 10);
  * 2. the service stopped, the disk used per file of DATA_DIR (and per application);
  * 3. the service started again on the same DATA_DIR, the first apply on the hot voucher timed
  *    (its whole history is loaded then), with RSS before and after; `--scale-restarts` times
@@ -18,7 +19,7 @@
  *    on the same data, `--scale-replays` times each).
  *
  * Options: --scale-applications=<N> (default 1,000,000), --scale-reference=<N> (0: no reference
- * rounds), --scale-restarts=<N>, --connections, --warmup (seconds of apply on a voucher of its own
+ * rounds), --scale-slices=<N>, --scale-restarts=<N>, --connections, --warmup (seconds of apply on a voucher of its own
  * before the first segment, default 15), --keep-data, --b-root.
  * Loopback only; every child stops at the end. Results in .bench/scale.json.
  */
@@ -37,10 +38,12 @@ import {
   SCALE_REFERENCE,
   SCALE_REPLAYS,
   SCALE_RESTARTS,
+  SCALE_SLICES,
   SERVICE_ROOT,
   WARMUP_S,
 } from './cli.ts';
-import { statCpuSeconds } from './cpu.ts';
+import { processCpuSeconds, statCpuSeconds } from './cpu.ts';
+import { sleep } from '../lib/processes.ts';
 import { takeBody } from './load.ts';
 import {
   SERVICE_NODE_FLAGS,
@@ -57,11 +60,11 @@ import {
   SCALE_TARGETS,
   diskReport,
   parseReplayOutput,
+  p99Of,
   phaseReport,
   segmentSizes,
   verdicts,
   type PhaseReport,
-  type ReferenceRun,
   type SegmentRun,
 } from './scaleReport.ts';
 import { api, createVouchers } from './vouchers.ts';
@@ -178,31 +181,73 @@ const startOn = async (dataDir: string): Promise<{ proc: Child; baseUrl: string 
   return { proc, baseUrl };
 };
 
+const autocannonOptions = (url: string, body: (n: number) => string, amount: number | null, seconds: number) => ({
+  url: `${url}/v1/vouchers/apply`,
+  // autocannon refuses more connections than requests: a small segment or reference round uses fewer
+  connections: amount === null ? CONNECTIONS : Math.max(1, Math.min(CONNECTIONS, amount)),
+  pipelining: 1,
+  timeout: 10,
+  // autocannon ends a run at its next sample after the last answer: every 50 ms instead of every
+  // second, so that a segment's time (and its req/s) is not rounded up to whole seconds
+  sampleInt: 50,
+  ...(amount === null ? { duration: seconds } : { amount }),
+  requests: [
+    {
+      method: 'POST' as const,
+      headers: HEADERS,
+      setupRequest: (req: { body?: string | Buffer }) => {
+        req.body = takeBody(body);
+        return req;
+      },
+    },
+  ],
+});
+
 /** Sends `amount` applies (or, with `seconds`, as many as fit) with distinct order ids. */
 const load = async (url: string, body: (n: number) => string, amount: number | null, seconds = 0) => {
   const started = performance.now();
-  const result = await autocannon({
-    url: `${url}/v1/vouchers/apply`,
-    // autocannon refuses more connections than requests: a small segment or reference round uses fewer
-    connections: amount === null ? CONNECTIONS : Math.max(1, Math.min(CONNECTIONS, amount)),
-    pipelining: 1,
-    timeout: 10,
-    // autocannon ends a run at its next sample after the last answer: every 50 ms instead of every
-    // second, so that a segment's time (and its req/s) is not rounded up to whole seconds
-    sampleInt: 50,
-    ...(amount === null ? { duration: seconds } : { amount }),
-    requests: [
-      {
-        method: 'POST',
-        headers: HEADERS,
-        setupRequest: (req: { body?: string | Buffer }) => {
-          req.body = takeBody(body);
-          return req;
-        },
-      },
-    ],
-  });
+  const result = await autocannon(autocannonOptions(url, body, amount, seconds));
   return { result, seconds: (performance.now() - started) / 1000 };
+};
+
+/**
+ * One slice of a paired segment: `amount` applies, every answer's latency (ms), and the seconds
+ * from the start to the last answer (autocannon's own end, up to a sample later, is left out).
+ */
+const slice = (url: string, body: (n: number) => string, amount: number) =>
+  new Promise<{ result: autocannon.Result; seconds: number; latencies: number[] }>((resolve, reject) => {
+    const latencies: number[] = [];
+    const started = performance.now();
+    let last = started;
+    const instance = autocannon(autocannonOptions(url, body, amount, 0), (error, result) =>
+      error ? reject(error as Error) : resolve({ result, seconds: (last - started) / 1000, latencies }),
+    );
+    instance.on('response', (_client, _status, _bytes, responseTime) => {
+      latencies.push(responseTime);
+      last = performance.now();
+    });
+  });
+
+/** A process counts as idle once it used under 5 ms of CPU in 50 ms (a tenth of a core). */
+const IDLE_CPU_MS = 5;
+const IDLE_WINDOW_MS = 50;
+const IDLE_WAIT_LIMIT_MS = 3_000;
+
+/**
+ * Waits (at most IDLE_WAIT_LIMIT_MS) until a service has done the work its last slice left
+ * behind (projector threads catching up, checkpoints), so that it does not run during the other
+ * service's slice.
+ */
+const waitIdle = async (pid: number | undefined): Promise<void> => {
+  const cpuMs = () => (processCpuSeconds(pid) ?? 0) * 1000;
+  const until = performance.now() + IDLE_WAIT_LIMIT_MS;
+  let before = cpuMs();
+  while (performance.now() < until) {
+    await sleep(IDLE_WINDOW_MS);
+    const now = cpuMs();
+    if (now - before < IDLE_CPU_MS) return;
+    before = now;
+  }
 };
 
 /** Creates the warm-up voucher and applies on it for WARMUP_S seconds: the applications made. */
@@ -213,29 +258,95 @@ const warmUp = async (baseUrl: string): Promise<number> => {
 };
 
 /**
- * A reference round: `applications` of the phase's applies on a service of the same build started
- * on a fresh DATA_DIR (the phase's vouchers created, as long a warm-up as the measured service had,
- * --warmup), stopped and deleted afterwards. It runs right after a segment, so it meets the
- * machine as the segment did.
+ * A reference service: a service of the same build started on a fresh DATA_DIR, with the phase's
+ * vouchers and as long a warm-up as the measured service had (--warmup). `stop` stops it and
+ * deletes its DATA_DIR.
  */
-const referenceRound = async (
-  id: PhaseReport['id'],
-  body: (n: number) => string,
-  applications: number,
-): Promise<ReferenceRun> => {
+const referenceService = async (id: PhaseReport['id']) => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-scale-reference-'));
   tempDirs.push(dataDir);
   const service = await startOn(dataDir);
+  const stop = async () => {
+    await stopChild(service.proc);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
   try {
     await createVouchers(service.baseUrl, new Set([id]));
     await warmUp(service.baseUrl);
-    const { result, seconds } = await load(service.baseUrl, body, applications);
-    if (result['2xx'] !== applications) throw new Error(`reference round: ${result['2xx']} of ${applications} applied`);
-    return { reqPerSec: result.requests.total / seconds, p99Ms: result.latency.p99 };
-  } finally {
-    await stopChild(service.proc);
-    fs.rmSync(dataDir, { recursive: true, force: true });
+  } catch (error) {
+    await stop();
+    throw error;
   }
+  return { ...service, stop };
+};
+
+/**
+ * A segment paired with its reference round: the reference service is started first (fresh,
+ * warmed up), then the segment's `size` applies on the measured service and the reference's
+ * `referenceSize` go in SCALE_SLICES alternating slices, each service left to finish the work its
+ * slice left behind before the other's starts. Both therefore meet the machine's slower and
+ * faster stretches alike; each side's req/s is its applies over the sum of its slices' seconds,
+ * its p99 that of all its answers.
+ */
+const pairedSegment = async (
+  id: PhaseReport['id'],
+  service: { proc: Child; baseUrl: string },
+  body: (n: number) => string,
+  size: number,
+  referenceSize: number,
+): Promise<SegmentRun> => {
+  const reference = await referenceService(id);
+  try {
+    const measured = { requests: 0, ok2xx: 0, failures: 0, seconds: 0, latencies: [] as number[] };
+    const theirs = { ok2xx: 0, seconds: 0, latencies: [] as number[] };
+    const referenceSlices = segmentSizes(referenceSize, SCALE_SLICES);
+    for (const [i, amount] of segmentSizes(size, SCALE_SLICES).entries()) {
+      await waitIdle(reference.proc.child.pid);
+      const mine = await slice(service.baseUrl, body, amount);
+      measured.requests += mine.result.requests.total;
+      measured.ok2xx += mine.result['2xx'];
+      measured.failures += mine.result.non2xx + mine.result.errors + mine.result.timeouts;
+      measured.seconds += mine.seconds;
+      measured.latencies.push(...mine.latencies);
+      const referenceAmount = referenceSlices[i];
+      if (referenceAmount === undefined) continue;
+      await waitIdle(service.proc.child.pid);
+      const other = await slice(reference.baseUrl, body, referenceAmount);
+      if (other.result['2xx'] !== referenceAmount)
+        throw new Error(`reference round: ${other.result['2xx']} of ${referenceAmount} applied`);
+      theirs.ok2xx += other.result['2xx'];
+      theirs.seconds += other.seconds;
+      theirs.latencies.push(...other.latencies);
+    }
+    return {
+      requests: measured.requests,
+      ok2xx: measured.ok2xx,
+      failures: measured.failures,
+      seconds: measured.seconds,
+      p99Ms: p99Of(measured.latencies),
+      rssBytes: rssOf(service.proc.child.pid),
+      reference: { reqPerSec: theirs.ok2xx / theirs.seconds, p99Ms: p99Of(theirs.latencies) },
+    };
+  } finally {
+    await reference.stop();
+  }
+};
+
+/** A segment without a reference round: `size` applies in one run. */
+const plainSegment = async (
+  service: { proc: Child; baseUrl: string },
+  body: (n: number) => string,
+  size: number,
+): Promise<SegmentRun> => {
+  const { result, seconds } = await load(service.baseUrl, body, size);
+  return {
+    requests: result.requests.total,
+    ok2xx: result['2xx'],
+    failures: result.non2xx + result.errors + result.timeouts,
+    seconds,
+    p99Ms: result.latency.p99,
+    rssBytes: rssOf(service.proc.child.pid),
+  };
 };
 
 const runPhase = async (
@@ -247,25 +358,19 @@ const runPhase = async (
   const runs: SegmentRun[] = [];
   for (const size of segmentSizes(SCALE_APPLICATIONS)) {
     const before = costOf(service.proc.child.pid);
-    const { result, seconds } = await load(service.baseUrl, body, size);
-    const cost = perApplication(before, costOf(service.proc.child.pid), result['2xx']);
-    const run: SegmentRun = {
-      requests: result.requests.total,
-      ok2xx: result['2xx'],
-      failures: result.non2xx + result.errors + result.timeouts,
-      seconds,
-      p99Ms: result.latency.p99,
-      rssBytes: rssOf(service.proc.child.pid),
-    };
+    const run =
+      SCALE_REFERENCE > 0
+        ? await pairedSegment(id, service, body, size, Math.min(SCALE_REFERENCE, size))
+        : await plainSegment(service, body, size);
+    const cost = perApplication(before, costOf(service.proc.child.pid), run.ok2xx);
     const detail = await memoryDetail(service.proc.child.pid, service.baseUrl);
-    if (SCALE_REFERENCE > 0) run.reference = await referenceRound(id, body, Math.min(SCALE_REFERENCE, size));
     runs.push(run);
     const done = runs.reduce((n, r) => n + r.ok2xx, 0);
     const reference = run.reference
-      ? `; reference ${run.reference.reqPerSec.toFixed(0)} req/s, p99 ${run.reference.p99Ms} ms`
+      ? `; reference ${run.reference.reqPerSec.toFixed(0)} req/s, p99 ${run.reference.p99Ms.toFixed(1)} ms`
       : '';
     log(
-      `  ${id} ${String(done).padStart(9)}: ${(run.requests / seconds).toFixed(0)} req/s, p99 ${run.p99Ms} ms, RSS ${run.rssBytes === null ? '?' : (run.rssBytes / 2 ** 20).toFixed(0)} MB${detail}${cost}${run.failures > 0 ? `, ${run.failures} failed` : ''}${reference}`,
+      `  ${id} ${String(done).padStart(9)}: ${(run.requests / run.seconds).toFixed(0)} req/s, p99 ${run.p99Ms.toFixed(1)} ms, RSS ${run.rssBytes === null ? '?' : (run.rssBytes / 2 ** 20).toFixed(0)} MB${detail}${cost}${run.failures > 0 ? `, ${run.failures} failed` : ''}${reference}`,
     );
   }
   return phaseReport(id, title, runs);

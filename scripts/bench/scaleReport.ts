@@ -79,6 +79,13 @@ export const segmentSizes = (total: number, parts = 10): number[] => {
   return Array.from({ length: count }, (_, i) => (i === count - 1 ? total - size * (count - 1) : size));
 };
 
+/** The 99th percentile of latencies (nearest rank: the smallest value with 99 % at or under it); 0 for none. */
+export const p99Of = (latencies: readonly number[]): number => {
+  if (latencies.length === 0) return 0;
+  const sorted = Float64Array.from(latencies).sort();
+  return sorted[Math.ceil(sorted.length * 0.99) - 1]!;
+};
+
 /**
  * The drift from the first segment to the last of a figure taken relative to each segment's
  * reference round: (last ÷ its reference) ÷ (first ÷ its reference) − 1.

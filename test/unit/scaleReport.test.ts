@@ -2,6 +2,7 @@
 import { expect } from 'chai';
 import {
   diskReport,
+  p99Of,
   parseReplayOutput,
   phaseReport,
   segmentSizes,
@@ -39,6 +40,16 @@ describe('scale bench report', () => {
     expect(report.p99Drift).to.be.closeTo(0.5, 1e-9);
     expect(report.peakRssMb).to.equal(300);
     expect(report.failures).to.equal(10);
+  });
+
+  it('takes the p99 of all the answers of a segment by nearest rank, in any order', () => {
+    // 1..200 ms shuffled: the 198th value is the smallest with 99 % at or under it
+    const latencies = Array.from({ length: 200 }, (_, i) => ((i * 37) % 200) + 1);
+    expect(p99Of(latencies)).to.equal(198);
+    expect(p99Of([...Array<number>(99).fill(1), 250])).to.equal(1);
+    expect(p99Of([...Array<number>(98).fill(1), 250, 300])).to.equal(250);
+    expect(p99Of([3.5])).to.equal(3.5);
+    expect(p99Of([])).to.equal(0);
   });
 
   it('reports no drift for a single segment', () => {
