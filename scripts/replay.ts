@@ -61,7 +61,16 @@ const selectedEnvironments = (argv: string[]): Environment[] => {
 
 const WORKER_URL = siblingWorkerUrl('replayWorker', import.meta.url);
 
-const startWorker = (job: ReplayJob): Worker => spawnWorker(WORKER_URL, job);
+/**
+ * The replay threads' V8 limits: a young generation of up to 64 MB, not the service threads' 4 MB
+ * (WORKER_RESOURCE_LIMITS). A rebuild decodes and folds a page of 10,000 events at a time; with
+ * 4 MB most of a page outlives a scavenge and is copied into the old generation. 64 MB took
+ * about a sixth off the replay's CPU, for about 160 MB more of the replay's RSS
+ * (docs/benchmark.md, Replay).
+ */
+const REPLAY_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 64 } as const;
+
+const startWorker = (job: ReplayJob): Worker => spawnWorker(WORKER_URL, job, REPLAY_RESOURCE_LIMITS);
 
 /** An environment's progress bars: a line per group. */
 const progressBars = (environment: Environment): cliProgress.MultiBar =>

@@ -2,7 +2,7 @@
  * Worker threads of the service: starting one from the .ts sources or the compiled .js, and
  * keeping one running (the projector thread, the webhook thread).
  */
-import { Worker, type MessagePort } from 'node:worker_threads';
+import { Worker, type MessagePort, type ResourceLimits } from 'node:worker_threads';
 import type { Logger } from 'pino';
 
 /**
@@ -15,16 +15,20 @@ export const WORKER_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 4 } as const;
 
 /**
  * Starts the worker module at `url` (the sibling of the calling module, `.ts` or `.js` as it is
- * itself), with WORKER_RESOURCE_LIMITS: run from the .ts sources (development and tests, under
- * tsx), the worker registers tsx's loader first.
+ * itself), with `resourceLimits` (default WORKER_RESOURCE_LIMITS): run from the .ts sources
+ * (development and tests, under tsx), the worker registers tsx's loader first.
  */
-export const spawnWorker = (url: URL, workerData: unknown): Worker =>
+export const spawnWorker = (
+  url: URL,
+  workerData: unknown,
+  resourceLimits: ResourceLimits = WORKER_RESOURCE_LIMITS,
+): Worker =>
   url.pathname.endsWith('.ts')
     ? new Worker(
         `import('tsx/esm/api').then((api) => { api.register(); return import(${JSON.stringify(url.href)}); })`,
-        { eval: true, workerData, resourceLimits: WORKER_RESOURCE_LIMITS },
+        { eval: true, workerData, resourceLimits },
       )
-    : new Worker(url, { workerData, resourceLimits: WORKER_RESOURCE_LIMITS });
+    : new Worker(url, { workerData, resourceLimits });
 
 /** `./<name>` next to the module at `moduleUrl`, with that module's extension (.ts or .js). */
 export const siblingWorkerUrl = (name: string, moduleUrl: string): URL =>
