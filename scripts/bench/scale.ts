@@ -307,7 +307,7 @@ const pairedSegment = async (
       measured.ok2xx += mine.result['2xx'];
       measured.failures += mine.result.non2xx + mine.result.errors + mine.result.timeouts;
       measured.seconds += mine.seconds;
-      measured.latencies.push(...mine.latencies);
+      for (const ms of mine.latencies) measured.latencies.push(ms);
       const referenceAmount = referenceSlices[i];
       if (referenceAmount === undefined) continue;
       await waitIdle(service.proc.child.pid);
@@ -316,7 +316,7 @@ const pairedSegment = async (
         throw new Error(`reference round: ${other.result['2xx']} of ${referenceAmount} applied`);
       theirs.ok2xx += other.result['2xx'];
       theirs.seconds += other.seconds;
-      theirs.latencies.push(...other.latencies);
+      for (const ms of other.latencies) theirs.latencies.push(ms);
     }
     return {
       requests: measured.requests,

@@ -5,7 +5,8 @@ declare module 'bloomfilter' {
     constructor(m: number | ArrayLike<number>, k: number);
     readonly m: number;
     readonly k: number;
-    readonly buckets: Uint32Array;
+    /** The bits, 32 to a bucket; the package reads them from this field at each call, so it may be replaced by buckets of the same length. */
+    buckets: Uint32Array;
     add(value: string): void;
     /** False: `value` was never added. True: it probably was. */
     test(value: string): boolean;

@@ -7,7 +7,14 @@
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { SqliteSnapshotStore } from '../../src/infrastructure/snapshots/sqliteSnapshotStore.ts';
-import { StoredKeys, SYNC_BUILD_KEYS } from '../../src/infrastructure/snapshots/storedKeys.ts';
+import { BloomFilter } from 'bloomfilter';
+import {
+  FILTER_BITS,
+  FILTER_HASHES,
+  filterOfBuckets,
+  StoredKeys,
+  SYNC_BUILD_KEYS,
+} from '../../src/infrastructure/snapshots/storedKeys.ts';
 import { tempFileEach } from '../support/tempFiles.ts';
 
 /** Waits until `done()` holds, polling every 10 ms, for at most 20 s. */
@@ -126,6 +133,16 @@ describe('Stored snapshot keys filter', () => {
     keys.add('voucher-1', 'o:20001');
     expect(keys.mightHold('voucher-1', 'o:20001')).to.equal(true);
     expect(keys.mightHold('voucher-2', 'o:20001'), 'the stream is part of the key').to.equal(false);
+  });
+
+  it("takes the thread's buckets as they are, and refuses buckets of another size", () => {
+    const built = new BloomFilter(FILTER_BITS, FILTER_HASHES);
+    const keys = Array.from({ length: 1_000 }, (_, i) => `v_${i}\u0000o:order_${i}`);
+    for (const key of keys) built.add(key);
+    const filter = filterOfBuckets(built.buckets);
+    expect(keys.filter((key) => !filter.test(key))).to.deep.equal([]);
+    expect(Buffer.compare(Buffer.from(filter.buckets.buffer), Buffer.from(built.buckets.buffer))).to.equal(0);
+    expect(() => filterOfBuckets(new Uint32Array(FILTER_BITS / 64))).to.throw(/buckets was expected/);
   });
 
   it('leaves every lookup to the file when its thread cannot build the filter', async () => {
