@@ -21,6 +21,19 @@ import { publishCheckpoint } from './publishedGroup.ts';
 /** How long a stop waits for the groups to fold the log up to its head (a failing group does not hold it longer). */
 const STOP_CATCH_UP_MS = 2_000;
 
+/**
+ * Starts that meet another connection's lock on a file (an SQLITE_BUSY error: several threads and
+ * the checkpointer open and set up the same files right after a service starts) are tried again,
+ * up to START_ATTEMPTS in all, after 100, 200, 400 and 800 ms.
+ */
+export const START_ATTEMPTS = 5;
+const START_RETRY_MS = 100;
+
+const isBusy = (error: unknown): boolean => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+};
+
 export interface ThreadGroupsOptions {
   eventsFile: string;
   readsFile: string;
@@ -50,10 +63,27 @@ export class ThreadGroups {
 
   /**
    * Starts the groups `options` names, of `definitions`; `post` sends a group's checkpoint to the
-   * main thread while a caller there waits for it. Rejects (having closed what it opened) if a
-   * group cannot start.
+   * main thread while a caller there waits for it. A start that meets another connection's lock is
+   * tried again (START_ATTEMPTS). Rejects (having closed what it opened) if a group cannot start.
    */
   static async start(
+    options: ThreadGroupsOptions,
+    definitions: GroupDefinition[],
+    logger: RunnerLogger & { warn(obj: object, msg: string): void },
+    post: (group: string, position: number) => void,
+  ): Promise<ThreadGroups> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await ThreadGroups.startOnce(options, definitions, logger, post);
+      } catch (error) {
+        if (attempt >= START_ATTEMPTS || !isBusy(error)) throw error;
+        logger.warn({ err: error, attempt }, 'projection groups: a file was locked at the start, trying again');
+        await new Promise((resolve) => setTimeout(resolve, START_RETRY_MS * 2 ** (attempt - 1)));
+      }
+    }
+  }
+
+  private static async startOnce(
     options: ThreadGroupsOptions,
     definitions: GroupDefinition[],
     logger: RunnerLogger,
