@@ -186,13 +186,30 @@ describe('voucher snapshots in the command handler', function () {
       const next = random(every * 104_729);
       const whole = handler(eventStore('whole'));
       const snapshotStore = new MemorySnapshotStore();
-      // each save answers a few milliseconds later, after the next commands have been decided
+      // each save is held until one to three more commands have been decided, whatever the
+      // machine's speed, or for 20 ms where a command waits on it (all are let go before the
+      // handler is asked to be idle)
       const save = snapshotStore.save.bind(snapshotStore);
       let overlapped = 0;
       let inFlight = 0;
+      let decided = 0;
+      const held = new Set<{ until: number; release: () => void }>();
+      const letGo = (all = false) => {
+        for (const save of [...held])
+          if (all || save.until <= decided) {
+            held.delete(save);
+            save.release();
+          }
+      };
       sinon.stub(snapshotStore, 'save').callsFake(async (...args: Parameters<SnapshotStore['save']>) => {
         inFlight += 1;
-        await new Promise((resolve) => setTimeout(resolve, Math.floor(next() * 4)));
+        await new Promise<void>((release) => {
+          const save = { until: decided + 1 + Math.floor(next() * 3), release };
+          held.add(save);
+          setTimeout(() => {
+            if (held.delete(save)) release();
+          }, 20);
+        });
         inFlight -= 1;
         return save(...args);
       });
@@ -207,7 +224,10 @@ describe('voucher snapshots in the command handler', function () {
         expect(await run(snapshotted, command), `step ${step}: ${JSON.stringify(command.data)}`).to.deep.equal(
           expected,
         );
+        decided += 1;
+        letGo();
         if (next() < 0.03) {
+          letGo(true);
           await snapshotted.idle();
           snapshotted = handler(events, { store: snapshotStore, every });
         }
@@ -215,6 +235,7 @@ describe('voucher snapshots in the command handler', function () {
       expect(overlapped, 'commands decided while a snapshot was being written').to.be.greaterThan(5);
       const keys = allKeys(300);
       expect(await everything(snapshotted, 'v1', keys)).to.deep.equal(await everything(whole, 'v1', keys));
+      letGo(true);
       await snapshotted.idle();
       const restarted = handler(events, { store: snapshotStore, every });
       expect(await everything(restarted, 'v1', keys)).to.deep.equal(await everything(whole, 'v1', keys));
