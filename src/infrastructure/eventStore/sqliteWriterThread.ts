@@ -120,7 +120,7 @@ export type FromWriter =
     }
   | { type: 'closed'; id: number }
   /** The store's projection groups started (or could not: `error`). */
-  | { type: 'ready'; id: number; error?: string }
+  | { type: 'ready'; id: number; error?: WireError }
   /** A group of the store wrote a batch: posted only while the opening thread wants it (publishedGroup.ts). */
   | { type: 'checkpoint'; id: number; group: string; position: number };
 
@@ -309,10 +309,17 @@ export class WriterThread {
     return handle;
   }
 
-  /** The thread started this store's groups, or failed to. */
-  groupsStarted(error?: string): void {
+  /** The thread started this store's groups, or failed to (the error's SQLite code, if any, in the message). */
+  groupsStarted(wire?: WireError): void {
+    const cause = wire === undefined ? undefined : fromWireError(wire);
+    const code = (cause as { code?: unknown } | undefined)?.code;
     this.settleStarted?.(
-      error === undefined ? undefined : new Error(`projection groups on the writer thread: ${error}`),
+      cause === undefined
+        ? undefined
+        : new Error(
+            `projection groups on the writer thread: ${cause.message}${typeof code === 'string' ? ` (${code})` : ''}`,
+            { cause },
+          ),
     );
     this.settleStarted = undefined;
   }
@@ -409,7 +416,7 @@ export class WriterThread {
    */
   ended(error: WriterThreadEnded): void {
     this.openedOn = undefined;
-    this.groupsStarted(error.message);
+    this.groupsStarted(toWireError(error));
     for (const append of this.posted.slice(this.answered)) append.reject(error);
     Atomics.store(this.shared, HEAD, BigInt(this.options.headPosition()));
     Atomics.add(this.shared, FOREIGN, 1n);

@@ -44,13 +44,6 @@ const FOLD_WAIT_MS = 20;
 const port = parentPort!;
 const send = (message: FromWriter) => port.postMessage(message);
 /** Each store's forward port: where its commits' rows go after each answer. */
-/** An error's message with its SQLite code where it has one (the message alone crosses to the main thread). */
-const describeError = (error: unknown): string => {
-  if (!(error instanceof Error)) return String(error);
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' ? `${error.message} (${code})` : error.message;
-};
-
 const forwards = new Map<number, MessagePort>();
 
 /** One store's connection and group commit. */
@@ -113,7 +106,7 @@ class StoreWriter {
       send({ type: 'ready', id: this.id });
       this.release(false);
     } catch (error) {
-      send({ type: 'ready', id: this.id, error: describeError(error) });
+      send({ type: 'ready', id: this.id, error: toWireError(error) });
       this.hosting = false;
       this.release(true);
     }
@@ -208,7 +201,7 @@ const handle = (first: ToWriter): void => {
         stores.set(id, new StoreWriter(id, { file, busyTimeoutMs, walAutocheckpoint, shared, groups: message.groups }));
       } catch (error) {
         stores.set(id, toWireError(error));
-        if (message.groups) send({ type: 'ready', id, error: error instanceof Error ? error.message : String(error) });
+        if (message.groups) send({ type: 'ready', id, error: toWireError(error) });
       }
     } else if (message.type === 'forward') {
       forwards.get(message.id)?.close();
