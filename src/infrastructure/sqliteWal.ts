@@ -288,12 +288,39 @@ export const PAGE_CACHE_KIB = 2_048;
 
 const inCheckpointer = new WeakSet<Database.Database>();
 
+/** How long `enterWal` sleeps between two tries. */
+const ENTER_WAL_RETRY_MS = 10;
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Switches the connection to write-ahead logging. Changing the journal mode needs the file to
+ * itself, and SQLite answers SQLITE_BUSY at once, without the busy handler, when another connection
+ * is writing it in rollback mode: that is the case when several threads open and set up the same
+ * fresh file at a start (decision 087). The pragma is then tried again every ENTER_WAL_RETRY_MS, the
+ * thread sleeping in between, until the connection's busy timeout has passed; any other error, or
+ * the lock still held then, is thrown.
+ */
+export const enterWal = (db: Database.Database): void => {
+  const deadline = performance.now() + Number(db.pragma('busy_timeout', { simple: true }));
+  for (;;) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      const busy = typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+      if (!busy || performance.now() >= deadline) throw error;
+      Atomics.wait(sleeper, 0, 0, ENTER_WAL_RETRY_MS);
+    }
+  }
+};
+
 /**
  * Write-ahead logging with the given durability and a page cache of PAGE_CACHE_KIB; on the main
  * thread, checkpoints run on the checkpointer's thread, never on this connection (see above). Close the connection with `closeWal`.
  */
 export const useWal = (db: Database.Database, synchronous: 'FULL' | 'NORMAL'): void => {
-  db.pragma('journal_mode = WAL');
+  enterWal(db);
   db.pragma(`synchronous = ${synchronous}`);
   db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
   db.pragma(

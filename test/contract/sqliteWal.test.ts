@@ -6,7 +6,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { expect } from 'chai';
+import sinon from 'sinon';
 import Database from 'better-sqlite3';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
@@ -14,6 +16,7 @@ import { SqliteKvStore } from '../../src/infrastructure/kvStore/sqliteKvStore.ts
 import {
   checkpointer,
   closeWal,
+  enterWal,
   PAGE_CACHE_KIB,
   UNSYNCED_WAL_CHECKPOINT_PAGES,
   useWal,
@@ -203,6 +206,101 @@ describe('SQLite WAL checkpoints off the committing connections', function () {
       );
     } finally {
       await reopened.close();
+    }
+  });
+});
+
+describe('enterWal: switching to WAL on a file another connection is writing', function () {
+  let dir: string;
+
+  beforeEach(function () {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sqlite-enter-wal-'));
+  });
+
+  afterEach(function () {
+    sinon.restore();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /**
+   * A thread that opens `file` in rollback mode and holds a write transaction on it (BEGIN
+   * IMMEDIATE) for `holdMs`; `state[0]` is 1 while it holds the lock, 2 once it let go.
+   */
+  const holdWriteLock = async (file: string, holdMs: number) => {
+    const state = new Int32Array(new SharedArrayBuffer(4));
+    const worker = new Worker(
+      `const Database = require('better-sqlite3');
+       const { workerData } = require('node:worker_threads');
+       const db = new Database(workerData.file);
+       db.exec('BEGIN IMMEDIATE; CREATE TABLE held (a)');
+       Atomics.store(workerData.state, 0, 1);
+       Atomics.notify(workerData.state, 0);
+       Atomics.wait(workerData.state, 0, 1, workerData.holdMs);
+       db.exec('COMMIT');
+       db.close();
+       Atomics.store(workerData.state, 0, 2);`,
+      { eval: true, workerData: { file, state, holdMs } },
+    );
+    const exited = new Promise<void>((resolve, reject) => {
+      worker.once('error', reject);
+      worker.once('exit', () => resolve());
+    });
+    // the lock is taken within a few seconds whatever the machine's load
+    for (let waited = 0; Atomics.load(state, 0) === 0 && waited < 10_000; waited += 10) await sleep(10);
+    expect(Atomics.load(state, 0), 'the other thread holds its write lock').to.equal(1);
+    return { state, exited };
+  };
+
+  it('waits for a writer in rollback mode to let go (SQLite itself answers SQLITE_BUSY at once), then the file is in WAL mode', async function () {
+    this.timeout(30_000);
+    const file = path.join(dir, 'fresh.db');
+    const { state, exited } = await holdWriteLock(file, 1_000);
+    const db = new Database(file, { timeout: 10_000 });
+    try {
+      // SQLite's own answer, which the busy timeout does not wait on: the failure that enterWal retries
+      expect(() => db.pragma('journal_mode = WAL'))
+        .to.throw()
+        .with.property('code', 'SQLITE_BUSY');
+      enterWal(db);
+      expect(Atomics.load(state, 0), 'the other thread had let go').to.equal(2);
+      expect(db.pragma('journal_mode', { simple: true })).to.equal('wal');
+      expect(db.prepare('SELECT count(*) AS n FROM held').get()).to.deep.equal({ n: 0 });
+    } finally {
+      db.close();
+      await exited;
+    }
+  });
+
+  it("a lock held past the connection's busy timeout ends in its SQLITE_BUSY error", async function () {
+    this.timeout(30_000);
+    const file = path.join(dir, 'held.db');
+    const { state, exited } = await holdWriteLock(file, 5_000);
+    const db = new Database(file, { timeout: 200 });
+    try {
+      const started = performance.now();
+      expect(() => enterWal(db))
+        .to.throw()
+        .with.property('code', 'SQLITE_BUSY');
+      expect(performance.now() - started).to.be.at.least(200);
+      expect(Atomics.load(state, 0), 'the other thread still held its lock').to.equal(1);
+    } finally {
+      Atomics.notify(state, 0); // lets the other thread go at once
+      db.close();
+      await exited;
+    }
+  });
+
+  it('any other error is thrown at once, without a retry', function () {
+    const db = new Database(path.join(dir, 'other.db'), { timeout: 10_000 });
+    const pragma = sinon.stub(db, 'pragma');
+    pragma.withArgs('busy_timeout').returns(10_000);
+    pragma.withArgs('journal_mode = WAL').throws(new Database.SqliteError('disk I/O error', 'SQLITE_IOERR'));
+    try {
+      expect(() => enterWal(db)).to.throw('disk I/O error');
+      expect(pragma.withArgs('journal_mode = WAL').callCount).to.equal(1);
+    } finally {
+      pragma.restore();
+      db.close();
     }
   });
 });

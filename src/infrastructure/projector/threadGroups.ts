@@ -24,7 +24,9 @@ const STOP_CATCH_UP_MS = 2_000;
 /**
  * Starts that meet another connection's lock on a file (an SQLITE_BUSY error: several threads and
  * the checkpointer open and set up the same files right after a service starts) are tried again,
- * up to START_ATTEMPTS in all, after 100, 200, 400 and 800 ms.
+ * up to START_ATTEMPTS in all, after 100, 200, 400 and 800 ms. The switch to WAL, which SQLite does
+ * not let wait on the busy timeout, is retried on its own by `enterWal`; this covers the rest of a
+ * group's setting up.
  */
 export const START_ATTEMPTS = 5;
 const START_RETRY_MS = 100;
