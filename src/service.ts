@@ -13,6 +13,7 @@ import { systemClock } from './domain/clock.ts';
 import { listenBaseUrl } from './http/addresses.ts';
 import { createApp } from './http/createApp.ts';
 import { createHttpServer, warnOnDroppedConnections } from './http/server.ts';
+import { warmUp, WarmUpKey } from './http/warmUp.ts';
 import { lockDataDir } from './infrastructure/dataDirLock.ts';
 import { limitHeapGrowth } from './infrastructure/heapGrowth.ts';
 import { createLogger } from './logger.ts';
@@ -71,6 +72,8 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
   const admin = await AdminAuth.open(service.account.kv, config.adminPassword);
   // PUBLIC_BASE_URL, else the listen address (its port known once listening: PORT=0 picks one)
   let publicBaseUrl = config.publicBaseUrl ?? listenBaseUrl(config.host, config.port);
+  // the first requests of a process are several times slower than the next: a few answered before it listens (warmUp.ts)
+  const warmUpKey = servesApi ? new WarmUpKey() : undefined;
   const app = createApp({
     environments: service.environments,
     keys: service.keys,
@@ -84,6 +87,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     ops: config.ops,
     stopping: () => stopping,
     ...appRoleOptions(config.role),
+    warmUpKey,
   });
   /** Secrets to a terminal, or to a 0600 file in DATA_DIR; never to the log (welcome.ts). */
   const welcome = (root: string) =>
@@ -93,6 +97,10 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     );
   const stopExpiry = startExpiryJob(Object.values(service.environments), config.expiryIntervalMs, logger);
   const server: Server = createHttpServer(app, config.server);
+  if (warmUpKey) {
+    const ms = await warmUp(server, warmUpKey, logger);
+    logger.info({ duration_ms: Math.round(ms) }, 'request path warmed up');
+  }
   warnOnDroppedConnections(server, (fields, message) => logger.warn(fields, message));
   try {
     await listen(server, config.port, config.host);

@@ -1,9 +1,10 @@
 import type { Request, RequestHandler } from 'express';
-import type { ApiKeyRegistry, Scope } from '../application/apiKeys.ts';
+import type { Scope } from '../application/apiKeys.ts';
 import type { EnvContext, Environment } from '../application/context.ts';
 import { HttpError } from './errors.ts';
 import type { RateLimitGroup, RateLimiter } from './rateLimits.ts';
 import { hasBody, parseJsonBody } from './body.ts';
+import type { KeyLookup } from './warmUp.ts';
 
 /** Who is calling: sets `req.apiKey` and `req.ctx`, or throws 401. */
 export type Authenticator = (req: Request) => void;
@@ -13,7 +14,7 @@ export type Authenticator = (req: Request) => void;
  * malformed: 401 MISSING_API_KEY; unknown or revoked: 401 INVALID_API_KEY.
  */
 export const authenticate =
-  (keys: ApiKeyRegistry, environments: Record<Environment, EnvContext>): Authenticator =>
+  (keys: KeyLookup, environments: Record<Environment, EnvContext>): Authenticator =>
   (req) => {
     const header = req.headers.authorization;
     const match = header ? BEARER.exec(header) : null;

@@ -21,6 +21,7 @@ import { installRequestLogger, requestLog } from './requestLog.ts';
 import { analyticsRoutes } from './routes/analytics.ts';
 import { voucherRoutes } from './routes/vouchers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
+import { admittingWarmUp, type WarmUpKey } from './warmUp.ts';
 
 export interface AppDeps {
   environments: Record<Environment, EnvContext>;
@@ -58,6 +59,8 @@ export interface AppDeps {
    * 404 (the `projector`, `publisher` and `dispatcher` roles); absent or false: the whole API.
    */
   opsOnly?: boolean;
+  /** A key admitted, beside `keys`, until it is closed: the warm-up's before the service listens (warmUp.ts). */
+  warmUpKey?: WarmUpKey;
 }
 
 type BaseUrl = (req: Request) => string;
@@ -106,7 +109,8 @@ export const createApp = (deps: AppDeps): Express => {
 
   const v1 = express.Router();
   const limit = createRateLimiter(deps.rateLimits ?? defaultRateLimitConfig(), deps.rateLimitStores, deps.logger);
-  const guard = guardWith(authenticate(deps.keys, deps.environments), limit);
+  const keys = deps.warmUpKey ? admittingWarmUp(deps.keys, deps.warmUpKey) : deps.keys;
+  const guard = guardWith(authenticate(keys, deps.environments), limit);
   v1.use(voucherRoutes(guard));
   const { publicBaseUrl } = deps;
   const baseUrl: BaseUrl = publicBaseUrl ? () => publicBaseUrl() : connectionBaseUrl;

@@ -118,6 +118,13 @@ describe('the service process, as an operator runs it', function () {
     expect(alive(servicePid!)).to.equal(true);
   });
 
+  it('warms its request path up before it listens (src/http/warmUp.ts)', () => {
+    const lines = npmOutput.split('\n');
+    const warmed = lines.findIndex((l) => l.includes('"request path warmed up"'));
+    expect(warmed, npmOutput).to.be.above(-1);
+    expect(warmed).to.be.below(lines.findIndex((l) => l.includes('voucher service listening')));
+  });
+
   it('while it runs: a second service on the same DATA_DIR is refused at start, naming the lock', async () => {
     const second = run([COMPILED_MAIN], {
       DATA_DIR: dataDir,

@@ -19,6 +19,7 @@ import type { ApplyHooks, ApplyMode } from '../../src/application/context.ts';
 import type { WebhookSettings } from '../../src/application/webhooks/settings.ts';
 import { createApp } from '../../src/http/createApp.ts';
 import type { OpsSettings } from '../../src/http/ops.ts';
+import { warmUp, type WarmUpKey } from '../../src/http/warmUp.ts';
 import { createHttpServer } from '../../src/http/server.ts';
 import type { TrustProxy } from '../../src/http/addresses.ts';
 import {
@@ -121,6 +122,8 @@ export class TestService {
       snapshotEvery?: number;
       /** `/readyz`'s settings (READY_MAX_PROJECTOR_LAG, …); absent: DEFAULT_OPS_SETTINGS. */
       ops?: OpsSettings;
+      /** Warms the request path up with this key before listening, as the service does (warmUp.ts). */
+      warmUpKey?: WarmUpKey;
     } = {},
   ): Promise<TestService> {
     const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-test-'));
@@ -169,9 +172,12 @@ export class TestService {
       publicBaseUrl: options.publicBaseUrl === undefined ? undefined : () => options.publicBaseUrl!,
       ops: options.ops,
       ...appRoleOptions(options.role ?? 'all'),
+      warmUpKey: options.warmUpKey,
     });
+    const created = createHttpServer(app);
+    if (options.warmUpKey) await warmUp(created, options.warmUpKey, logger);
     const server = await new Promise<Server>((resolve) => {
-      const s = createHttpServer(app).listen(0, '127.0.0.1', () => resolve(s));
+      const s = created.listen(0, '127.0.0.1', () => resolve(s));
     });
     const { port } = server.address() as AddressInfo;
     return new TestService(dataDir, clock, embedded, server, `http://127.0.0.1:${port}`);
