@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: throughput of the redemption endpoints against a bare-express ceiling.
  *
- * The service runs in a CHILD process (`node --import tsx src/main.ts`) on a fresh temp DATA_DIR,
+ * The service runs in a CHILD process (`node dist/src/main.js`, built first, as npm start runs it) on a fresh temp DATA_DIR,
  * so the load generator (autocannon, in this process) and the server do not share an event loop.
  * A bare express app with one JSON route (scripts/bench/ceiling.ts), also a child process, is
  * measured first with the same autocannon settings; every scenario is reported as a ratio to it.

@@ -21,6 +21,7 @@ import { environmentFiles } from '../../src/composition.ts';
 import type { Proc as Child } from '../lib/processes.ts';
 import { isoSeconds } from '../../src/domain/clock.ts';
 import { median } from './load.ts';
+import { SERVICE_SCRIPT } from './processes.ts';
 
 export const ANALYTICS_SCENARIO_ID = 'analytics-performance';
 const DAYS = 90;
@@ -139,7 +140,7 @@ export const benchAnalytics = async (deps: AnalyticsBenchDeps) => {
   const { startDay } = await seed(dataDir, endDay, APPLICATIONS, CUSTOMERS);
   log(`  done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const port = await deps.freePort();
-  const service = deps.startChild('analytics service', deps.serviceRoot, 'src/main.ts', {
+  const service = deps.startChild('analytics service', deps.serviceRoot, SERVICE_SCRIPT, {
     PORT: String(port),
     HOST: '127.0.0.1',
     DATA_DIR: dataDir,

@@ -53,6 +53,23 @@ export const startChild = (
   });
 
 /**
+ * The service's script, compiled: what `npm start` and the container run. Under tsx every function
+ * made at run time is also given its name (esbuild's `keepNames`), a cost per closure that the
+ * compiled service does not pay, so a bench of the sources measured a slower service than the one
+ * deployed (decision 091).
+ */
+export const SERVICE_SCRIPT = 'dist/src/main.js';
+
+const built = new Set<string>();
+
+/** `buildCheckout(root)` once per run, before the first service started from `root`. */
+export const ensureBuilt = (root: string): void => {
+  if (built.has(root)) return;
+  buildCheckout(root);
+  built.add(root);
+};
+
+/**
  * `npm run build` in a checkout, so that its `dist/` is the JavaScript of its sources (tsc builds
  * incrementally: seconds when nothing changed); throws with the build's output when it fails.
  */

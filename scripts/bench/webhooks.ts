@@ -16,7 +16,16 @@ import { threadCpuSeconds } from './cpu.ts';
 import { measure, median } from './load.ts';
 import { busyMsIn, formatSummary, loadProfile, summariseProfile, type ProfileWindow } from './profile.ts';
 import { PROF_DIR } from './profiling.ts';
-import { SERVICE_NODE_FLAGS, freePort, startChild, stopChild, tempDirs, waitForHealth } from './processes.ts';
+import {
+  SERVICE_NODE_FLAGS,
+  SERVICE_SCRIPT,
+  ensureBuilt,
+  freePort,
+  startChild,
+  stopChild,
+  tempDirs,
+  waitForHealth,
+} from './processes.ts';
 import { SCENARIOS, serviceEnv } from './scenarios.ts';
 import { api, createVouchers } from './vouchers.ts';
 
@@ -85,12 +94,14 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
     fs.rmSync(profDir, { recursive: true, force: true });
     fs.mkdirSync(profDir, { recursive: true });
   }
+  ensureBuilt(SERVICE_ROOT);
   const service = startChild(
     'service',
     SERVICE_ROOT,
-    'src/main.ts',
+    SERVICE_SCRIPT,
     serviceEnv(port, dataDir, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', KAFKA_BROKERS: '' }),
     [...SERVICE_NODE_FLAGS, ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])],
+    true,
   );
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(service, baseUrl);
@@ -293,16 +304,18 @@ const benchKafkaLatency = async (
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-webhooks-kafka-'));
   if (!KEEP_DATA) tempDirs.push(dataDir);
   const port = await freePort();
+  ensureBuilt(SERVICE_ROOT);
   const service = startChild(
     'service-kafka',
     SERVICE_ROOT,
-    'src/main.ts',
+    SERVICE_SCRIPT,
     serviceEnv(port, dataDir, {
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
       KAFKA_BROKERS: process.env.KAFKA_BROKERS!.trim(),
       KAFKA_TOPIC_PREFIX: `bench-${process.pid}-${Date.now()}`,
     }),
     SERVICE_NODE_FLAGS,
+    true,
   );
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(service, baseUrl);
