@@ -3,6 +3,7 @@
  * body read only up to a bound, the deadline, a refused connection, and https checked against the
  * host name while connecting to the vetted address.
  */
+import { getEventListeners } from 'node:events';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -114,6 +115,34 @@ describe('webhook HTTP sender', () => {
       const pending = createHttpSender(unanswered)({ ...attempt('http://hooks.test/hook'), signal: stop.signal });
       setTimeout(() => stop.abort(), 50);
       expect((await pending).error).to.equal('aborted: the service is stopping');
+    });
+
+    it('makes no connection once the service has stopped, to an address or to a name', async () => {
+      const stop = new AbortController();
+      stop.abort();
+      seen.length = 0;
+      const before = connections;
+      const send = createHttpSender(async () => [{ address: '127.0.0.1', family: 4 }]);
+      const byAddress = await send({ ...attempt(`${base}/hook`), signal: stop.signal });
+      const byName = await send({ ...attempt(`http://hooks.test:${new URL(base).port}/hook`), signal: stop.signal });
+      expect([byAddress.error, byName.error]).to.deep.equal(Array(2).fill('aborted: the service is stopping'));
+      expect(connections - before).to.equal(0);
+      expect(seen).to.deep.equal([]);
+    });
+
+    it('keeps one listener on the stop signal however many attempts share it, and ends those in flight', async () => {
+      const stop = new AbortController();
+      const send = createHttpSender();
+      const done = await Promise.all(
+        Array.from({ length: 20 }, () => send({ ...attempt(`${base}/hook`), signal: stop.signal })),
+      );
+      expect(done.map((r) => r.status)).to.deep.equal(Array(20).fill(204));
+      expect(getEventListeners(stop.signal, 'abort').length).to.be.at.most(1);
+      const inFlight = Array.from({ length: 3 }, () => send({ ...attempt(`${base}/slow`), signal: stop.signal }));
+      setTimeout(() => stop.abort(), 50);
+      expect((await Promise.all(inFlight)).map((r) => r.error)).to.deep.equal(
+        Array(3).fill('aborted: the service is stopping'),
+      );
     });
 
     it('names a refused connection by its code', async () => {

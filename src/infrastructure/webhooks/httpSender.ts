@@ -6,6 +6,7 @@
  * give up after the timeout, and read at most a little of the answer.
  */
 import dns from 'node:dns';
+import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { ConnectionOptions } from 'node:tls';
@@ -29,22 +30,55 @@ const MAX_RESPONSE_BYTES = 64 * 1024;
 
 class Refused extends Error {}
 
-/** Rejects with Refused(`reason()`) once `signal` is aborted (at once if it is already). */
-const whenEnded = (signal: AbortSignal, reason: () => string): Promise<never> =>
-  new Promise((_resolve, reject) => {
-    const fail = () => reject(new Refused(reason()));
-    if (signal.aborted) fail();
-    else signal.addEventListener('abort', fail, { once: true });
-  });
+/**
+ * The end of one attempt: the service stopping, or its deadline. An EventEmitter, which undici takes
+ * as a request's `signal` as it takes an AbortSignal: an AbortController and the listeners on it
+ * cost 13 µs per attempt where this costs under 1 µs (decision 092).
+ */
+class AttemptEnd extends EventEmitter {
+  /** Why the attempt ended, once it has. */
+  reason: string | undefined;
 
-/** The address to connect to: the literal, or the first allowed address of the name; throws Refused. */
-const vet = async (hostname: string, request: SendRequest, resolve: Resolve): Promise<ResolvedAddress> => {
-  const literal = addressLiteral(hostname);
-  const candidates = literal
-    ? [{ address: literal, family: net.isIP(literal) }]
-    : await resolve(hostname).catch((error: NodeJS.ErrnoException) => {
-        throw new Refused(`cannot resolve ${hostname}: ${error.code ?? error.message}`);
-      });
+  end(why: string): void {
+    if (this.reason !== undefined) return;
+    this.reason = why;
+    this.emit('abort');
+  }
+
+  /** Rejects with Refused(the reason) once the attempt ends (at once if it has). */
+  get ended(): Promise<never> {
+    return new Promise((_resolve, reject) => {
+      if (this.reason !== undefined) reject(new Refused(this.reason));
+      else this.once('abort', () => reject(new Refused(this.reason!)));
+    });
+  }
+}
+
+/**
+ * Calls `listener` once `signal` is aborted, through one listener of its own per signal (the
+ * dispatcher passes the same signal to every attempt); returns what removes it again.
+ */
+const onAbortOf = (registry: WeakMap<AbortSignal, Set<() => void>>, signal: AbortSignal, listener: () => void) => {
+  let listeners = registry.get(signal);
+  if (!listeners) {
+    const created = new Set<() => void>();
+    registry.set(signal, created);
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const f of created) f();
+      },
+      { once: true },
+    );
+    listeners = created;
+  }
+  listeners.add(listener);
+  if (signal.aborted) listener();
+  return () => listeners.delete(listener);
+};
+
+/** The first allowed address among `candidates`; throws Refused naming the refused ones. */
+const firstAllowed = (hostname: string, candidates: ResolvedAddress[], request: SendRequest): ResolvedAddress => {
   if (candidates.length === 0) throw new Refused(`cannot resolve ${hostname}: no address`);
   const refused: string[] = [];
   for (const candidate of candidates) {
@@ -53,6 +87,14 @@ const vet = async (hostname: string, request: SendRequest, resolve: Resolve): Pr
     refused.push(`${candidate.address} (${range})`);
   }
   throw new Refused(`refused target: ${hostname} resolves only to refused addresses: ${refused.join(', ')}`);
+};
+
+/** The address of a name, resolved now (all its addresses), vetted by `firstAllowed`; throws Refused. */
+const vetName = async (hostname: string, request: SendRequest, resolve: Resolve): Promise<ResolvedAddress> => {
+  const candidates = await resolve(hostname).catch((error: NodeJS.ErrnoException) => {
+    throw new Refused(`cannot resolve ${hostname}: ${error.code ?? error.message}`);
+  });
+  return firstAllowed(hostname, candidates, request);
 };
 
 /**
@@ -76,6 +118,7 @@ export interface HttpSenderOptions {
 
 export const createHttpSender = (resolve: Resolve = systemResolve, options: HttpSenderOptions = {}): Sender => {
   const pools = new Map<string, Undici.Pool>();
+  const stopSignals = new WeakMap<AbortSignal, Set<() => void>>();
   const poolFor = (url: URL, target: ResolvedAddress): Undici.Pool => {
     const key = `${url.protocol}//${target.address}:${url.port}/${url.hostname}`;
     let pool = pools.get(key);
@@ -104,50 +147,50 @@ export const createHttpSender = (resolve: Resolve = systemResolve, options: Http
     const took = () => performance.now() - started;
     const url = new URL(request.url);
     // One end for the whole attempt, the service stopping (while vetting or sending) or the
-    // deadline; `ended` says which came first.
-    const attempt = new AbortController();
-    let ended: string | undefined;
-    const end = (why: string) => {
-      ended ??= why;
-      attempt.abort();
-    };
-    const onStop = () => end('aborted: the service is stopping');
-    request.signal?.addEventListener('abort', onStop);
-    if (request.signal?.aborted) onStop();
+    // deadline; its reason says which came first.
+    const attempt = new AttemptEnd();
+    const unlisten = request.signal
+      ? onAbortOf(stopSignals, request.signal, () => attempt.end('aborted: the service is stopping'))
+      : undefined;
     let timer: NodeJS.Timeout | undefined;
     try {
       let target: ResolvedAddress;
       try {
-        target = await Promise.race([vet(url.hostname, request, resolve), whenEnded(attempt.signal, () => ended!)]);
+        const literal = addressLiteral(url.hostname);
+        // an address literal is vetted at once; a name waits for its resolution, or the attempt's end
+        target = literal
+          ? firstAllowed(url.hostname, [{ address: literal, family: net.isIP(literal) }], request)
+          : await Promise.race([vetName(url.hostname, request, resolve), attempt.ended]);
+        if (attempt.reason !== undefined) return { error: attempt.reason, durationMs: took() };
       } catch (error) {
         if (error instanceof Refused) return { error: error.message, durationMs: took() };
         throw error;
       }
       // the connection goes to the vetted address whatever the name resolves to now
-      timer = setTimeout(() => end(`timeout: no answer within ${request.timeoutMs} ms`), request.timeoutMs);
+      timer = setTimeout(() => attempt.end(`timeout: no answer within ${request.timeoutMs} ms`), request.timeoutMs);
       const response = await poolFor(url, target).request({
         path: `${url.pathname}${url.search}`,
         method: 'POST',
         headers: { ...request.headers, host: url.host },
         body: request.body,
-        signal: attempt.signal,
+        signal: attempt,
       });
       const status = response.statusCode;
       const header = response.headers['retry-after'];
       const retryAfterMs = parseRetryAfter(Array.isArray(header) ? header[0] : header, new Date());
       // the body is read up to a bound, then the connection is dropped; an error reading it keeps the status
       await response.body.dump({ limit: MAX_RESPONSE_BYTES }).catch(() => undefined);
-      if (ended !== undefined) return { error: ended, durationMs: took() };
+      if (attempt.reason !== undefined) return { error: attempt.reason, durationMs: took() };
       return { status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), durationMs: took() };
     } catch (error) {
-      if (ended !== undefined) return { error: ended, durationMs: took() };
+      if (attempt.reason !== undefined) return { error: attempt.reason, durationMs: took() };
       // a system error by its code (ECONNREFUSED), one of undici's by its message ("other side closed")
       const { code, message } = error as NodeJS.ErrnoException;
       const why = code === undefined || code.startsWith('UND_ERR') ? message : code;
       return { error: `connection failed: ${why}`, durationMs: took() };
     } finally {
       clearTimeout(timer);
-      request.signal?.removeEventListener('abort', onStop);
+      unlisten?.();
     }
   };
 };
