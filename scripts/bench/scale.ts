@@ -47,7 +47,8 @@ import { sleep } from '../lib/processes.ts';
 import { takeBody } from './load.ts';
 import {
   SERVICE_NODE_FLAGS,
-  buildCheckout,
+  SERVICE_SCRIPT,
+  ensureBuilt,
   freePort,
   startChild,
   stopChild,
@@ -168,14 +169,7 @@ const memoryDetail = async (pid: number | undefined, baseUrl: string): Promise<s
 
 const startOn = async (dataDir: string): Promise<{ proc: Child; baseUrl: string }> => {
   const port = await freePort();
-  const proc = startChild(
-    'service',
-    SERVICE_ROOT,
-    'dist/src/main.js',
-    serviceEnv(port, dataDir),
-    SERVICE_NODE_FLAGS,
-    true,
-  );
+  const proc = startChild('service', SERVICE_ROOT, SERVICE_SCRIPT, serviceEnv(port, dataDir), SERVICE_NODE_FLAGS, true);
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(proc, baseUrl, 120_000);
   return { proc, baseUrl };
@@ -415,7 +409,7 @@ const replay = async (root: string, dataDir: string) => {
 export const mainScale = async (): Promise<void> => {
   for (const root of new Set([SERVICE_ROOT, ...(B_ROOT ? [B_ROOT] : [])])) {
     log(`npm run build in ${root} ...`);
-    buildCheckout(root);
+    ensureBuilt(root);
   }
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-scale-'));
   if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);

@@ -1,13 +1,11 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { ALL_SCOPES, type ApiKeyRecord, type ApiKeyRegistry } from '../application/apiKeys.ts';
+import { ALL_SCOPES, hashKey, type ApiKeyRecord, type ApiKeyRegistry } from '../application/apiKeys.ts';
 
 /** What authentication needs of the key registry. */
 export type KeyLookup = Pick<ApiKeyRegistry, 'authenticate'>;
-
-const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
 
 /**
  * A sandbox key that exists only in this process's memory, for the requests of `warmUp`, and only
@@ -17,7 +15,6 @@ const sha256 = (text: string): Buffer => createHash('sha256').update(text).diges
 export class WarmUpKey {
   readonly key = `sk_test_${randomBytes(24).toString('hex').slice(0, 32)}`;
   readonly record: ApiKeyRecord;
-  private readonly hash = sha256(this.key);
   private open = true;
 
   constructor() {
@@ -28,15 +25,18 @@ export class WarmUpKey {
       scopes: [...ALL_SCOPES],
       prefix: 'sk_test_',
       last4: this.key.slice(-4),
-      hash: this.hash.toString('hex'),
+      hash: hashKey(this.key),
       createdAt: new Date(0).toISOString(),
       createdBy: 'system',
     };
   }
 
-  /** Whether `presented` is this key and it is still open. */
+  /**
+   * Whether `presented` is this key and it is still open: compared by the hash of what is
+   * presented, as the registry looks keys up (ApiKeyRegistry.authenticate).
+   */
   admits(presented: string): boolean {
-    return this.open && timingSafeEqual(sha256(presented), this.hash);
+    return this.open && hashKey(presented) === this.record.hash;
   }
 
   close(): void {

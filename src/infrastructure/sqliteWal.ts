@@ -288,6 +288,12 @@ export const PAGE_CACHE_KIB = 2_048;
 
 const inCheckpointer = new WeakSet<Database.Database>();
 
+/** Whether `error` is SQLite's SQLITE_BUSY or one of its extended codes (another connection's lock). */
+export const isSqliteBusy = (error: unknown): boolean => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+};
+
 /** How long `enterWal` sleeps between two tries. */
 const ENTER_WAL_RETRY_MS = 10;
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
@@ -307,9 +313,7 @@ export const enterWal = (db: Database.Database): void => {
       db.pragma('journal_mode = WAL');
       return;
     } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      const busy = typeof code === 'string' && code.startsWith('SQLITE_BUSY');
-      if (!busy || performance.now() >= deadline) throw error;
+      if (!isSqliteBusy(error) || performance.now() >= deadline) throw error;
       Atomics.wait(sleeper, 0, 0, ENTER_WAL_RETRY_MS);
     }
   }

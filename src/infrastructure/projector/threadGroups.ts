@@ -16,6 +16,7 @@ import type { ProjectionRunner, RunnerLogger } from '../../core/projectionRunner
 import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
 import type { CommittedEvents } from '../eventStore/sqliteGroupCommit.ts';
 import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
+import { isSqliteBusy } from '../sqliteWal.ts';
 import { publishCheckpoint } from './publishedGroup.ts';
 
 /** How long a stop waits for the groups to fold the log up to its head (a failing group does not hold it longer). */
@@ -30,11 +31,6 @@ const STOP_CATCH_UP_MS = 2_000;
  */
 export const START_ATTEMPTS = 5;
 const START_RETRY_MS = 100;
-
-const isBusy = (error: unknown): boolean => {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
-};
 
 export interface ThreadGroupsOptions {
   eventsFile: string;
@@ -78,7 +74,7 @@ export class ThreadGroups {
       try {
         return await ThreadGroups.startOnce(options, definitions, logger, post);
       } catch (error) {
-        if (attempt >= START_ATTEMPTS || !isBusy(error)) throw error;
+        if (attempt >= START_ATTEMPTS || !isSqliteBusy(error)) throw error;
         logger.warn({ err: error, attempt }, 'projection groups: a file was locked at the start, trying again');
         await new Promise((resolve) => setTimeout(resolve, START_RETRY_MS * 2 ** (attempt - 1)));
       }
