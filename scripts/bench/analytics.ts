@@ -21,7 +21,6 @@ import { environmentFiles } from '../../src/composition.ts';
 import type { Proc as Child } from '../lib/processes.ts';
 import { isoSeconds } from '../../src/domain/clock.ts';
 import { median } from './load.ts';
-import { SERVICE_SCRIPT } from './processes.ts';
 
 export const ANALYTICS_SCENARIO_ID = 'analytics-performance';
 const DAYS = 90;
@@ -44,7 +43,8 @@ export interface AnalyticsBenchDeps {
   tempDirs: string[];
   log(msg: string): void;
   freePort(): Promise<number>;
-  startChild(name: string, cwd: string, script: string, env: Record<string, string>): Child;
+  /** The compiled service of checkout `root`, started as `npm start` starts it. */
+  startService(name: string, root: string, env: Record<string, string>): Child;
   waitForHealth(child: Child, baseUrl: string, timeoutMs?: number): Promise<void>;
   stopChild(child: Child): Promise<void>;
   /** The ceiling's req/s measured right before this scenario. */
@@ -140,7 +140,7 @@ export const benchAnalytics = async (deps: AnalyticsBenchDeps) => {
   const { startDay } = await seed(dataDir, endDay, APPLICATIONS, CUSTOMERS);
   log(`  done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const port = await deps.freePort();
-  const service = deps.startChild('analytics service', deps.serviceRoot, SERVICE_SCRIPT, {
+  const service = deps.startService('analytics service', deps.serviceRoot, {
     PORT: String(port),
     HOST: '127.0.0.1',
     DATA_DIR: dataDir,

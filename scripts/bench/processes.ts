@@ -70,6 +70,20 @@ export const ensureBuilt = (root: string): void => {
 };
 
 /**
+ * The service of checkout `root`, compiled (built first if this run has not yet) and started as
+ * `npm start` starts it, with `nodeFlags` (SERVICE_NODE_FLAGS and any the scenario adds).
+ */
+export const startServiceProcess = (
+  name: string,
+  root: string,
+  env: Record<string, string>,
+  nodeFlags: string[] = SERVICE_NODE_FLAGS,
+): Child => {
+  ensureBuilt(root);
+  return startChild(name, root, SERVICE_SCRIPT, env, nodeFlags, true);
+};
+
+/**
  * `npm run build` in a checkout, so that its `dist/` is the JavaScript of its sources (tsc builds
  * incrementally: seconds when nothing changed); throws with the build's output when it fails.
  */

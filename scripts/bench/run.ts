@@ -25,10 +25,9 @@ import { waitForQuiet } from './cpu.ts';
 import { measure, median, type Measured } from './load.ts';
 import {
   SERVICE_NODE_FLAGS,
-  ensureBuilt,
   freePort,
-  SERVICE_SCRIPT,
   startChild,
+  startServiceProcess,
   stopChild,
   tempDirs,
   waitForHealth,
@@ -121,15 +120,10 @@ export const startService = async (root = SERVICE_ROOT, extraEnv: Record<string,
   if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);
   else tempDirs.push(dataDir);
   const port = await freePort();
-  ensureBuilt(root);
-  const proc = startChild(
-    name,
-    root,
-    SERVICE_SCRIPT,
-    serviceEnv(port, dataDir, extraEnv),
-    [...SERVICE_NODE_FLAGS, ...(name === 'service' ? cpuProf(name) : [])],
-    true,
-  );
+  const proc = startServiceProcess(name, root, serviceEnv(port, dataDir, extraEnv), [
+    ...SERVICE_NODE_FLAGS,
+    ...(name === 'service' ? cpuProf(name) : []),
+  ]);
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(proc, baseUrl);
   return { proc, baseUrl };
@@ -273,10 +267,7 @@ const runAnalytics = async (ceiling: Measured, measureCeiling: MeasureCeiling): 
     customers: ANALYTICS_CUSTOMERS,
     log,
     freePort,
-    startChild: (name, cwd, script, env) => {
-      ensureBuilt(cwd);
-      return startChild(name, cwd, script, env, SERVICE_NODE_FLAGS, true);
-    },
+    startService: (name, root, env) => startServiceProcess(name, root, env),
     waitForHealth,
     stopChild,
     ceilingReqPerSec: async () => (CEILING_ONCE ? ceiling : (await measureCeiling()).measured).reqPerSec,

@@ -46,11 +46,10 @@ import { processCpuSeconds, statCpuSeconds } from './cpu.ts';
 import { sleep } from '../lib/processes.ts';
 import { takeBody } from './load.ts';
 import {
-  SERVICE_NODE_FLAGS,
-  SERVICE_SCRIPT,
   ensureBuilt,
   freePort,
   startChild,
+  startServiceProcess,
   stopChild,
   tempDirs,
   waitForHealth,
@@ -169,7 +168,7 @@ const memoryDetail = async (pid: number | undefined, baseUrl: string): Promise<s
 
 const startOn = async (dataDir: string): Promise<{ proc: Child; baseUrl: string }> => {
   const port = await freePort();
-  const proc = startChild('service', SERVICE_ROOT, SERVICE_SCRIPT, serviceEnv(port, dataDir), SERVICE_NODE_FLAGS, true);
+  const proc = startServiceProcess('service', SERVICE_ROOT, serviceEnv(port, dataDir));
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(proc, baseUrl, 120_000);
   return { proc, baseUrl };

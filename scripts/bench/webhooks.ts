@@ -18,10 +18,9 @@ import { busyMsIn, formatSummary, loadProfile, summariseProfile, type ProfileWin
 import { PROF_DIR } from './profiling.ts';
 import {
   SERVICE_NODE_FLAGS,
-  SERVICE_SCRIPT,
-  ensureBuilt,
   freePort,
   startChild,
+  startServiceProcess,
   stopChild,
   tempDirs,
   waitForHealth,
@@ -94,14 +93,11 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
     fs.rmSync(profDir, { recursive: true, force: true });
     fs.mkdirSync(profDir, { recursive: true });
   }
-  ensureBuilt(SERVICE_ROOT);
-  const service = startChild(
+  const service = startServiceProcess(
     'service',
     SERVICE_ROOT,
-    SERVICE_SCRIPT,
     serviceEnv(port, dataDir, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', KAFKA_BROKERS: '' }),
     [...SERVICE_NODE_FLAGS, ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])],
-    true,
   );
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(service, baseUrl);
@@ -304,18 +300,14 @@ const benchKafkaLatency = async (
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-webhooks-kafka-'));
   if (!KEEP_DATA) tempDirs.push(dataDir);
   const port = await freePort();
-  ensureBuilt(SERVICE_ROOT);
-  const service = startChild(
+  const service = startServiceProcess(
     'service-kafka',
     SERVICE_ROOT,
-    SERVICE_SCRIPT,
     serviceEnv(port, dataDir, {
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
       KAFKA_BROKERS: process.env.KAFKA_BROKERS!.trim(),
       KAFKA_TOPIC_PREFIX: `bench-${process.pid}-${Date.now()}`,
     }),
-    SERVICE_NODE_FLAGS,
-    true,
   );
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(service, baseUrl);
