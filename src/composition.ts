@@ -199,6 +199,8 @@ export interface EmbeddedOptions {
   projectors?: 'thread' | 'inline';
   /** Where the SQLite event stores commit appends (EVENT_STORE_WRITER; default `thread`: SqliteEventStoreOptions.writer). */
   eventStoreWriter?: 'thread' | 'inline';
+  /** Where the SQLite snapshot stores write their snapshots (SNAPSHOT_WRITER; default `thread`: SqliteSnapshotStore's `writer`). */
+  snapshotWriter?: 'thread' | 'inline';
   /** Per-API-key quotas on stored quotes and exports (default DEFAULT_QUOTAS). */
   quotas?: Quotas;
   /** Webhook delivery settings (WEBHOOK_*; default: defaultWebhookSettings). */
@@ -363,6 +365,7 @@ export const openEmbeddedEnvironment = async (
     snapshotEvery > 0
       ? (onMongo?.snapshots ??
         SqliteSnapshotStore.open(files.snapshots, {
+          writer: options.snapshotWriter ?? 'thread',
           onError: (error) => logger.warn({ err: error }, 'snapshot entries are looked up in the file for every key'),
         }))
       : undefined;

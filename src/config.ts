@@ -85,6 +85,8 @@ export interface Config {
   webhookDelivery: 'thread' | 'inline';
   /** EVENT_STORE_WRITER: `thread` (default) commits the SQLite event stores' appends on a writer thread, which also folds each commit into the core read models (decisions 065, 087); `inline`: both on the main thread. */
   eventStoreWriter: 'thread' | 'inline';
+  /** SNAPSHOT_WRITER: `thread` (default) writes the SQLite snapshots on the snapshot writer thread, `inline` on the main thread (decision 093). */
+  snapshotWriter: 'thread' | 'inline';
   /**
    * HEAP_GROWING_PERCENT: how far V8 lets the JavaScript heap grow past what the last full garbage
    * collection left before the next one, in percent: 0 to 1000, default 30; 0 leaves it to V8's
@@ -207,6 +209,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   applyMode: applyModeFrom(env.APPLY_MODE),
   webhookDelivery: threadOrInline(env.WEBHOOK_DELIVERY, 'WEBHOOK_DELIVERY'),
   eventStoreWriter: threadOrInline(env.EVENT_STORE_WRITER, 'EVENT_STORE_WRITER'),
+  snapshotWriter: threadOrInline(env.SNAPSHOT_WRITER, 'SNAPSHOT_WRITER'),
   snapshotEvery: integer(env.SNAPSHOT_EVERY, DEFAULT_SNAPSHOT_EVERY, 'SNAPSHOT_EVERY'),
   heapGrowingPercent: heapGrowingPercentFrom(env.HEAP_GROWING_PERCENT),
 });

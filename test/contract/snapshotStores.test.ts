@@ -25,6 +25,18 @@ snapshotStoreContract('SqliteSnapshotStore', async () => {
   };
 });
 
+snapshotStoreContract('SqliteSnapshotStore, saves on the snapshot writer thread', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snapshots-'));
+  const store = SqliteSnapshotStore.open(path.join(dir, 'snapshots.db'), { writer: 'thread' });
+  return {
+    store,
+    cleanup: async () => {
+      await store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
 snapshotStoreContract('MongoSnapshotStore over memoryMongo', async () => {
   const { db, startSession } = memoryMongo();
   return { store: new MongoSnapshotStore(db, startSession), cleanup: async () => {} };

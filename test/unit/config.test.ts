@@ -51,6 +51,12 @@ describe('loadConfig', () => {
     );
   });
 
+  it('writes the SQLite snapshots on their writer thread unless SNAPSHOT_WRITER=inline; refuses anything else', () => {
+    expect(loadConfig({}).snapshotWriter).to.equal('thread');
+    expect(loadConfig({ SNAPSHOT_WRITER: 'inline' }).snapshotWriter).to.equal('inline');
+    expect(() => loadConfig({ SNAPSHOT_WRITER: 'main' })).to.throw(/SNAPSHOT_WRITER must be "thread" or "inline"/);
+  });
+
   it('APPLY_MODE: unset leaves the choice to the event store; atomic or two-append; refuses anything else', () => {
     expect(loadConfig({}).applyMode).to.equal(undefined);
     expect(loadConfig({ APPLY_MODE: 'two-append' }).applyMode).to.equal('two-append');

@@ -103,6 +103,35 @@ describe('SqliteSnapshotStore file', () => {
     }
   });
 
+  it('rewrites a key stored before the file was opened again: the filter of stored keys, built from the file, sends it to the update', async () => {
+    const first = SqliteSnapshotStore.open(file());
+    try {
+      await first.save('voucher-a', -1, 1, {}, [['c:1', 1]]);
+    } finally {
+      await first.close();
+    }
+    const store = SqliteSnapshotStore.open(file());
+    try {
+      expect(store.filtering).to.equal(true);
+      await store.save('voucher-a', 1, 2, {}, [
+        ['c:1', 2],
+        ['c:2', 1],
+      ]);
+      expect([...(await store.entries('voucher-a', ['c:1', 'c:2']))]).to.deep.equal([
+        ['c:1', { value: 2, revision: 2 }],
+        ['c:2', { value: 1, revision: 2 }],
+      ]);
+    } finally {
+      await store.close();
+    }
+    const db = new Database(file(), { readonly: true });
+    try {
+      expect(db.prepare('SELECT count(*) FROM snapshot_values').pluck().get()).to.equal(2);
+    } finally {
+      db.close();
+    }
+  });
+
   it('after going back to an earlier build and forward again, keeps the snapshots the earlier build wrote last', async () => {
     const first = SqliteSnapshotStore.open(file());
     await first.save('voucher-a', -1, 1, { by: 'new' }, [

@@ -72,16 +72,30 @@ describe('thread identity', function () {
     expect(callingTask().nice).to.equal(mainNice);
   });
 
-  it('an embedded service names its worker threads; the webhook threads run at nice 10', async () => {
+  it('an embedded service names its worker threads; the webhook and snapshot writer threads run at nice 10', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'thread-names-'));
     const service = await openEmbedded({ dataDir, clock: systemClock, logger: createLogger('silent') });
     try {
-      const threads = fs.readdirSync('/proc/self/task').map((tid) => readTask(Number(tid)));
+      const expected = [
+        'proj-production',
+        'proj-sandbox',
+        'wh-production',
+        'wh-sandbox',
+        'sqlite-writer',
+        'snapshot-writer',
+      ];
+      const tasks = () => fs.readdirSync('/proc/self/task').map((tid) => readTask(Number(tid)));
+      // a thread names itself once its modules are loaded, which may be after the service has opened
+      let threads = tasks();
+      for (let waited = 0; waited < 5_000 && !expected.every((n) => threads.some((t) => t.comm === n)); waited += 50) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        threads = tasks();
+      }
       const names = threads.map((t) => t.comm);
-      for (const name of ['proj-production', 'proj-sandbox', 'wh-production', 'wh-sandbox', 'sqlite-writer'])
-        expect(names, name).to.include(name);
+      for (const name of expected) expect(names, name).to.include(name);
       const mainNice = callingTask().nice;
-      for (const t of threads.filter((t) => t.comm.startsWith('wh-'))) expect(t.nice).to.equal(Math.max(10, mainNice));
+      for (const t of threads.filter((t) => t.comm.startsWith('wh-') || t.comm === 'snapshot-writer'))
+        expect(t.nice, t.comm).to.equal(Math.max(10, mainNice));
       for (const t of threads.filter((t) => t.comm.startsWith('proj-'))) expect(t.nice).to.equal(mainNice);
     } finally {
       await service.close();

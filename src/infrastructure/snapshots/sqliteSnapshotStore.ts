@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { SnapshotStore, StoredEntry } from '../../core/snapshotStore.ts';
 import { closeWal, openWithWal } from '../sqliteWal.ts';
 import { StoredKeys } from './storedKeys.ts';
+import { SnapshotWriter, type SerializedSave } from './snapshotWriterThread.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS snapshot_cores (
@@ -41,7 +42,15 @@ export interface SqliteSnapshotStoreOptions {
   filterKeys?: boolean;
   /** The filter could not be built (the store goes on without it). */
   onError?(error: Error): void;
+  /**
+   * Where `save` writes: `inline` (default), on this connection; `thread`, on the snapshot writer
+   * thread's (SNAPSHOT_WRITER; see the class).
+   */
+  writer?: SnapshotWriterMode;
 }
+
+/** Where a SqliteSnapshotStore's `save` writes: `thread`, the snapshot writer thread; `inline`, its own connection. */
+export type SnapshotWriterMode = 'thread' | 'inline';
 
 /**
  * Snapshots in an SQLite file of their own (`snapshots.db` of the environment). Derived data, so
@@ -53,14 +62,21 @@ export interface SqliteSnapshotStoreOptions {
  * are of keys never stored (a new order, a new application), and such a lookup reads only the
  * small tree, whose upper pages stay in the page cache whatever the history; a new value lands at
  * the end of the values table instead of inside the tree (decision 068). A filter of the stored
- * keys in memory (storedKeys.ts) answers most such lookups without reading the file at all
- * (decision 079).
+ * keys in memory (storedKeys.ts) answers most such lookups without reading the file at all, and
+ * spares a save the look-up of a new key's value row (decision 079).
+ *
+ * With `writer: 'thread'` (SNAPSHOT_WRITER, the service's default), `save` serialises the snapshot
+ * here and the snapshot writer thread (snapshotWriterThread.ts) writes it on a connection of its
+ * own, so that its B-tree work and page reads stay off the event loop (decision 093). Loads and
+ * entry lookups read this connection; a save's promise settles once the thread has committed it,
+ * so what it wrote is visible here from then on.
  */
 export class SqliteSnapshotStore implements SnapshotStore {
   private readonly statements;
   private readonly write;
 
   private readonly keys: StoredKeys;
+  private readonly writer: SnapshotWriter | undefined;
 
   private constructor(
     private readonly db: Database.Database,
@@ -90,18 +106,12 @@ export class SqliteSnapshotStore implements SnapshotStore {
     };
     const st = this.statements;
     this.write = db.transaction(
-      (
-        streamId: string,
-        base: number,
-        revision: number,
-        core: string,
-        entries: ReadonlyArray<readonly [string, unknown]>,
-      ): boolean => {
+      (streamId: string, base: number, revision: number, core: string, entries: SerializedSave['entries']): boolean => {
         if ((st.load.get(streamId)?.revision ?? -1) !== base) return false;
         st.putCore.run(streamId, revision, core);
-        for (const [key, value] of entries) {
-          const json = JSON.stringify(value ?? null);
-          const id = st.valueId.get(streamId, key);
+        // Most keys a snapshot writes are new (an order, an application): the filter said so, no read.
+        for (const [key, json, mayBeStored] of entries) {
+          const id = mayBeStored ? st.valueId.get(streamId, key) : undefined;
           if (id === undefined) {
             st.addKey.run(streamId, key, st.addValue.run(json, revision).lastInsertRowid);
             this.keys.add(streamId, key);
@@ -120,6 +130,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
             estimate: (db.prepare('SELECT max(id) FROM snapshot_values').pluck().get() as number | null) ?? 0,
             ...(options.onError ? { onError: options.onError } : {}),
           });
+    this.writer = options.writer === 'thread' ? new SnapshotWriter(db.name) : undefined;
   }
 
   /** Opens (creating if needed) the file; a file it cannot use is closed again before the error is thrown. */
@@ -154,13 +165,42 @@ export class SqliteSnapshotStore implements SnapshotStore {
     core: unknown,
     entries: ReadonlyArray<readonly [string, unknown]>,
   ): Promise<boolean> {
-    return Promise.resolve(this.write.immediate(streamId, base, revision, JSON.stringify(core), entries));
+    const save: SerializedSave = {
+      stream: streamId,
+      base,
+      revision,
+      core: JSON.stringify(core),
+      entries: entries.map(([key, value]) => [key, JSON.stringify(value ?? null), this.keys.mightHold(streamId, key)]),
+    };
+    if (!this.writer) {
+      try {
+        return Promise.resolve(this.saveSerialised(save));
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
+    }
+    // The filter holds the keys before the thread writes them: a lookup meanwhile reads the file
+    // and finds nothing, as it would have without the filter.
+    for (const [key] of save.entries) this.keys.add(streamId, key);
+    return this.writer.save(save);
   }
 
-  close(): Promise<void> {
+  /**
+   * Writes a serialised snapshot on this connection, now: what `save` does inline, and what the
+   * snapshot writer thread calls on its own connection. Answers whether it wrote (SnapshotStore.save).
+   */
+  saveSerialised(save: SerializedSave): boolean {
+    return this.write.immediate(save.stream, save.base, save.revision, save.core, save.entries);
+  }
+
+  /** Waits for the saves the thread has not answered, then closes the connections. */
+  async close(): Promise<void> {
     this.keys.close();
-    closeWal(this.db);
-    return Promise.resolve();
+    try {
+      await this.writer?.close();
+    } finally {
+      closeWal(this.db);
+    }
   }
 }
 
