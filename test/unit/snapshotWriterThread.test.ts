@@ -4,7 +4,6 @@
  * (at nice 10: test/unit/threadIdentity.test.ts), and its reads, other connections and a thread that dies all see a consistent file.
  */
 import fs from 'node:fs';
-import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { SqliteSnapshotStore } from '../../src/infrastructure/snapshots/sqliteSnapshotStore.ts';
 import {
@@ -38,43 +37,6 @@ describe('snapshot writer thread', function () {
       if (process.platform === 'linux') expect(threadNames()).to.include('snapshot-writer');
     } finally {
       await store.close();
-    }
-  });
-
-  it('marks the keys the store may hold: a key written before, by this store or before the file was opened again, is rewritten in place', async () => {
-    const first = SqliteSnapshotStore.open(file(), { writer: 'thread' });
-    try {
-      expect(await first.save('voucher-a', -1, 1, {}, [['c:1', 1]])).to.equal(true);
-      expect(
-        await first.save('voucher-a', 1, 2, {}, [
-          ['c:1', 2],
-          ['c:2', 1],
-        ]),
-      ).to.equal(true);
-    } finally {
-      await first.close();
-    }
-    const store = SqliteSnapshotStore.open(file(), { writer: 'thread' });
-    try {
-      expect(
-        await store.save('voucher-a', 2, 3, {}, [
-          ['c:1', 3],
-          ['c:3', 1],
-        ]),
-      ).to.equal(true);
-      expect([...(await store.entries('voucher-a', ['c:1', 'c:2', 'c:3']))]).to.deep.equal([
-        ['c:1', { value: 3, revision: 3 }],
-        ['c:2', { value: 1, revision: 2 }],
-        ['c:3', { value: 1, revision: 3 }],
-      ]);
-    } finally {
-      await store.close();
-    }
-    const db = new Database(file(), { readonly: true });
-    try {
-      expect(db.prepare('SELECT count(*) FROM snapshot_values').pluck().get()).to.equal(3);
-    } finally {
-      db.close();
     }
   });
 

@@ -30,6 +30,16 @@ describe('SqliteSnapshotStore file', () => {
     }
   };
 
+  /** The rows of the values table: one per key ever written. */
+  const valueRows = (): number => {
+    const db = new Database(file(), { readonly: true });
+    try {
+      return db.prepare('SELECT count(*) FROM snapshot_values').pluck().get() as number;
+    } finally {
+      db.close();
+    }
+  };
+
   it('moves the entries of an earlier build into keys and values, with their revisions, and drops the old tables', async () => {
     const old = new Database(file());
     old.exec(OLD_SCHEMA);
@@ -95,42 +105,43 @@ describe('SqliteSnapshotStore file', () => {
     } finally {
       await store.close();
     }
-    const db = new Database(file(), { readonly: true });
-    try {
-      expect(db.prepare('SELECT count(*) FROM snapshot_values').pluck().get()).to.equal(2);
-    } finally {
-      db.close();
-    }
+    expect(valueRows()).to.equal(2);
   });
 
-  it('rewrites a key stored before the file was opened again: the filter of stored keys, built from the file, sends it to the update', async () => {
-    const first = SqliteSnapshotStore.open(file());
-    try {
-      await first.save('voucher-a', -1, 1, {}, [['c:1', 1]]);
-    } finally {
-      await first.close();
-    }
-    const store = SqliteSnapshotStore.open(file());
-    try {
-      expect(store.filtering).to.equal(true);
-      await store.save('voucher-a', 1, 2, {}, [
-        ['c:1', 2],
-        ['c:2', 1],
-      ]);
-      expect([...(await store.entries('voucher-a', ['c:1', 'c:2']))]).to.deep.equal([
-        ['c:1', { value: 2, revision: 2 }],
-        ['c:2', { value: 1, revision: 2 }],
-      ]);
-    } finally {
-      await store.close();
-    }
-    const db = new Database(file(), { readonly: true });
-    try {
-      expect(db.prepare('SELECT count(*) FROM snapshot_values').pluck().get()).to.equal(2);
-    } finally {
-      db.close();
-    }
-  });
+  for (const writer of ['inline', 'thread'] as const) {
+    it(`rewrites a key written before, by the same store or before the file was opened again, in place: the filter of stored keys marks it (writer: ${writer})`, async () => {
+      const first = SqliteSnapshotStore.open(file(), { writer });
+      try {
+        expect(await first.save('voucher-a', -1, 1, {}, [['c:1', 1]])).to.equal(true);
+        expect(
+          await first.save('voucher-a', 1, 2, {}, [
+            ['c:1', 2],
+            ['c:2', 1],
+          ]),
+        ).to.equal(true);
+      } finally {
+        await first.close();
+      }
+      const store = SqliteSnapshotStore.open(file(), { writer });
+      try {
+        expect(store.filtering).to.equal(true);
+        expect(
+          await store.save('voucher-a', 2, 3, {}, [
+            ['c:1', 3],
+            ['c:3', 1],
+          ]),
+        ).to.equal(true);
+        expect([...(await store.entries('voucher-a', ['c:1', 'c:2', 'c:3']))]).to.deep.equal([
+          ['c:1', { value: 3, revision: 3 }],
+          ['c:2', { value: 1, revision: 2 }],
+          ['c:3', { value: 1, revision: 3 }],
+        ]);
+      } finally {
+        await store.close();
+      }
+      expect(valueRows()).to.equal(3);
+    });
+  }
 
   it('after going back to an earlier build and forward again, keeps the snapshots the earlier build wrote last', async () => {
     const first = SqliteSnapshotStore.open(file());
