@@ -11,7 +11,7 @@
  * - An append's promise settles once the thread answered, i.e. after its COMMIT returned; the
  *   thread's connection is at synchronous=FULL, so its rows are visible to other connections only
  *   once durable.
- * - Errors cross the thread as data: a failed expected-revision check is rebuilt as
+ * - Errors cross the thread as data (wireError.ts): a failed expected-revision check is rebuilt as
  *   WrongExpectedRevisionError, an SQLite error as better-sqlite3's SqliteError with its `code`.
  * - A thread that ends before answering (an exception, terminated) rejects every append it had
  *   with WriterThreadEnded (whether it was written is unknown: a later append with an expected
@@ -34,12 +34,12 @@
  * the first turn after it is visible (as with data_version alone).
  */
 import { type MessagePort, type Worker } from 'node:worker_threads';
-import Database from 'better-sqlite3';
-import { WrongExpectedRevisionError, type AppendResult, type ExpectedRevision } from '../../core/eventStore.ts';
+import type { AppendResult } from '../../core/eventStore.ts';
 import type { CommittedEvents, FlushInfo, PendingAppend, StreamPart } from './sqliteGroupCommit.ts';
 import type { ProjectorHandle } from '../../core/projectionRunner.ts';
 import { siblingWorkerUrl, spawnWorker } from '../supervisedWorker.ts';
 import { PublishedGroup, publishedBuffer } from '../projector/publishedGroup.ts';
+import { fromWireError, toWireError, type WireError } from '../wireError.ts';
 
 /** Indexes in the shared BigInt64Array. */
 export const HEAD = 0;
@@ -88,10 +88,6 @@ export interface WriterOpen {
   groups?: WriterGroupsOpen;
 }
 
-export type WireError =
-  | { kind: 'revision'; streamId: string; expected: ExpectedRevision; actual: number }
-  | { kind: 'error'; name: string; message: string; code?: string };
-
 export type WireOutcome = { ok: true; results: AppendResult[] } | { ok: false; error: WireError };
 
 /** `id` names the store. */
@@ -133,25 +129,6 @@ export class WriterThreadEnded extends Error {
       cause === undefined ? undefined : { cause },
     );
   }
-}
-
-export function toWireError(error: unknown): WireError {
-  if (error instanceof WrongExpectedRevisionError)
-    return { kind: 'revision', streamId: error.streamId, expected: error.expected, actual: error.actual };
-  if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
-    return { kind: 'error', name: error.name, message: error.message, ...(typeof code === 'string' ? { code } : {}) };
-  }
-  return { kind: 'error', name: 'Error', message: String(error) };
-}
-
-export function fromWireError(wire: WireError): Error {
-  if (wire.kind === 'revision') return new WrongExpectedRevisionError(wire.streamId, wire.expected, wire.actual);
-  if (wire.code !== undefined && wire.name === 'SqliteError') return new Database.SqliteError(wire.message, wire.code);
-  const error = new Error(wire.message);
-  error.name = wire.name;
-  if (wire.code !== undefined) Object.assign(error, { code: wire.code });
-  return error;
 }
 
 const WORKER_URL = siblingWorkerUrl('sqliteWriterThread.worker', import.meta.url);

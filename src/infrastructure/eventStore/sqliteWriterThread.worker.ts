@@ -29,14 +29,13 @@ import {
   FOREIGN,
   HEAD,
   accountHead,
-  toWireError,
   type ForwardedCommit,
   type FromWriter,
   type ToWriter,
-  type WireError,
   type WireOutcome,
   type WriterOpen,
 } from './sqliteWriterThread.ts';
+import { toWireError, type WireError } from '../wireError.ts';
 
 /** The longest a commit's answer waits for the store's projection groups to fold it. */
 const FOLD_WAIT_MS = 20;

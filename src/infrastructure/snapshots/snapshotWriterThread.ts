@@ -11,7 +11,7 @@
  *   requests and commit appends run first, and the saves wait (the voucher's cached entry holds
  *   what they carry until they are written).
  * - A save's promise settles once the thread answered: resolved with whether it wrote (the stored
- *   snapshot was still at `base`), rejected with the thread's error, after the COMMIT returned.
+ *   snapshot was still at `base`), rejected with the thread's error (rebuilt by wireError.ts), after the COMMIT returned.
  * - The thread takes the saves in the order they were posted; the saves of one store are written
  *   one after the other on its connection, so the base check sees every earlier save.
  * - A thread that ends (an exception, terminated) rejects the saves it had not answered: snapshots
@@ -21,6 +21,7 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { siblingWorkerUrl, spawnWorker } from '../supervisedWorker.ts';
+import { fromWireError, type WireError } from '../wireError.ts';
 
 /**
  * A snapshot as the write transaction takes it: the core and each entry's value as JSON, with
@@ -49,7 +50,7 @@ export type ToSnapshotWriter = Request & { seq: number };
 
 export type FromSnapshotWriter =
   | { type: 'saved'; seq: number; written: boolean }
-  | { type: 'failed'; seq: number; error: { name: string; message: string; code?: string } }
+  | { type: 'failed'; seq: number; error: WireError }
   | { type: 'closed'; seq: number };
 
 /** The snapshot writer thread ended before it answered. */
@@ -105,12 +106,8 @@ class SnapshotWriterHost {
     worker.on('message', (message: FromSnapshotWriter) => {
       const waiting = this.waiting.get(message.seq);
       this.waiting.delete(message.seq);
-      if (message.type === 'failed') {
-        const error = new Error(message.error.message);
-        error.name = message.error.name;
-        if (message.error.code !== undefined) Object.assign(error, { code: message.error.code });
-        waiting?.reject(error);
-      } else waiting?.resolve(message.type === 'saved' && message.written);
+      if (message.type === 'failed') waiting?.reject(fromWireError(message.error));
+      else waiting?.resolve(message.type === 'saved' && message.written);
       if (this.waiting.size === 0) worker.unref();
     });
     worker.on('error', (error) => {

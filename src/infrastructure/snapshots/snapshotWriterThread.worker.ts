@@ -8,17 +8,12 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { lowerThreadPriority, nameThread } from '../threadIdentity.ts';
 import { SqliteSnapshotStore } from './sqliteSnapshotStore.ts';
 import type { FromSnapshotWriter, ToSnapshotWriter } from './snapshotWriterThread.ts';
+import { toWireError } from '../wireError.ts';
 
 const port = parentPort!;
 const send = (message: FromSnapshotWriter) => port.postMessage(message);
 
 const stores = new Map<number, SqliteSnapshotStore>();
-
-const wireError = (error: unknown): { name: string; message: string; code?: string } => {
-  if (!(error instanceof Error)) return { name: 'Error', message: String(error) };
-  const code = (error as { code?: unknown }).code;
-  return { name: error.name, message: error.message, ...(typeof code === 'string' ? { code } : {}) };
-};
 
 const handle = async (message: ToSnapshotWriter): Promise<void> => {
   if (message.type === 'close') {
@@ -40,7 +35,7 @@ const handle = async (message: ToSnapshotWriter): Promise<void> => {
     }
     send({ type: 'saved', seq: message.seq, written: store.saveSerialised(message.save) });
   } catch (error) {
-    send({ type: 'failed', seq: message.seq, error: wireError(error) });
+    send({ type: 'failed', seq: message.seq, error: toWireError(error) });
   }
 };
 
