@@ -12,6 +12,7 @@
  * and the receiving thread signalled, so its wall time is the poster's CPU for both.
  */
 import { Worker } from 'node:worker_threads';
+import { sleep } from '../lib/processes.ts';
 
 const ROUNDS = Number(process.argv[2] ?? 5);
 const BACK_TO_BACK = 2_000;
@@ -33,7 +34,6 @@ const worker = new Worker(
   `require('node:worker_threads').parentPort.on('message', (m) => { let n = 0; for (const r of m.rows) n += r.data.length; return n; });`,
   { eval: true },
 );
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
 
 /** Mean wall time of one postMessage, µs. */

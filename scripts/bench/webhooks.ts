@@ -25,6 +25,7 @@ import {
   tempDirs,
   waitForHealth,
 } from './processes.ts';
+import { sleep } from '../lib/processes.ts';
 import { SCENARIOS, serviceEnv } from './scenarios.ts';
 import { api, createVouchers } from './vouchers.ts';
 
@@ -34,8 +35,6 @@ const LATENCY_APPLIES = 200;
 const DRAIN_LIMIT_MS = 300_000;
 
 const fixed = (value: number | null, digits: number): string => (value === null ? '?' : value.toFixed(digits));
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The body of a 200 answer; any other answer (a 429 would leave endpoints in the wrong state) ends the bench. */
 const expectOk = async (answer: ReturnType<typeof api>): Promise<Record<string, unknown>> => {
