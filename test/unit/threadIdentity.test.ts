@@ -9,6 +9,7 @@ import { openEmbedded } from '../../src/composition.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { nameThread } from '../../src/infrastructure/threadIdentity.ts';
 import { createLogger } from '../../src/logger.ts';
+import { until } from '../support/webhookReceiver.ts';
 
 const MODULE = new URL('../../src/infrastructure/threadIdentity.ts', import.meta.url).href;
 
@@ -84,13 +85,16 @@ describe('thread identity', function () {
         'sqlite-writer',
         'snapshot-writer',
       ];
-      const tasks = () => fs.readdirSync('/proc/self/task').map((tid) => readTask(Number(tid)));
+      let threads: ReturnType<typeof readTask>[] = [];
       // a thread names itself once its modules are loaded, which may be after the service has opened
-      let threads = tasks();
-      for (let waited = 0; waited < 5_000 && !expected.every((n) => threads.some((t) => t.comm === n)); waited += 50) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        threads = tasks();
-      }
+      await until(
+        () => {
+          threads = fs.readdirSync('/proc/self/task').map((tid) => readTask(Number(tid)));
+          return expected.every((n) => threads.some((t) => t.comm === n));
+        },
+        `the threads ${expected.join(', ')} to name themselves`,
+        5_000,
+      );
       const names = threads.map((t) => t.comm);
       for (const name of expected) expect(names, name).to.include(name);
       const mainNice = callingTask().nice;
