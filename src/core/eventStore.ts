@@ -101,7 +101,15 @@ export interface TypedPage<E extends DomainEvent = AnyEvent> {
   lastPosition: number;
 }
 
-export type BatchHandler<E extends DomainEvent = AnyEvent> = (events: RecordedEvent<E>[]) => Promise<void> | void;
+/**
+ * Handles one batch of a subscription. `through` is the position the batch reaches: past its last
+ * event when the subscription passed over events of types not asked for (`onlyTypes`), and then
+ * the batch may be empty; absent, the batch reaches its last event.
+ */
+export type BatchHandler<E extends DomainEvent = AnyEvent> = (
+  events: RecordedEvent<E>[],
+  through?: number,
+) => Promise<void> | void;
 
 export interface Subscription {
   /** Stops delivery; resolves once no handler call is running. */
@@ -115,6 +123,14 @@ export interface SubscribeOptions {
   maxBatchSize?: number;
   /** Called when delivery stops because the handler threw or the store failed. */
   onError?: (error: unknown) => void;
+  /**
+   * Asked before each read of the store. While it returns event types, the subscription may pass
+   * over the events of other types without delivering them, and then delivers an event of those
+   * types alone in its batch, so that the handler can change the answer before the next event is
+   * read; the handler's `through` says how far each batch reaches. A store that cannot filter
+   * delivers every event.
+   */
+  onlyTypes?: () => readonly string[] | undefined;
 }
 
 export interface EventStore<E extends DomainEvent = AnyEvent> {

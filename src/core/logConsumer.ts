@@ -28,6 +28,8 @@ export interface LogConsumerOptions<E extends DomainEvent> {
   logger?: ConsumerLogger;
   /** Called with each new position (after the waiters are answered). */
   onAdvance?: (position: number) => void;
+  /** See SubscribeOptions.onlyTypes: the event types `handle` needs for now, or undefined for all. */
+  onlyTypes?: () => readonly string[] | undefined;
 }
 
 /**
@@ -81,7 +83,12 @@ export class LogConsumer<E extends DomainEvent> {
   private subscribe(): void {
     if (this.stopped) return;
     this.subscription = this.options.events.subscribeToAll(
-      { after: this.position, maxBatchSize: this.options.maxBatchSize, onError: (error) => this.recover(error) },
+      {
+        after: this.position,
+        maxBatchSize: this.options.maxBatchSize,
+        onError: (error) => this.recover(error),
+        ...(this.options.onlyTypes ? { onlyTypes: this.options.onlyTypes } : {}),
+      },
       this.options.handle,
     );
   }

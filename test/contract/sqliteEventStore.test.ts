@@ -346,6 +346,61 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     await subscription.close();
   });
 
+  it('onlyTypes: passes over other types undecoded, delivers a wanted event alone, and delivers everything once it is no longer asked', async function () {
+    const store = open({ pollIntervalMs: 20 });
+    await store.appendToStream('v', [
+      { type: 'Other', data: { n: 1 } },
+      { type: 'Other', data: { n: 2 } },
+    ]);
+    // the wanted event and the one right after it in one commit: the second must not be passed over
+    await store.appendToStream('w', [
+      { type: 'Wanted', data: {} },
+      { type: 'Other', data: { n: 3 } },
+    ]);
+    const decode = sinon.spy(store as unknown as { decode(row: unknown): RecordedEvent }, 'decode');
+    let onlyWanted = true;
+    const batches: Array<{ types: string[]; through: number | undefined }> = [];
+    const subscription = store.subscribeToAll(
+      { onlyTypes: () => (onlyWanted ? ['Wanted'] : undefined) },
+      (batch, through) => {
+        batches.push({ types: batch.map((e) => e.type), through });
+        if (batch.some((e) => e.type === 'Wanted')) onlyWanted = false;
+      },
+    );
+    await waitFor(() => batches.length === 2);
+    expect(batches).to.deep.equal([
+      { types: ['Wanted'], through: 3 },
+      { types: ['Other'], through: 4 },
+    ]);
+    expect(decode.callCount).to.equal(2); // the two Others before the wanted event were not decoded
+    // asked for a type again: the others are passed over, an empty batch tells how far
+    onlyWanted = true;
+    await store.appendToStream('v', [{ type: 'Other', data: { n: 4 } }]);
+    await store.appendToStream('v', [{ type: 'Other', data: { n: 5 } }]);
+    await waitFor(() => batches.at(-1)!.through === 6);
+    expect(batches.slice(2).flatMap((b) => b.types)).to.deep.equal([]);
+    expect(decode.callCount).to.equal(2);
+    await store.appendToStream('w', [{ type: 'Wanted', data: { again: true } }]);
+    await waitFor(() => batches.at(-1)!.through === 7);
+    expect(batches.at(-1)).to.deep.equal({ types: ['Wanted'], through: 7 });
+    await subscription.close();
+  });
+
+  it('onlyTypes is ignored with an upcaster (it may rename the stored types): every event is delivered', async function () {
+    const store = open({ pollIntervalMs: 20, upcast: (e) => e });
+    await store.appendToStream('v', [
+      { type: 'Other', data: {} },
+      { type: 'Wanted', data: {} },
+    ]);
+    const received: string[] = [];
+    const subscription = store.subscribeToAll({ onlyTypes: () => ['Wanted'] }, (batch) => {
+      received.push(...batch.map((e) => e.type));
+    });
+    await waitFor(() => received.length === 2);
+    await subscription.close();
+    expect(received).to.deep.equal(['Other', 'Wanted']);
+  });
+
   it("a second instance on the same file appends and the first one's subscription sees it (polling)", async function () {
     const first = open({ pollIntervalMs: 20 });
     const second = open({ pollIntervalMs: 20 });

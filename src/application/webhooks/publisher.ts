@@ -18,6 +18,7 @@ import { evolve as evolveEndpoint } from '../../domain/webhooks/endpoint.ts';
 import {
   changesEndpoint,
   subscribes,
+  WEBHOOK_ENDPOINT_EVENT_TYPES,
   type WebhookEndpointEvent,
   type WebhookEventType,
 } from '../../domain/webhooks/events.ts';
@@ -218,10 +219,12 @@ export class WebhookPublisher implements ProjectorHandle {
       events: source,
       maxBatchSize: 500,
       load: () => this.load(),
-      handle: async (batch) => {
+      handle: async (batch, through) => {
         if (pacer && batch.length > 0) await pacer.wait(Date.parse(batch[0]!.recordedAt), this.checkpoint);
-        return bus ? this.publish(batch, bus) : this.handle(batch);
+        return bus ? this.publish(batch, bus, through) : this.handle(batch, through);
       },
+      // the bus gets every voucher event, whether an endpoint listens or not
+      ...(bus ? {} : { onlyTypes: () => this.typesNeeded() }),
       failure: 'webhook publisher failed',
       logger,
       onAdvance,
@@ -256,6 +259,17 @@ export class WebhookPublisher implements ProjectorHandle {
       );
   }
 
+  /**
+   * While no endpoint is enabled, only the events that change endpoints (decision 095): the
+   * subscription passes over the others without decoding them, and the voucher cores cached so
+   * far are dropped, since they fall behind (a core is read again when an endpoint needs it).
+   */
+  private typesNeeded(): readonly string[] | undefined {
+    if (this.subscribed) return undefined;
+    this.states.clear();
+    return WEBHOOK_ENDPOINT_EVENT_TYPES;
+  }
+
   /** The stored checkpoint and the endpoints as they were there (at start, and after a failed batch). */
   private async load(): Promise<number> {
     this.states.clear();
@@ -268,17 +282,19 @@ export class WebhookPublisher implements ProjectorHandle {
   /**
    * One batch: deliveries, endpoint copies and the checkpoint in one write. With `firstAttempts`
    * and no endpoint changed in the batch, the deliveries that can go at once are attempted first
-   * and stored once with their outcome (attemptBeforeStoring).
+   * and stored once with their outcome (attemptBeforeStoring). `through`: the position the batch
+   * reaches, past its last event when the subscription passed over events (see typesNeeded).
    */
-  async handle(batch: RecordedEvent<EnvironmentEvent>[]): Promise<void> {
-    if (batch.length === 0) return;
+  async handle(batch: RecordedEvent<EnvironmentEvent>[], through?: number): Promise<void> {
+    const end = through ?? batch.at(-1)?.position;
+    if (end === undefined || end <= this.checkpoint) return;
     const created: DeliveryDoc[] = [];
     let unstored: { write: WriteBatch; made: FannedOut; first: DeliveryDoc[] } | undefined;
     await this.deliveries.exclusive(async () => {
       const write: WriteBatch = {
         upserts: [],
         deletes: [],
-        checkpoint: { name: PUBLISHER_CHECKPOINT, position: batch.at(-1)!.position },
+        checkpoint: { name: PUBLISHER_CHECKPOINT, position: end },
       };
       const changed = new Set<string>();
       const planned: Planned[] = [];
@@ -320,7 +336,7 @@ export class WebhookPublisher implements ProjectorHandle {
       this.unwritten = 0;
     });
     if (unstored) created.push(...(await this.attemptBeforeStoring(unstored)));
-    this.consumer.advance(batch.at(-1)!.position);
+    this.consumer.advance(end);
     if (created.length > 0) this.onDeliveries(created);
   }
 
@@ -387,8 +403,13 @@ export class WebhookPublisher implements ProjectorHandle {
    * written (with the checkpoint just before the message's event): the dispatcher reads the
    * endpoint's URL and secrets from the copy when it attempts the delivery.
    */
-  private async publish(batch: RecordedEvent<EnvironmentEvent>[], bus: Pick<Bus, 'publish'>): Promise<void> {
-    if (batch.length === 0) return;
+  private async publish(
+    batch: RecordedEvent<EnvironmentEvent>[],
+    bus: Pick<Bus, 'publish'>,
+    through?: number,
+  ): Promise<void> {
+    const end = through ?? batch.at(-1)?.position;
+    if (end === undefined || end <= this.checkpoint) return;
     let messages: BusMessage[] = [];
     const changed = new Set<string>();
     const flush = async (position: number): Promise<void> => {
@@ -420,8 +441,8 @@ export class WebhookPublisher implements ProjectorHandle {
       }
       previous = event.position;
     }
-    await flush(batch.at(-1)!.position);
-    this.consumer.advance(batch.at(-1)!.position);
+    await flush(end);
+    this.consumer.advance(end);
   }
 
   /** The bus message of a voucher event: its webhook body and the endpoints subscribed at it. */

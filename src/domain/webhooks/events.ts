@@ -66,6 +66,16 @@ export interface WebhookEndpointDeleted {
 export type WebhookEndpointEvent =
   WebhookEndpointCreated | WebhookEndpointUpdated | WebhookSecretRotated | WebhookEndpointDeleted;
 
+/** Every type of WebhookEndpointEvent (a record, so that a type left out does not compile). */
+const ENDPOINT_EVENT_TYPES: Record<WebhookEndpointEvent['type'], true> = {
+  WebhookEndpointCreated: true,
+  WebhookEndpointUpdated: true,
+  WebhookSecretRotated: true,
+  WebhookEndpointDeleted: true,
+};
+/** The types of the events that change an endpoint (those `changesEndpoint` tells apart on their streams). */
+export const WEBHOOK_ENDPOINT_EVENT_TYPES: readonly string[] = Object.keys(ENDPOINT_EVENT_TYPES);
+
 export const webhookStream = (endpointId: string): string => `webhook-${endpointId}`;
 
 /** Whether an event of this type on this stream changes a webhook endpoint (also read off stored rows). */

@@ -279,13 +279,19 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
       throw new RangeError(`maxBatchSize must be a positive integer, got ${maxBatchSize}`);
     }
     const subscription: SqliteSubscription<E> = new SqliteSubscription<E>(
-      { readAfter: (after, maxCount) => this.readAfter(after, maxCount), decode: this.decode },
+      {
+        readAfter: (after, maxCount) => this.readAfter(after, maxCount),
+        decode: this.decode,
+        // an upcaster may rename a stored type: then every event is decoded and delivered
+        ...(this.upcasts ? {} : { firstOfTypes: (after, maxScan, types) => this.firstOfTypes(after, maxScan, types) }),
+      },
       handler,
       {
         after: options.after ?? 0,
         maxBatchSize,
         pollIntervalMs: this.pollIntervalMs,
         onError: options.onError ?? defaultOnError,
+        ...(options.onlyTypes ? { onlyTypes: options.onlyTypes } : {}),
         onEnd: () => this.subscriptions.delete(subscription),
       },
     );
@@ -324,6 +330,24 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
 
   private readAfter(after: number, maxCount: number): RecordedEvent<E>[] {
     return this.statements.readAll.all(after, maxCount).map(this.decode);
+  }
+
+  /**
+   * SubscriptionSource.firstOfTypes over the positions (after, after + maxScan], in one read
+   * transaction: the head and the look see the same commits. Only the matching row is decoded.
+   */
+  private firstOfTypes(
+    after: number,
+    maxScan: number,
+    types: readonly string[],
+  ): { event?: RecordedEvent<E>; through: number } {
+    return this.db.transaction(() => {
+      const head = this.statements.headPosition.get()!.head;
+      if (head <= after) return { through: after };
+      const upTo = Math.min(head, after + maxScan);
+      const row = this.statements.firstOfTypes.get(after, upTo, JSON.stringify(types));
+      return row ? { event: this.decode(row), through: row.position } : { through: upTo };
+    })();
   }
 
   private assertOpen(): void {

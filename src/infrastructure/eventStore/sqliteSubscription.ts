@@ -20,6 +20,12 @@
  * afresh, so handlers never share event objects. After a delivery from the queue the loop waits
  * without reading the store: up to its checkpoint it has seen everything, and a later commit of
  * another process is found by the poll or by the next local commit (whose `after` will not match).
+ *
+ * While the subscriber's `onlyTypes` names event types, the loop reads the store instead of the queue
+ * (which it empties), and passes over the events of other types without decoding them: it looks up
+ * to TYPED_SCAN events ahead for the first of those types and delivers it alone (the subscriber may
+ * then want every type again, starting with the next event), or, when there is none, an empty batch
+ * reaching the last event looked at.
  */
 import type { AnyEvent, DomainEvent } from '../../core/decider.ts';
 import type { BatchHandler, RecordedEvent, Subscription } from '../../core/eventStore.ts';
@@ -28,12 +34,24 @@ import type { CommittedEvents } from './sqliteGroupCommit.ts';
 
 /** Most events queued by `offer`; beyond it the queue is dropped and the loop reads the store. */
 const MAX_QUEUED_EVENTS = 5_000;
+/** Most events a read for `onlyTypes` looks at (only their positions and types are read). */
+const TYPED_SCAN = 10_000;
 
 export interface SubscriptionSource<E extends DomainEvent = AnyEvent> {
   /** Events with position > after, in position order, at most maxCount. */
   readAfter(after: number, maxCount: number): RecordedEvent<E>[];
   /** Turns a committed row into the event it holds (the store's decoder, upcaster included). */
   decode(row: EventRow): RecordedEvent<E>;
+  /**
+   * The first event after `after` of one of `types`, looking at most `maxScan` events ahead, and
+   * the position the look reached: the event's, or the last event looked at (`after` when none
+   * follows). Absent: the source cannot filter, and `onlyTypes` is ignored.
+   */
+  firstOfTypes?(
+    after: number,
+    maxScan: number,
+    types: readonly string[],
+  ): { event?: RecordedEvent<E>; through: number };
 }
 
 export interface SqliteSubscriptionOptions {
@@ -41,6 +59,8 @@ export interface SqliteSubscriptionOptions {
   maxBatchSize: number;
   pollIntervalMs: number;
   onError: (error: unknown) => void;
+  /** See SubscribeOptions.onlyTypes. */
+  onlyTypes?: () => readonly string[] | undefined;
   /** Called once the loop has ended (closed or failed). */
   onEnd: () => void;
 }
@@ -90,8 +110,7 @@ export class SqliteSubscription<E extends DomainEvent = AnyEvent> implements Sub
     if (this.stopped || committed.rows.length === 0) return;
     if (this.queuedEvents + committed.rows.length > MAX_QUEUED_EVENTS) {
       // Far behind: the store has them all; reading it is as good.
-      this.queued = [];
-      this.queuedEvents = 0;
+      this.dropQueued();
       this.mustRead = true;
     } else {
       this.queued.push(committed);
@@ -115,21 +134,33 @@ export class SqliteSubscription<E extends DomainEvent = AnyEvent> implements Sub
     await Promise.resolve();
     try {
       while (!this.stopped) {
-        const taken = this.takeQueued();
+        const types = this.source.firstOfTypes ? this.options.onlyTypes?.() : undefined;
+        if (types) this.dropQueued(); // read from the store, which passes over the other types
+        const taken = types ? undefined : this.takeQueued();
         if (taken === undefined) this.mustRead = false;
-        const batch = taken ?? this.source.readAfter(this.checkpoint, this.options.maxBatchSize);
-        if (batch.length === 0) {
+        const { batch, through } = taken ? { batch: taken, through: taken.at(-1)!.position } : this.read(types);
+        if (through === this.checkpoint) {
           await this.waitForEvents();
           continue;
         }
-        await this.handler(batch);
-        this.checkpoint = batch[batch.length - 1].position;
+        await this.handler(batch, through);
+        this.checkpoint = through;
         if (taken && this.queued.length === 0 && !this.mustRead) await this.waitForEvents(); // see the top of this file
       }
     } catch (error) {
       this.stopped = true;
       this.reportError(error);
     }
+  }
+
+  /** The store's next batch after the checkpoint, and the position it reaches (the checkpoint: nothing new). */
+  private read(types: readonly string[] | undefined): { batch: RecordedEvent<E>[]; through: number } {
+    if (types) {
+      const { event, through } = this.source.firstOfTypes!(this.checkpoint, TYPED_SCAN, types);
+      return { batch: event ? [event] : [], through };
+    }
+    const batch = this.source.readAfter(this.checkpoint, this.options.maxBatchSize);
+    return { batch, through: batch.at(-1)?.position ?? this.checkpoint };
   }
 
   /**
@@ -162,6 +193,11 @@ export class SqliteSubscription<E extends DomainEvent = AnyEvent> implements Sub
       this.dropFirst(chunk.rows.length);
     }
     return rows.length === 0 ? undefined : rows.map(this.source.decode);
+  }
+
+  private dropQueued(): void {
+    this.queued = [];
+    this.queuedEvents = 0;
   }
 
   private dropFirst(events: number): void {
