@@ -88,8 +88,13 @@ describe('webhook delivery on its thread', function () {
     const endpoint = await register(receiver.url('/calls'), ['voucher.created']);
     await service.createVoucher(fixedVoucher('THREAD_C'));
     await until(() => receiver.accepted('/calls').length === 1, 'the first delivery');
-    const [delivery] = (await service.get(`/v1/webhooks/${endpoint.id}/deliveries`)).body.data;
-    const resent = await service.post(`/v1/webhooks/${endpoint.id}/deliveries/${delivery.id}/resend`);
+    // a batch's first attempts go before it is stored (decision 083): the list has it once it is
+    let delivery: { id: string } | undefined;
+    await until(async () => {
+      [delivery] = (await service.get(`/v1/webhooks/${endpoint.id}/deliveries`)).body.data;
+      return delivery !== undefined;
+    }, 'the delivery stored');
+    const resent = await service.post(`/v1/webhooks/${endpoint.id}/deliveries/${delivery!.id}/resend`);
     expect(resent.status, JSON.stringify(resent.body)).to.equal(202);
     await until(() => receiver.accepted('/calls').length === 2, 'the resend');
     expect(receiver.accepted('/calls')[1]!.eventId).to.equal(receiver.accepted('/calls')[0]!.eventId);
