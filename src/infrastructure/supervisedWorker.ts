@@ -6,10 +6,11 @@ import { Worker, type MessagePort, type ResourceLimits } from 'node:worker_threa
 import type { Logger } from 'pino';
 
 /**
- * The V8 limits of every worker thread spawned here (the event store's writer, the projector and
- * webhook threads): a young generation of at most 4 MB instead of V8's default (48 MB on a 64-bit
- * machine), which such a thread otherwise grows to under steady allocation and keeps. About
- * 35–40 MB less RSS for the service, no throughput lost (decision 077).
+ * The V8 limits of the worker threads spawned here (the event store's writer, the projector
+ * thread; the webhook thread has limits of its own, decision 096): a young generation of at most
+ * 4 MB instead of V8's default (48 MB on a 64-bit machine), which such a thread otherwise grows
+ * to under steady allocation and keeps. About 35–40 MB less RSS for the service, no throughput
+ * lost (decision 077).
  */
 export const WORKER_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 4 } as const;
 
@@ -47,6 +48,8 @@ export interface SupervisedWorkerOptions<From> {
   /** The thread ended (for whatever reason): what waits on it must not wait any longer. */
   onExit?(): void;
   logger: Logger;
+  /** The thread's V8 limits; unset: WORKER_RESOURCE_LIMITS. */
+  resourceLimits?: ResourceLimits;
 }
 
 /**
@@ -93,7 +96,7 @@ export class SupervisedWorker<From extends { type: string }, To> {
     const { name, logger, workerData } = this.options;
     return new Promise<void>((resolve, reject) => {
       let started = false;
-      const worker = spawnWorker(this.options.url, workerData);
+      const worker = spawnWorker(this.options.url, workerData, this.options.resourceLimits);
       this.worker = worker;
       this.running = true;
       worker.on('message', (message: From) => {

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { parseCidrs } from '../../src/domain/webhooks/targets.ts';
-import { WebhookThread } from '../../src/infrastructure/webhooks/webhookThread.ts';
+import { WEBHOOK_THREAD_RESOURCE_LIMITS, WebhookThread } from '../../src/infrastructure/webhooks/webhookThread.ts';
 import { applyBody } from '../fixtures/orders.ts';
 import { fixedVoucher } from '../fixtures/vouchers.ts';
 import { PRODUCTION_KEY, TestService } from '../support/harness.ts';
@@ -38,6 +38,16 @@ describe('webhook delivery on its thread', function () {
   it('runs on the thread, not on the main thread', () => {
     expect(service.sandbox.webhooks.publisher).to.be.an.instanceOf(WebhookThread);
     expect(service.production.webhooks.publisher).to.be.an.instanceOf(WebhookThread);
+  });
+
+  it('runs with a young generation of 32 MB, not the 4 MB of the other worker threads (decision 096)', () => {
+    for (const environment of [service.sandbox, service.production]) {
+      const thread = environment.webhooks.publisher as WebhookThread;
+      expect(thread.resourceLimits.maxYoungGenerationSizeMb).to.equal(
+        WEBHOOK_THREAD_RESOURCE_LIMITS.maxYoungGenerationSizeMb,
+      );
+    }
+    expect(WEBHOOK_THREAD_RESOURCE_LIMITS.maxYoungGenerationSizeMb).to.equal(32);
   });
 
   it("delivers every event signed, each voucher's in order through retries, only to its environment", async () => {

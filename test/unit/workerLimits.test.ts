@@ -46,24 +46,36 @@ describe('worker threads: V8 limits (decision 077)', () => {
     expect((await limitsSeenBy(file)).maxYoungGenerationSizeMb).to.equal(4);
   });
 
-  it('a supervised thread (the projector and webhook threads) runs with the cap', async () => {
-    const file = path.join(dir, 'supervised.mjs');
-    fs.writeFileSync(
-      file,
-      "import { parentPort, resourceLimits } from 'node:worker_threads';\n" +
-        "parentPort.postMessage({ type: 'ready', limits: resourceLimits });\n" +
-        "parentPort.on('message', (m) => { if (m === 'stop') process.exit(0); });\n",
-    );
-    let seen: Record<string, number> | undefined;
-    const thread = new SupervisedWorker<{ type: 'ready'; limits: Record<string, number> }, string>({
-      url: pathToFileURL(file),
-      workerData: { environment: 'sandbox' },
-      name: 'test thread',
-      logger: pino({ level: 'silent' }),
-      onMessage: (message) => (seen = message.limits),
+  describe('a supervised thread', () => {
+    type Ready = { type: 'ready'; limits: Record<string, number> };
+    const supervisedLimits = async (resourceLimits?: { maxYoungGenerationSizeMb: number }) => {
+      const file = path.join(dir, 'supervised.mjs');
+      fs.writeFileSync(
+        file,
+        "import { parentPort, resourceLimits } from 'node:worker_threads';\n" +
+          "parentPort.postMessage({ type: 'ready', limits: resourceLimits });\n" +
+          "parentPort.on('message', (m) => { if (m === 'stop') process.exit(0); });\n",
+      );
+      let seen: Record<string, number> | undefined;
+      const thread = new SupervisedWorker<Ready, string>({
+        url: pathToFileURL(file),
+        workerData: { environment: 'sandbox' },
+        name: 'test thread',
+        logger: pino({ level: 'silent' }),
+        onMessage: (message) => (seen = message.limits),
+        ...(resourceLimits ? { resourceLimits } : {}),
+      });
+      await thread.start();
+      await thread.stop('stop');
+      return seen!;
+    };
+
+    it('runs with the cap unless given limits of its own', async () => {
+      expect((await supervisedLimits()).maxYoungGenerationSizeMb).to.equal(4);
     });
-    await thread.start();
-    await thread.stop('stop');
-    expect(seen?.maxYoungGenerationSizeMb).to.equal(4);
+
+    it('runs with the limits it is given (the webhook thread, decision 096)', async () => {
+      expect((await supervisedLimits({ maxYoungGenerationSizeMb: 32 })).maxYoungGenerationSizeMb).to.equal(32);
+    });
   });
 });

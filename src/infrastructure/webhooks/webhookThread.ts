@@ -18,7 +18,7 @@
  * deliveries and the checkpoint are written together; attempts not recorded are made again with
  * the same webhook-id).
  */
-import type { Worker } from 'node:worker_threads';
+import type { ResourceLimits, Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { CommittedEvents } from '../eventStore/sqliteGroupCommit.ts';
 import { changesEndpoint } from '../../domain/webhooks/events.ts';
@@ -62,7 +62,7 @@ export type ToWebhookThread =
   | { type: 'stop' };
 
 export type FromWebhookThread =
-  | { type: 'ready'; checkpoint: number }
+  | { type: 'ready'; checkpoint: number; resourceLimits: ResourceLimits }
   | { type: 'checkpoint'; position: number }
   | { type: 'subscribers'; subscribed: boolean }
   | { type: 'result'; id: number; value?: unknown; error?: string }
@@ -71,12 +71,24 @@ export type FromWebhookThread =
 
 const WORKER_URL = siblingWorkerUrl('webhookThread.worker', import.meta.url);
 
+/**
+ * The webhook thread's V8 limits: a young generation of up to 32 MB instead of the other worker
+ * threads' 4 MB (WORKER_RESOURCE_LIMITS). Under a backlog the thread keeps hundreds of attempts,
+ * their bodies and a batch of up to 500 events alive across scavenges; with 4 MB much of that is
+ * copied into the old generation and collected there (decision 096). V8 grows the young
+ * generation only while the thread allocates steadily, and without an enabled endpoint the
+ * publisher decodes only the endpoint events (decision 095), so such a thread stays small.
+ */
+export const WEBHOOK_THREAD_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 32 } as const;
+
 export class WebhookThread implements ProjectorHandle {
   private position = 0;
   private readonly waiters = new CheckpointWaiters();
   private readonly calls = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
   private nextId = 1;
   private readonly thread: SupervisedWorker<FromWebhookThread, ToWebhookThread>;
+  /** The V8 limits the running thread reported when it started. */
+  resourceLimits: ResourceLimits = {};
   /** Whether the publisher has an enabled endpoint, as the thread last said (true until it says). */
   private subscribed = true;
 
@@ -90,6 +102,7 @@ export class WebhookThread implements ProjectorHandle {
       workerData: options,
       name: 'webhook thread',
       logger,
+      resourceLimits: WEBHOOK_THREAD_RESOURCE_LIMITS,
       onMessage: (message, worker) => this.receive(message, worker),
       onExit: () => {
         this.subscribed = true; // until the next thread says otherwise
@@ -152,6 +165,7 @@ export class WebhookThread implements ProjectorHandle {
   private receive(message: FromWebhookThread, worker: Worker): void {
     switch (message.type) {
       case 'ready':
+        this.resourceLimits = message.resourceLimits;
         this.advance(message.checkpoint);
         break;
       case 'checkpoint':

@@ -13,7 +13,7 @@
  * time that changes), `result`, `disable` (an endpoint to disable through its command handler) and
  * `failed` (it could not start); after `stop` it ends.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, resourceLimits, workerData } from 'node:worker_threads';
 import { createLogger } from '../../logger.ts';
 import { systemClock } from '../../domain/clock.ts';
 import { parseCidrs } from '../../domain/webhooks/targets.ts';
@@ -163,7 +163,7 @@ const run = async () => {
     return;
   }
   dispatcher.start();
-  send({ type: 'ready', checkpoint: publisher.checkpoint });
+  send({ type: 'ready', checkpoint: publisher.checkpoint, resourceLimits });
   tellSubscribed();
 };
 
