@@ -386,6 +386,25 @@ describe('SqliteEventStore (SQLite specifics)', function () {
     await subscription.close();
   });
 
+  it('onlyTypes looks at most 10,000 events ahead per read: a long stretch without a wanted event is passed over in steps', async function () {
+    const store = open({ pollIntervalMs: 20 });
+    await store.appendToStream(
+      'v',
+      Array.from({ length: 10_050 }, (_, n) => ({ type: 'Other', data: { n } })),
+    );
+    await store.appendToStream('w', [{ type: 'Wanted', data: {} }]);
+    const batches: Array<{ types: string[]; through: number | undefined }> = [];
+    const subscription = store.subscribeToAll({ onlyTypes: () => ['Wanted'] }, (batch, through) => {
+      batches.push({ types: batch.map((e) => e.type), through });
+    });
+    await waitFor(() => batches.length === 2);
+    await subscription.close();
+    expect(batches).to.deep.equal([
+      { types: [], through: 10_000 },
+      { types: ['Wanted'], through: 10_051 },
+    ]);
+  });
+
   it('onlyTypes is ignored with an upcaster (it may rename the stored types): every event is delivered', async function () {
     const store = open({ pollIntervalMs: 20, upcast: (e) => e });
     await store.appendToStream('v', [
