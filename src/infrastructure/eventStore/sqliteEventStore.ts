@@ -334,7 +334,8 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
 
   /**
    * SubscriptionSource.firstOfTypes over the positions (after, after + maxScan], in one read
-   * transaction: the head and the look see the same commits. Only the matching row is decoded.
+   * transaction: the head and the look see the same commits. `get` steps the typed read only to
+   * its first row, so only the rows' types are read until it, and only it is decoded.
    */
   private firstOfTypes(
     after: number,
@@ -345,7 +346,7 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
       const head = this.statements.headPosition.get()!.head;
       if (head <= after) return { through: after };
       const upTo = Math.min(head, after + maxScan);
-      const row = this.statements.firstOfTypes.get(after, upTo, JSON.stringify(types));
+      const row = this.statements.readAllOfTypes.get(after, upTo, JSON.stringify(types));
       return row ? { event: this.decode(row), through: row.position } : { through: upTo };
     })();
   }

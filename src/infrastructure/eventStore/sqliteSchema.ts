@@ -95,10 +95,6 @@ export function prepareStatements(db: Database.Database) {
   const readAllOfTypes = db.prepare<[number, number, string], EventRow>(
     'SELECT * FROM events WHERE position > ? AND position <= ? AND type IN (SELECT value FROM json_each(?)) ORDER BY position',
   );
-  // the first event of the types listed (a JSON array) in (after, through]: only the rows' types are read until it
-  const firstOfTypes = db.prepare<[number, number, string], EventRow>(
-    'SELECT * FROM events WHERE position > ? AND position <= ? AND type IN (SELECT value FROM json_each(?)) ORDER BY position LIMIT 1',
-  );
   // data_version changes only when another connection commits to the file
   const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
   const headPosition = db.prepare<[], { head: number }>('SELECT COALESCE(MAX(position), 0) AS head FROM events');
@@ -109,7 +105,6 @@ export function prepareStatements(db: Database.Database) {
     readAll,
     readAllWindow,
     readAllOfTypes,
-    firstOfTypes,
     headPosition,
     dataVersion,
   };
