@@ -24,6 +24,12 @@ export const WARMUP_S = Number(args.get('warmup') ?? 15);
 export const CONNECTIONS = Number(args.get('connections') ?? 32);
 export const ONLY = args.get('only')?.split(',');
 export const PROFILE = args.has('profile');
+/**
+ * `--gc-trace` (open loop): the service (A) runs with V8's GC trace, and each target's main-thread
+ * collections are summed per rate (scripts/bench/gcTrace.ts). Printing the trace costs the service
+ * a little: its latencies are not comparable with a run without it.
+ */
+export const GC_TRACE = args.has('gc-trace');
 export const KEEP_DATA = args.has('keep-data');
 export const CEILING_ONCE = args.get('ceiling') === 'once';
 /** Seconds of each re-measurement of the ceiling before a scenario (it is warm by then). */

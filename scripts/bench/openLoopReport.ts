@@ -15,6 +15,7 @@ import {
   SERVICE_ROOT,
   WARMUP_S,
 } from './cli.ts';
+import type { GcSummary } from './gcTrace.ts';
 import type { Measured } from './load.ts';
 import type { OpenLoopResult, Percentiles } from './openLoop.ts';
 import type { ProfileSummary } from './profile.ts';
@@ -184,6 +185,8 @@ export const writeOpenLoopResults = (results: {
   rows: OpenLoopRow[];
   verdicts: OpenLoopVerdict[];
   profiles: Record<string, ProfileSummary> | undefined;
+  /** --gc-trace: the main thread's collections per target and rate. */
+  gc?: Record<string, GcSummary>;
 }): string => {
   const out = path.join(ROOT, '.bench', 'last.json');
   fs.mkdirSync(path.dirname(out), { recursive: true });
@@ -221,6 +224,7 @@ export const writeOpenLoopResults = (results: {
         })),
         verdicts: results.verdicts,
         profiles: results.profiles,
+        gc: results.gc ?? null,
       },
       null,
       2,

@@ -23,6 +23,7 @@ import {
   B_ENV,
   B_ROOT,
   DURATION_S,
+  GC_TRACE,
   MAX_CONNECTIONS,
   OPEN_LOOP_DURATION_S,
   PROFILE,
@@ -33,6 +34,7 @@ import {
   ROOT,
   WARMUP_S,
 } from './cli.ts';
+import { GC_TRACE_FLAGS, GcTraceReader, summarizeGc, type GcSummary, type GcWindow } from './gcTrace.ts';
 import { DISK_QUIET_BYTES, DISK_WAIT_LIMIT_MS, startCpuMeter, waitForDisk } from './cpu.ts';
 import { mainThreadCpu, measure, median, takeBody, type Measured } from './load.ts';
 import { mergeRuns, runOpenLoop, type OpenLoopRun } from './openLoop.ts';
@@ -103,7 +105,10 @@ export const mainOpenLoop = async (): Promise<void> => {
   prepareProfDir();
   const bare = await startCeiling('bare');
   const durable = await startCeiling('durable');
-  const service = await startService();
+  const service = await startService(undefined, undefined, undefined, GC_TRACE ? GC_TRACE_FLAGS : []);
+  const gcTrace = GC_TRACE ? new GcTraceReader() : undefined;
+  if (gcTrace) gcTrace.follow(service.proc.child.stdout!);
+  const gcWindows = new Map<string, GcWindow[]>();
   const serviceB = AB ? await startService(B_ROOT ?? SERVICE_ROOT, B_ENV ?? {}, 'service-b') : undefined;
   if (serviceB)
     log(
@@ -221,11 +226,21 @@ export const mainOpenLoop = async (): Promise<void> => {
         diskWaits.push(disk.waitedMs);
         if (!disk.quiet) diskBusy += 1;
         const stopCpu = startCpuMeter(t.pid);
+        const startedMs = performance.now() - service.startedAt;
         const run = await runOpenLoop(
           { url: t.url, method: 'POST', headers: HEADERS, body: () => takeBody(t.body) },
           { rate, durationS: roundS, maxConnections: MAX_CONNECTIONS },
         );
         const meter = stopCpu();
+        if (gcTrace && (id === 'validate' || id === 'apply')) {
+          const key = `${id}@${fraction}`;
+          const window = {
+            fromMs: startedMs,
+            toMs: performance.now() - service.startedAt,
+            requests: run.result.answered,
+          };
+          gcWindows.set(key, [...(gcWindows.get(key) ?? []), window]);
+        }
         cpu[id].push(meter);
         runs[id].push(run);
         // --profile: the service's (A's) samples of this target at this rate (its last round).
@@ -296,6 +311,25 @@ export const mainOpenLoop = async (): Promise<void> => {
   }
   printOpenLoop({ applyMax, closed, rows, verdicts, log });
   const summaries = PROFILE ? reportProfiles(windows, log) : undefined;
-  const out = writeOpenLoopResults({ applyMax, closed, rows, verdicts, profiles: summaries });
+  const gc = gcTrace ? reportGc(gcTrace, gcWindows) : undefined;
+  const out = writeOpenLoopResults({ applyMax, closed, rows, verdicts, profiles: summaries, gc });
   log(`results written to ${out}`);
+};
+
+/** Prints the main thread's collections of each target at each rate (--gc-trace) and returns them for the results file. */
+const reportGc = (reader: GcTraceReader, windows: Map<string, GcWindow[]>): Record<string, GcSummary> => {
+  const main = reader.main();
+  const out: Record<string, GcSummary> = {};
+  log("the service's main thread, garbage collections (V8's trace, all rounds):");
+  for (const [key, ws] of windows) {
+    const s = summarizeGc(main, ws);
+    out[key] = s;
+    const kb = (bytes: number | null) => (bytes === null ? 'n/a' : `${(bytes / 1000).toFixed(2)} kB`);
+    log(
+      `  ${key}: ${s.scavenges} scavenges in ${s.seconds.toFixed(1)} s (mean pause ${s.scavengePauseMeanMs?.toFixed(1) ?? '-'} ms),` +
+        ` per request ${kb(s.promotedPerRequest)} promoted + ${kb(s.directOldPerRequest)} allocated in the old generation;` +
+        ` ${s.fullCollections} full collections (pauses ${s.fullPausesMs.map((ms) => ms.toFixed(0)).join(', ') || '-'} ms)`,
+    );
+  }
+  return out;
 };

@@ -115,18 +115,26 @@ export const startCeiling = async (kind: 'bare' | 'tuned' | 'durable') => {
 };
 
 /** The service, on a fresh data dir. */
-export const startService = async (root = SERVICE_ROOT, extraEnv: Record<string, string> = {}, name = 'service') => {
+export const startService = async (
+  root = SERVICE_ROOT,
+  extraEnv: Record<string, string> = {},
+  name = 'service',
+  extraFlags: string[] = [],
+) => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-'));
   if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);
   else tempDirs.push(dataDir);
   const port = await freePort();
+  // performance.now() at the spawn: the origin of the times V8's GC trace prints (gcTrace.ts)
+  const startedAt = performance.now();
   const proc = startServiceProcess(name, root, serviceEnv(port, dataDir, extraEnv), [
     ...SERVICE_NODE_FLAGS,
     ...(name === 'service' ? cpuProf(name) : []),
+    ...extraFlags,
   ]);
   const baseUrl = `http://${HOST}:${port}`;
   await waitForHealth(proc, baseUrl);
-  return { proc, baseUrl };
+  return { proc, baseUrl, startedAt };
 };
 
 /** The scenarios --only picks, and the vouchers they need (created through the API, not timed). */
