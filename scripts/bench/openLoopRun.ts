@@ -102,6 +102,10 @@ export const mainOpenLoop = async (): Promise<void> => {
       ` ${OPEN_LOOP_DURATION_S} s per target and rate in ${ROUNDS} round(s), up to ${MAX_CONNECTIONS} connections;` +
       ` rate limiter ${RATE_LIMITS === 'off' ? 'off' : 'on with lifted limits'}`,
   );
+  if (GC_TRACE && AB)
+    throw new Error(
+      '--gc-trace traces service A only, which would skew an A/B run: use it without --b-root and --b-env',
+    );
   prepareProfDir();
   const bare = await startCeiling('bare');
   const durable = await startCeiling('durable');

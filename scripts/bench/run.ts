@@ -114,7 +114,10 @@ export const startCeiling = async (kind: 'bare' | 'tuned' | 'durable') => {
   return { proc, url, measureCeiling };
 };
 
-/** The service, on a fresh data dir. */
+/**
+ * The service, on a fresh data dir, with `extraFlags` after the bench's node flags; `startedAt` is
+ * `performance.now()` at its spawn.
+ */
 export const startService = async (
   root = SERVICE_ROOT,
   extraEnv: Record<string, string> = {},
