@@ -7,6 +7,7 @@
  * there), and the full collections with their pauses. The old generation's inflow per request is
  * what sets how often a full collection comes (docs/benchmark.md, "The old generation's inflow").
  */
+import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 
 /** V8's node flags that write the trace this module reads. */
@@ -35,19 +36,12 @@ const OLD_SPACE = /^\[\d+:(0x[0-9a-f]+)\]\s+Old space,\s+used:\s+(\d+) KB/;
  */
 export class GcTraceReader {
   private readonly isolates = new Map<string, GcEvent[]>();
-  private partial = '';
 
-  /** Feeds a chunk of the trace (lines may be split across chunks). */
-  push(chunk: string): void {
-    const text = this.partial + chunk;
-    const lines = text.split('\n');
-    this.partial = lines.pop()!;
-    for (const line of lines) this.line(line);
-  }
-
-  /** Reads `stream` (the service's stdout) as it comes. */
-  follow(stream: Readable): void {
-    stream.on('data', (chunk: Buffer) => this.push(chunk.toString()));
+  /** Reads `stream` (the service's stdout) line by line as it comes; resolves when it ends. */
+  follow(stream: Readable): Promise<void> {
+    const lines = createInterface({ input: stream, crlfDelay: Infinity });
+    lines.on('line', (line) => this.line(line));
+    return new Promise((resolve) => lines.once('close', resolve));
   }
 
   private line(line: string): void {

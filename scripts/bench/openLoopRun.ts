@@ -111,7 +111,7 @@ export const mainOpenLoop = async (): Promise<void> => {
   const durable = await startCeiling('durable');
   const service = await startService(undefined, undefined, undefined, GC_TRACE ? GC_TRACE_FLAGS : []);
   const gcTrace = GC_TRACE ? new GcTraceReader() : undefined;
-  if (gcTrace) gcTrace.follow(service.proc.child.stdout!);
+  if (gcTrace) void gcTrace.follow(service.proc.child.stdout!);
   const gcWindows = new Map<string, GcWindow[]>();
   const serviceB = AB ? await startService(B_ROOT ?? SERVICE_ROOT, B_ENV ?? {}, 'service-b') : undefined;
   if (serviceB)

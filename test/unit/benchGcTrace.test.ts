@@ -3,6 +3,7 @@
  * `--trace-gc-nvp --trace-gc-verbose` lines, read in chunks that split lines, sorted by isolate,
  * the main thread's isolate picked, and each target's collections summed over its rounds' windows.
  */
+import { PassThrough } from 'node:stream';
 import { expect } from 'chai';
 import { GcTraceReader, summarizeGc } from '../../scripts/bench/gcTrace.ts';
 
@@ -31,17 +32,21 @@ const trace = [
   collection(MAIN, 9000, 's', 2, 900 * 1024, 40_000), // outside the windows
 ].join('\n');
 
-const read = (text: string, chunk: number) => {
+/** The trace written to a stream in chunks of `chunk` characters, as a child's stdout arrives. */
+const read = async (text: string, chunk: number) => {
   const reader = new GcTraceReader();
-  for (let i = 0; i < text.length; i += chunk) reader.push(text.slice(i, i + chunk));
-  reader.push('\n');
+  const stdout = new PassThrough();
+  const done = reader.follow(stdout);
+  for (let i = 0; i < text.length; i += chunk) stdout.write(text.slice(i, i + chunk));
+  stdout.end('\n');
+  await done;
   return reader;
 };
 
 describe('bench: the GC trace of the service', () => {
-  it('reads each isolate apart, whatever the chunks, and takes the largest old space as the main thread', () => {
+  it('reads each isolate apart, whatever the chunks, and takes the largest old space as the main thread', async () => {
     for (const chunk of [7, 61, trace.length]) {
-      const main = read(trace, chunk).main();
+      const main = (await read(trace, chunk)).main();
       expect(main.map((e) => [e.kind, e.atMs, e.pauseMs])).to.deep.equal([
         ['s', 1000, 3],
         ['s', 1250, 4],
@@ -56,8 +61,8 @@ describe('bench: the GC trace of the service', () => {
     }
   });
 
-  it('sums the collections inside the windows: promoted and direct old-generation bytes per request, full collections', () => {
-    const main = read(trace, 50).main();
+  it('sums the collections inside the windows: promoted and direct old-generation bytes per request, full collections', async () => {
+    const main = (await read(trace, 50)).main();
     const summary = summarizeGc(main, [
       { fromMs: 900, toMs: 1600, requests: 100 },
       { fromMs: 1700, toMs: 2100, requests: 100 },
@@ -73,12 +78,12 @@ describe('bench: the GC trace of the service', () => {
     expect(summary.fullPausesMs).to.deep.equal([20]);
   });
 
-  it('gives no direct figure without old-space sizes (the nvp trace alone)', () => {
+  it('gives no direct figure without old-space sizes (the nvp trace alone)', async () => {
     const nvpOnly = trace
       .split('\n')
       .filter((line) => !line.includes(' space,') && !line.includes('allocator'))
       .join('\n');
-    const summary = summarizeGc(read(nvpOnly, 1000).main(), [{ fromMs: 0, toMs: 3000, requests: 10 }]);
+    const summary = summarizeGc((await read(nvpOnly, 1000)).main(), [{ fromMs: 0, toMs: 3000, requests: 10 }]);
     expect(summary.directOldPerRequest).to.equal(null);
     expect(summary.scavenges).to.equal(4);
   });
