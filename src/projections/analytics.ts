@@ -205,14 +205,6 @@ const applied = (docs: Docs, d: VoucherApplied['data']): void => {
   addTotals(daily, 1, money);
   daily.currency = d.currency ?? daily.currency;
   addTotals(segmentOf(daily, segment), 1, money);
-  docs.set(C.applications, {
-    id: d.applicationId,
-    voucher_id: d.voucherId,
-    customer_id: d.customerId ?? null,
-    day,
-    segment,
-    rolled_back: false,
-  } satisfies AnalyticsApplicationDoc);
   if (d.customerId !== undefined) {
     const customer = docs.get<CustomerDoc>(C.customers, d.customerId);
     const firstEver = minIso(customer?.first_applied_at, d.appliedAt);
@@ -252,15 +244,19 @@ const applied = (docs: Docs, d: VoucherApplied['data']): void => {
 };
 
 const rolledBack = (docs: Docs, rollback: VoucherApplicationRolledBack['data']): void => {
-  const application = docs.get<AnalyticsApplicationDoc>(C.applications, rollback.applicationId);
-  if (!application || application.rolled_back) return;
-  const { day, segment } = application;
-  docs.set(C.applications, { ...application, rolled_back: true });
-  // The application's share leaves its figures and the order's other applications share the
-  // paid amount again. An application the order document does not list (folded before orders
-  // were kept: rebuild with npm run replay) takes off its recorded final amount.
+  // The application's day, segment and customer come from its entry among the order's live
+  // applications. Not listed there, it is rolled back already, or an earlier build folded it into
+  // a document of its own (AnalyticsApplicationDoc), which is marked rolled back here.
   const order = docs.get<AnalyticsOrderDoc>(C.orders, rollback.orderId);
   const mine = order?.live.find((a) => a.application_id === rollback.applicationId);
+  const kept = docs.get<AnalyticsApplicationDoc>(C.applications, rollback.applicationId);
+  if (kept && !kept.rolled_back) docs.set(C.applications, { ...kept, rolled_back: true });
+  const application = mine ?? (kept && !kept.rolled_back ? kept : undefined);
+  if (!application) return;
+  const { day, segment } = application;
+  // The application's share leaves its figures and the order's other applications share the
+  // paid amount again. One the order does not list (folded before orders were kept) takes off
+  // its recorded final amount.
   const d = { ...rollback, finalAmount: mine ? mine.share : rollback.finalAmount };
   const daily = docs.daily(d.voucherId, day)!;
   addTotals(daily, -1, d);
@@ -344,7 +340,6 @@ export const analytics: DocumentSetProjection<Handled> = {
         const d = event.data;
         refs.push(
           { collection: C.daily, id: dailyId(d.voucherId, dayOf(d.appliedAt)) },
-          { collection: C.applications, id: d.applicationId },
           { collection: C.orders, id: d.orderId },
         );
         customer(d.voucherId, d.customerId);

@@ -102,7 +102,12 @@ export interface OrderAttemptDoc {
   [key: string]: unknown;
 }
 
-/** `analytics_applications/<application id>`: what a rollback needs to undo the application. */
+/**
+ * `analytics_applications/<application id>`: what a rollback needed to undo an application, in
+ * files an earlier build folded. No application writes one now: a rollback reads the application's
+ * entry among its order's live applications (AnalyticsOrderDoc), and reads this document only when
+ * the order does not list it (decision 097). A replay empties the collection.
+ */
 export interface AnalyticsApplicationDoc {
   id: string;
   voucher_id: string;

@@ -287,6 +287,67 @@ describe('analytics projections', function () {
         first_applied_at: '2026-01-01T23:00:00Z',
       });
       expect(docs.has('analytics_daily/v_A|2026-01-02')).to.equal(false);
+      // the order's live applications are what a rollback reads: no document per application
+      expect([...docs.keys()].filter((k) => k.startsWith('analytics_applications/'))).to.deep.equal([]);
+      expect(docs.get('analytics_orders/o1')).to.equal(null);
+    });
+
+    it('an application an earlier build folded into a document of its own (its order lists it not) is rolled back once from it', () => {
+      const applied = voucherApplied({
+        voucherId: 'v_A',
+        applicationId: 'va_1',
+        orderId: 'o1',
+        customerId: 'c1',
+        customerSegment: 'vip',
+        discountAmount: 1_000,
+        finalAmount: 9_000,
+        orderValue: 10_000,
+        appliedAt: '2026-01-01T23:00:00Z',
+      });
+      const back = voucherApplicationRolledBack({
+        voucherId: 'v_A',
+        applicationId: 'va_1',
+        orderId: 'o1',
+        customerId: 'c1',
+        discountAmount: 1_000,
+        finalAmount: 9_000,
+        orderValue: 10_000,
+        appliedAt: '2026-01-01T23:00:00Z',
+        rolledBackAt: '2026-01-02T01:00:00Z',
+      });
+      const folded = fold([at(applied, 1)]);
+      // as an earlier build left it: the application's own document, and no order document
+      folded.delete('analytics_orders/o1');
+      const kept = {
+        id: 'va_1',
+        voucher_id: 'v_A',
+        customer_id: 'c1',
+        day: '2026-01-01',
+        segment: 'vip',
+        rolled_back: false,
+      };
+      folded.set('analytics_applications/va_1', kept);
+      const rollBack = (docs: Map<string, any>, position: number) => {
+        const e = at(back, position);
+        const view = new Map(
+          analyticsUntyped
+            .touches(e)
+            .map((r) => [`${r.collection}/${r.id}`, docs.get(`${r.collection}/${r.id}`) ?? null]),
+        );
+        for (const r of analyticsUntyped.follows?.(e, view) ?? [])
+          view.set(`${r.collection}/${r.id}`, docs.get(`${r.collection}/${r.id}`) ?? null);
+        for (const [k, v] of analyticsUntyped.evolve(view, e)) docs.set(k, v);
+      };
+      rollBack(folded, 2);
+      expect(folded.get('analytics_applications/va_1')).to.deep.equal({ ...kept, rolled_back: true });
+      const day = folded.get('analytics_daily/v_A|2026-01-01');
+      expect(day).to.deep.include({ uses: 0, discount: 0, final_amount: 0, order_value: 0, unique_customers: 0 });
+      expect(day.segments.vip).to.deep.include({ uses: 0, final_amount: 0 });
+      expect(folded.get('analytics_customers/c1')).to.deep.include({ uses: 0, spend: 0 });
+      // a second rollback of it (another event) finds it rolled back
+      const after = JSON.stringify([...folded]);
+      rollBack(folded, 3);
+      expect(JSON.stringify([...folded])).to.equal(after);
     });
 
     it("an order with two vouchers: what the customer paid is counted once, shared by discount; a rollback moves the other's share", () => {
