@@ -35,6 +35,14 @@ export interface RecordedFields {
 export type RecordedEvent<E extends DomainEvent = AnyEvent> = E extends DomainEvent ? E & RecordedFields : never;
 
 /**
+ * What a projection folds of a stored event: its type, data and global position (distributes over
+ * the union). Every RecordedEvent is one.
+ */
+export type PositionedEvent<E extends DomainEvent = AnyEvent> = E extends DomainEvent
+  ? E & Pick<RecordedFields, 'position'>
+  : never;
+
+/**
  * Turns an event as stored (any version of its type ever written) into the current version, the
  * one place where old event shapes are read. Identity while no type has a second version.
  */
@@ -93,8 +101,11 @@ export interface ReadAllOfTypesOptions extends ReadAllOptions {
 }
 
 export interface TypedPage<E extends DomainEvent = AnyEvent> {
-  /** The page's events of the types asked for, in position order. */
-  events: RecordedEvent<E>[];
+  /**
+   * The page's events of the types asked for, in position order: their type, data and position
+   * at least (a store may leave out the rest of the record, which no projection reads).
+   */
+  events: PositionedEvent<E>[];
   /** How many events of the log the page spans (0: none after `after`). */
   scanned: number;
   /** Position of the page's last event, of any type (`after` when the page is empty). */
@@ -170,8 +181,9 @@ export interface EventStore<E extends DomainEvent = AnyEvent> {
   readAll(options?: ReadAllOptions): Promise<RecordedEvent<E>[]>;
   /**
    * The page readAll would return for the same `after` and `maxCount`, of which only the events
-   * of `types` are decoded and returned (for a rebuild, which needs a few types of a long log).
-   * Optional: without it, a caller reads the page with readAll and filters it.
+   * of `types` are decoded and returned, as a projection folds them (for a rebuild, which needs a
+   * few types of a long log). Optional: without it, a caller reads the page with readAll and
+   * filters it.
    */
   readAllOfTypes?(options: ReadAllOfTypesOptions): Promise<TypedPage<E>>;
   /**

@@ -1,5 +1,5 @@
 import type { DomainEvent } from './decider.ts';
-import type { RecordedEvent } from './eventStore.ts';
+import type { PositionedEvent } from './eventStore.ts';
 import type { Document } from './readStore.ts';
 
 /**
@@ -13,9 +13,9 @@ export interface Projection<E extends DomainEvent = DomainEvent, V extends Docum
   collection: string;
   /** The event types it folds: the runner hands it these and no others. */
   handles: readonly E['type'][];
-  documentId(event: RecordedEvent<E>): string | undefined;
+  documentId(event: PositionedEvent<E>): string | undefined;
   /** Returns the new document, or null to delete it. Must be pure. */
-  evolve(view: V | null, event: RecordedEvent<E>): V | null;
+  evolve(view: V | null, event: PositionedEvent<E>): V | null;
   /** Indexes the read side queries with. */
   indexes?: string[][];
 }
@@ -48,13 +48,13 @@ export interface DocumentSetProjection<E extends DomainEvent = DomainEvent> {
   collections: Record<string, string[][]>;
   /** The event types it folds: the runner hands it these and no others. */
   handles: readonly E['type'][];
-  touches(event: RecordedEvent<E>): DocRef[];
+  touches(event: PositionedEvent<E>): DocRef[];
   /**
    * Documents the event also touches that only the touched documents can name (analytics: the
    * days of a customer's next uses, read from the customer's document). Called with the documents
    * `touches` named, as they are just before the event; must be pure.
    */
-  follows?(event: RecordedEvent<E>, docs: ReadonlyMap<string, Document | null>): DocRef[];
+  follows?(event: PositionedEvent<E>, docs: ReadonlyMap<string, Document | null>): DocRef[];
   /**
    * Must be pure: `docs` holds every touched document; returns the changed ones, each a new
    * object or one of `docs` (the runner sets `_position` on them). The runner passes `owned`: the
@@ -63,7 +63,7 @@ export interface DocumentSetProjection<E extends DomainEvent = DomainEvent> {
    * place (and the objects inside them it built itself) and return them again, so a document many
    * events of a batch touch is copied once per batch instead of once per event.
    */
-  evolve(docs: ReadonlyMap<string, Document | null>, event: RecordedEvent<E>, owned?: ReadonlySet<Document>): DocSet;
+  evolve(docs: ReadonlyMap<string, Document | null>, event: PositionedEvent<E>, owned?: ReadonlySet<Document>): DocSet;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { DomainEvent } from './decider.ts';
-import type { EventLog, RecordedEvent } from './eventStore.ts';
+import type { EventLog, PositionedEvent } from './eventStore.ts';
 import type { ReadStore, WriteBatch } from './readStore.ts';
 import { LogConsumer, type ConsumerLogger } from './logConsumer.ts';
 import {
@@ -81,7 +81,10 @@ export class ProjectionRunner implements ProjectorHandle {
    * has written since it emptied the collections: the others are absent without a lookup, and
    * every document written is added to it.
    */
-  async handle(batch: RecordedEvent<DomainEvent>[], rebuild?: { written: WrittenIds; through: number }): Promise<void> {
+  async handle(
+    batch: PositionedEvent<DomainEvent>[],
+    rebuild?: { written: WrittenIds; through: number },
+  ): Promise<void> {
     const position = Math.max(batch.at(-1)?.position ?? 0, rebuild?.through ?? 0);
     if (position === 0) return;
     const written = rebuild?.written;
@@ -109,7 +112,7 @@ export class ProjectionRunner implements ProjectorHandle {
 
   private async project(
     projection: Projection,
-    batch: RecordedEvent<DomainEvent>[],
+    batch: PositionedEvent<DomainEvent>[],
     write: WriteBatch,
     written?: WrittenIds,
   ): Promise<void> {
@@ -135,7 +138,7 @@ export class ProjectionRunner implements ProjectorHandle {
 
   private async projectSet(
     projection: DocumentSetProjection,
-    batch: RecordedEvent<DomainEvent>[],
+    batch: PositionedEvent<DomainEvent>[],
     write: WriteBatch,
     written?: WrittenIds,
   ): Promise<void> {
@@ -143,7 +146,7 @@ export class ProjectionRunner implements ProjectorHandle {
     // one entry per touched document, shared by the events that touch it (so is its key string,
     // whose hash is computed once); each event with the entries of the documents it touches
     const entries = new Map<string, Touched>();
-    const relevant: Array<{ event: RecordedEvent<DomainEvent>; touched: Touched[] }> = [];
+    const relevant: Array<{ event: PositionedEvent<DomainEvent>; touched: Touched[] }> = [];
     const wanted = new Map<string, Map<string, Touched>>();
     for (const event of batch) {
       if (!handled.has(event.type)) continue;

@@ -1,5 +1,5 @@
 import type { Conditions, VoucherEvent } from '../domain/voucher/events.ts';
-import type { RecordedEvent } from '../core/eventStore.ts';
+import type { PositionedEvent } from '../core/eventStore.ts';
 import type { Projection } from '../core/projection.ts';
 
 /** The voucher as stored: the list and retrieve endpoints add its usage count (voucherUsage.ts). */
@@ -30,7 +30,7 @@ export interface VoucherDoc {
 /** The voucher as the list and retrieve endpoints show it. */
 export type VoucherView = VoucherDoc & { usage_count: number };
 
-type Recorded = RecordedEvent<VoucherEvent>;
+type Recorded = PositionedEvent<VoucherEvent>;
 
 const evolveView = (view: VoucherDoc | null, event: Recorded): VoucherDoc | null => {
   switch (event.type) {

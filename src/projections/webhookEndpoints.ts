@@ -1,4 +1,4 @@
-import type { RecordedEvent } from '../core/eventStore.ts';
+import type { PositionedEvent } from '../core/eventStore.ts';
 import type { Projection } from '../core/projection.ts';
 import type { WebhookEndpointEvent } from '../domain/webhooks/events.ts';
 
@@ -18,7 +18,7 @@ export interface WebhookEndpointDoc {
   [key: string]: unknown;
 }
 
-const evolveDoc = (doc: WebhookEndpointDoc | null, event: RecordedEvent<WebhookEndpointEvent>) => {
+const evolveDoc = (doc: WebhookEndpointDoc | null, event: PositionedEvent<WebhookEndpointEvent>) => {
   switch (event.type) {
     case 'WebhookEndpointCreated': {
       const d = event.data;

@@ -27,6 +27,7 @@ import type {
 } from '../../core/eventStore.ts';
 import { GroupCommitter, type CommittedEvents, type FlushInfo } from './sqliteGroupCommit.ts';
 import {
+  foldRowToEvent,
   openDatabase,
   prepareStatements,
   rowToEvent,
@@ -224,8 +225,9 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
   }
 
   /**
-   * The other events of the page stay in SQLite: neither copied out nor parsed. With an upcaster
-   * (which may rename a stored type) every event of the page is decoded, then filtered.
+   * The other events of the page stay in SQLite: neither copied out nor parsed; of the events
+   * asked for, only the type, data and position are read. With an upcaster (which may rename a
+   * stored type) every event of the page is decoded whole, then filtered.
    */
   async readAllOfTypes(options: ReadAllOfTypesOptions): Promise<TypedPage<E>> {
     this.assertOpen();
@@ -243,8 +245,8 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
     return this.db.transaction(() => {
       const { scanned, last } = this.statements.readAllWindow.get(after, maxCount)!;
       if (scanned === 0 || last === null) return { events: [], scanned: 0, lastPosition: after };
-      const rows = this.statements.readAllOfTypes.all(after, last, JSON.stringify(options.types));
-      return { events: rows.map(this.decode), scanned, lastPosition: last };
+      const rows = this.statements.foldAllOfTypes.all(after, last, JSON.stringify(options.types));
+      return { events: rows.map(foldRowToEvent<E>), scanned, lastPosition: last };
     })();
   }
 

@@ -4,7 +4,8 @@
  */
 import type Database from 'better-sqlite3';
 import { openWithWal } from '../sqliteWal.ts';
-import type { RecordedEvent } from '../../core/eventStore.ts';
+import type { DomainEvent } from '../../core/decider.ts';
+import type { PositionedEvent, RecordedEvent } from '../../core/eventStore.ts';
 
 export interface OpenDatabaseOptions {
   /** How long a writer waits for another connection's lock before SQLITE_BUSY. */
@@ -59,6 +60,9 @@ export interface EventInsert {
   metadata: string;
 }
 
+/** A row of the events a rebuild folds: only what a projection reads (PositionedEvent). */
+export type FoldRow = Pick<EventRow, 'position' | 'type' | 'data'>;
+
 export function rowToEvent(row: EventRow): RecordedEvent {
   return {
     id: row.id,
@@ -71,6 +75,14 @@ export function rowToEvent(row: EventRow): RecordedEvent {
     recordedAt: row.recorded_at,
   };
 }
+
+/** A FoldRow as the event a projection folds. */
+export const foldRowToEvent = <E extends DomainEvent>(row: FoldRow): PositionedEvent<E> =>
+  ({
+    type: row.type,
+    data: JSON.parse(row.data) as Record<string, unknown>,
+    position: row.position,
+  }) as PositionedEvent<E>;
 
 /** Prepared once per connection; better-sqlite3 statements are reusable. */
 export function prepareStatements(db: Database.Database) {
@@ -95,6 +107,11 @@ export function prepareStatements(db: Database.Database) {
   const readAllOfTypes = db.prepare<[number, number, string], EventRow>(
     'SELECT * FROM events WHERE position > ? AND position <= ? AND type IN (SELECT value FROM json_each(?)) ORDER BY position',
   );
+  // the same, only the columns a projection folds: a row of three columns instead of eight is
+  // materialized in about half the time
+  const foldAllOfTypes = db.prepare<[number, number, string], FoldRow>(
+    'SELECT position, type, data FROM events WHERE position > ? AND position <= ? AND type IN (SELECT value FROM json_each(?)) ORDER BY position',
+  );
   // data_version changes only when another connection commits to the file
   const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
   const headPosition = db.prepare<[], { head: number }>('SELECT COALESCE(MAX(position), 0) AS head FROM events');
@@ -105,6 +122,7 @@ export function prepareStatements(db: Database.Database) {
     readAll,
     readAllWindow,
     readAllOfTypes,
+    foldAllOfTypes,
     headPosition,
     dataVersion,
   };
