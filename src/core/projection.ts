@@ -63,7 +63,7 @@ export interface DocumentSetProjection<E extends DomainEvent = DomainEvent> {
    * place (and the objects inside them it built itself) and return them again, so a document many
    * events of a batch touch is copied once per batch instead of once per event.
    */
-  evolve(docs: ReadonlyMap<string, Document | null>, event: PositionedEvent<E>, owned?: ReadonlySet<Document>): DocSet;
+  evolve(docs: ReadonlyMap<string, Document | null>, event: PositionedEvent<E>, owned?: OwnedSet): DocSet;
 }
 
 /**
@@ -72,6 +72,11 @@ export interface DocumentSetProjection<E extends DomainEvent = DomainEvent> {
  * typed on different unions).
  */
 export type AnyProjection = Projection | DocumentSetProjection;
+
+/** Which documents of an evolve's `docs` it may change in place (DocumentSetProjection.evolve). */
+export interface OwnedSet {
+  has(doc: Document): boolean;
+}
 
 export const isDocumentSet = (p: AnyProjection): p is DocumentSetProjection => 'touches' in p;
 

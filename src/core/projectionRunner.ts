@@ -1,6 +1,6 @@
 import type { DomainEvent } from './decider.ts';
 import type { EventLog, PositionedEvent } from './eventStore.ts';
-import type { ReadStore, WriteBatch } from './readStore.ts';
+import type { Document, ReadStore, WriteBatch } from './readStore.ts';
 import { LogConsumer, type ConsumerLogger } from './logConsumer.ts';
 import {
   docKey,
@@ -143,11 +143,11 @@ export class ProjectionRunner implements ProjectorHandle {
     written?: WrittenIds,
   ): Promise<void> {
     const handled = new Set(projection.handles);
-    // one entry per touched document, shared by the events that touch it (so is its key string,
-    // whose hash is computed once); each event with the entries of the documents it touches
-    const entries = new Map<string, Touched>();
-    const relevant: Array<{ event: PositionedEvent<DomainEvent>; touched: Touched[] }> = [];
+    // one entry per touched document, by collection and id, shared by the events that touch it
+    // (so is its key string, whose hash is computed once); each event with the entries of the
+    // documents it touches
     const wanted = new Map<string, Map<string, Touched>>();
+    const relevant: Array<{ event: PositionedEvent<DomainEvent>; touched: Touched[] }> = [];
     for (const event of batch) {
       if (!handled.has(event.type)) continue;
       const touched: Touched[] = [];
@@ -155,11 +155,7 @@ export class ProjectionRunner implements ProjectorHandle {
         let ids = wanted.get(collection);
         if (ids === undefined) wanted.set(collection, (ids = new Map()));
         let entry = ids.get(id);
-        if (entry === undefined) {
-          entry = new Touched(collection, id);
-          ids.set(id, entry);
-          entries.set(entry.key, entry);
-        }
+        if (entry === undefined) ids.set(id, (entry = new Touched(collection, id)));
         touched.push(entry);
       }
       relevant.push({ event, touched });
@@ -170,36 +166,38 @@ export class ProjectionRunner implements ProjectorHandle {
       for (const [id, entry] of ids) entry.loaded(loaded.get(id) ?? null);
     }
     const changed: Touched[] = [];
-    // the documents evolve returned as new objects in this batch: only this runner holds them
-    const owned = new Set<PositionedDocument>();
+    // the entries of the event being folded, by key: the documents evolve may return
+    const current = new Map<string, Touched>();
+    const owned = new OwnedDocuments(current);
     for (let n = 0; n < relevant.length; n += 1) {
       const { event, touched } = relevant[n]!;
       const view = new Map<string, PositionedDocument | null>();
+      current.clear();
       let seen = false;
       for (const entry of touched) {
         const doc = entry.doc;
         if (doc !== null && (doc._position ?? 0) >= event.position) seen = true;
-        entry.event = n;
         view.set(entry.key, doc);
+        current.set(entry.key, entry);
       }
       if (seen) continue; // a touched document has this event already
-      for (const r of projection.follows?.(event, view) ?? []) {
-        const key = docKey(r.collection, r.id);
-        let entry = entries.get(key);
+      for (const { collection, id } of projection.follows?.(event, view) ?? []) {
+        let ids = wanted.get(collection);
+        if (ids === undefined) wanted.set(collection, (ids = new Map()));
+        let entry = ids.get(id);
         if (entry === undefined) {
-          entry = new Touched(r.collection, r.id, key);
-          entry.loaded((await this.load(r.collection, [r.id], written)).get(r.id) ?? null);
-          entries.set(key, entry);
+          ids.set(id, (entry = new Touched(collection, id)));
+          entry.loaded((await this.load(collection, [id], written)).get(id) ?? null);
         }
-        entry.event = n;
-        view.set(key, entry.doc);
+        view.set(entry.key, entry.doc);
+        current.set(entry.key, entry);
       }
       for (const [key, next] of projection.evolve(view, event, owned)) {
-        const entry = entries.get(key);
-        if (entry?.event !== n)
+        const entry = current.get(key);
+        if (entry === undefined)
           throw new Error(`projection ${projection.name} wrote ${key}, which the event does not touch`);
         if (next) {
-          if (next !== entry.doc) owned.add(next);
+          if (next !== entry.doc) entry.owned = true;
           (next as PositionedDocument)._position = event.position;
         }
         entry.doc = next as PositionedDocument | null;
@@ -216,6 +214,19 @@ export class ProjectionRunner implements ProjectorHandle {
   }
 }
 
+/**
+ * The documents of the event being folded that evolve returned as new objects for an earlier
+ * event of the batch (DocumentSetProjection.evolve's `owned`), looked up among that event's
+ * entries, not in a set of every document of the batch.
+ */
+class OwnedDocuments {
+  constructor(private readonly current: ReadonlyMap<string, Touched>) {}
+  has(doc: Document): boolean {
+    for (const entry of this.current.values()) if (entry.doc === doc) return entry.owned;
+    return false;
+  }
+}
+
 /** A document a batch touches, as the runner folds the batch into it. */
 class Touched {
   doc: PositionedDocument | null = null;
@@ -223,8 +234,8 @@ class Touched {
   existed = false;
   /** Whether an event of the batch changed it (it is written). */
   changed = false;
-  /** The index in the batch of the last event whose view holds it. */
-  event = -1;
+  /** Whether `doc` is an object evolve returned as new in this batch (only the runner holds it). */
+  owned = false;
   constructor(
     readonly collection: string,
     readonly id: string,

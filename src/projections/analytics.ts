@@ -1,6 +1,6 @@
 import type { OrderAttemptsRecorded } from '../domain/analytics/events.ts';
 import type { VoucherApplicationRolledBack, VoucherApplied } from '../domain/voucher/events.ts';
-import { docKey, type DocRef, type DocSet, type DocumentSetProjection } from '../core/projection.ts';
+import { docKey, type DocRef, type DocSet, type DocumentSetProjection, type OwnedSet } from '../core/projection.ts';
 import type { Document } from '../core/readStore.ts';
 import { allocate } from '../domain/discount/allocation.ts';
 import { applyGapChanges, followingDays, gapChanges, neighbours, type GapChanges } from './customerGaps.ts';
@@ -35,7 +35,7 @@ class Docs {
   readonly changes: DocSet = new Map();
   constructor(
     private readonly docs: ReadonlyMap<string, Document | null>,
-    private readonly owned?: ReadonlySet<Document>,
+    private readonly owned?: OwnedSet,
   ) {}
   get<T>(collection: string, id: string): T | null {
     const key = docKey(collection, id);
