@@ -107,8 +107,19 @@ describe('analytics projections', function () {
       recorded(event, position, { streamId: 's', revision: 0 });
     // The test builds events as plain records: the projection as a group holds it (any event type).
     const analyticsUntyped: DocumentSetProjection = analytics;
-    const fold = (list: RecordedEvent[]) => {
-      const docs = new Map<string, any>();
+    // c1's application va_1 on order o1 on Jan 1 (1,000 off 10,000), and its rollback
+    const va1 = {
+      voucherId: 'v_A',
+      applicationId: 'va_1',
+      orderId: 'o1',
+      customerId: 'c1',
+      discountAmount: 1_000,
+      finalAmount: 9_000,
+      appliedAt: '2026-01-01T23:00:00Z',
+    };
+    const va1Back = voucherApplicationRolledBack({ ...va1, rolledBackAt: '2026-01-02T01:00:00Z' });
+    /** Folds `list` into `docs` (a new map by default) as the runner would, one event at a time. */
+    const fold = (list: RecordedEvent[], docs = new Map<string, any>()) => {
       for (const e of list) {
         const view = new Map(
           analyticsUntyped
@@ -253,17 +264,7 @@ describe('analytics projections', function () {
         customerFingerprint: 'y',
         appliedAt: '2026-01-01T23:00:00Z',
       });
-      const back = voucherApplicationRolledBack({
-        voucherId: 'v_A',
-        applicationId: 'va_1',
-        orderId: 'o1',
-        customerId: 'c1',
-        discountAmount: 1_000,
-        finalAmount: 9_000,
-        appliedAt: '2026-01-01T23:00:00Z',
-        rolledBackAt: '2026-01-02T01:00:00Z',
-      });
-      const docs = fold([at(applied, 1), at(back, 2), at(back, 3)]);
+      const docs = fold([at(applied, 1), at(va1Back, 2), at(va1Back, 3)]);
       // an application is a use, not an order attempt: nothing is left once it is rolled back
       expect(docs.get('analytics_daily/v_A|2026-01-01')).to.deep.include({
         uses: 0,
@@ -293,29 +294,7 @@ describe('analytics projections', function () {
     });
 
     it('an application an earlier build folded into a document of its own (its order lists it not) is rolled back once from it', () => {
-      const applied = voucherApplied({
-        voucherId: 'v_A',
-        applicationId: 'va_1',
-        orderId: 'o1',
-        customerId: 'c1',
-        customerSegment: 'vip',
-        discountAmount: 1_000,
-        finalAmount: 9_000,
-        orderValue: 10_000,
-        appliedAt: '2026-01-01T23:00:00Z',
-      });
-      const back = voucherApplicationRolledBack({
-        voucherId: 'v_A',
-        applicationId: 'va_1',
-        orderId: 'o1',
-        customerId: 'c1',
-        discountAmount: 1_000,
-        finalAmount: 9_000,
-        orderValue: 10_000,
-        appliedAt: '2026-01-01T23:00:00Z',
-        rolledBackAt: '2026-01-02T01:00:00Z',
-      });
-      const folded = fold([at(applied, 1)]);
+      const folded = fold([at(voucherApplied({ ...va1, customerSegment: 'vip' }), 1)]);
       // as an earlier build left it: the application's own document, and no order document
       folded.delete('analytics_orders/o1');
       const kept = {
@@ -327,18 +306,7 @@ describe('analytics projections', function () {
         rolled_back: false,
       };
       folded.set('analytics_applications/va_1', kept);
-      const rollBack = (docs: Map<string, any>, position: number) => {
-        const e = at(back, position);
-        const view = new Map(
-          analyticsUntyped
-            .touches(e)
-            .map((r) => [`${r.collection}/${r.id}`, docs.get(`${r.collection}/${r.id}`) ?? null]),
-        );
-        for (const r of analyticsUntyped.follows?.(e, view) ?? [])
-          view.set(`${r.collection}/${r.id}`, docs.get(`${r.collection}/${r.id}`) ?? null);
-        for (const [k, v] of analyticsUntyped.evolve(view, e)) docs.set(k, v);
-      };
-      rollBack(folded, 2);
+      fold([at(va1Back, 2)], folded);
       expect(folded.get('analytics_applications/va_1')).to.deep.equal({ ...kept, rolled_back: true });
       const day = folded.get('analytics_daily/v_A|2026-01-01');
       expect(day).to.deep.include({ uses: 0, discount: 0, final_amount: 0, order_value: 0, unique_customers: 0 });
@@ -346,7 +314,7 @@ describe('analytics projections', function () {
       expect(folded.get('analytics_customers/c1')).to.deep.include({ uses: 0, spend: 0 });
       // a second rollback of it (another event) finds it rolled back
       const after = JSON.stringify([...folded]);
-      rollBack(folded, 3);
+      fold([at(va1Back, 3)], folded);
       expect(JSON.stringify([...folded])).to.equal(after);
     });
 
