@@ -147,17 +147,18 @@ export class ProjectionRunner implements ProjectorHandle {
     // (so is its key string, whose hash is computed once); each event with the entries of the
     // documents it touches
     const wanted = new Map<string, Map<string, Touched>>();
+    const entryOf = (collection: string, id: string): Touched => {
+      let ids = wanted.get(collection);
+      if (ids === undefined) wanted.set(collection, (ids = new Map()));
+      let entry = ids.get(id);
+      if (entry === undefined) ids.set(id, (entry = new Touched(collection, id)));
+      return entry;
+    };
     const relevant: Array<{ event: PositionedEvent<DomainEvent>; touched: Touched[] }> = [];
     for (const event of batch) {
       if (!handled.has(event.type)) continue;
       const touched: Touched[] = [];
-      for (const { collection, id } of projection.touches(event)) {
-        let ids = wanted.get(collection);
-        if (ids === undefined) wanted.set(collection, (ids = new Map()));
-        let entry = ids.get(id);
-        if (entry === undefined) ids.set(id, (entry = new Touched(collection, id)));
-        touched.push(entry);
-      }
+      for (const { collection, id } of projection.touches(event)) touched.push(entryOf(collection, id));
       relevant.push({ event, touched });
     }
     if (relevant.length === 0) return;
@@ -182,13 +183,8 @@ export class ProjectionRunner implements ProjectorHandle {
       }
       if (seen) continue; // a touched document has this event already
       for (const { collection, id } of projection.follows?.(event, view) ?? []) {
-        let ids = wanted.get(collection);
-        if (ids === undefined) wanted.set(collection, (ids = new Map()));
-        let entry = ids.get(id);
-        if (entry === undefined) {
-          ids.set(id, (entry = new Touched(collection, id)));
-          entry.loaded((await this.load(collection, [id], written)).get(id) ?? null);
-        }
+        const entry = entryOf(collection, id);
+        if (!entry.isLoaded) entry.loaded((await this.load(collection, [id], written)).get(id) ?? null);
         view.set(entry.key, entry.doc);
         current.set(entry.key, entry);
       }
@@ -230,6 +226,8 @@ class OwnedDocuments {
 /** A document a batch touches, as the runner folds the batch into it. */
 class Touched {
   doc: PositionedDocument | null = null;
+  /** Whether `doc` and `existed` are the store's (what the batch found there). */
+  isLoaded = false;
   /** Whether the store held it before the batch. */
   existed = false;
   /** Whether an event of the batch changed it (it is written). */
@@ -244,5 +242,6 @@ class Touched {
   loaded(doc: PositionedDocument | null): void {
     this.doc = doc;
     this.existed = doc !== null;
+    this.isLoaded = true;
   }
 }

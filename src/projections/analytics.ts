@@ -250,8 +250,9 @@ const rolledBack = (docs: Docs, rollback: VoucherApplicationRolledBack['data']):
   const order = docs.get<AnalyticsOrderDoc>(C.orders, rollback.orderId);
   const mine = order?.live.find((a) => a.application_id === rollback.applicationId);
   const kept = docs.get<AnalyticsApplicationDoc>(C.applications, rollback.applicationId);
-  if (kept && !kept.rolled_back) docs.set(C.applications, { ...kept, rolled_back: true });
-  const application = mine ?? (kept && !kept.rolled_back ? kept : undefined);
+  const keptLive = kept && !kept.rolled_back ? kept : undefined;
+  if (keptLive) docs.set(C.applications, { ...keptLive, rolled_back: true });
+  const application = mine ?? keptLive;
   if (!application) return;
   const { day, segment } = application;
   // The application's share leaves its figures and the order's other applications share the
