@@ -52,7 +52,11 @@ describe('webhook HTTP sender', () => {
             res.writeHead(200, { 'content-type': 'text/plain' });
             res.end(Buffer.alloc(1024 * 1024, 'x'));
           } else if (req.url === '/slow') setTimeout(() => res.writeHead(204).end(), 1_000);
-          else if (req.url === '/later') res.writeHead(503, { 'retry-after': '120' }).end();
+          else if (req.url === '/hints') {
+            // an interim 103 head first: the answer is the head after it
+            res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+            res.writeHead(202).end();
+          } else if (req.url === '/later') res.writeHead(503, { 'retry-after': '120' }).end();
           // answered together once the whole burst is in, so every attempt of a burst holds a connection
           else setTimeout(() => res.writeHead(204).end(), 50);
         });
@@ -88,6 +92,40 @@ describe('webhook HTTP sender', () => {
       const result = await createHttpSender()(attempt(`${base}/big`));
       expect(result).to.include({ status: 200 });
       expect(result.error).to.equal(undefined);
+    });
+
+    it('takes the final status after an interim 1xx head', async () => {
+      const result = await createHttpSender()(attempt(`${base}/hints`));
+      expect(result).to.include({ status: 202 });
+    });
+
+    it('refuses a loopback address every time without the allow-list, and sends to it with it', async () => {
+      const send = createHttpSender();
+      const seenBefore = seen.length;
+      const refused = { ...attempt(`${base}/hook`), allowedCidrs: [] };
+      const first = await send(refused);
+      const again = await send({ ...refused, allowedCidrs: [] });
+      expect([first.error, again.error]).to.deep.equal(
+        Array(2).fill('refused target: 127.0.0.1 resolves only to refused addresses: 127.0.0.1 (loopback)'),
+      );
+      expect(seen.length).to.equal(seenBefore);
+      expect((await send(attempt(`${base}/hook`))).status).to.equal(204);
+      expect((await send(refused)).error).to.match(/^refused target/);
+      expect(seen.length).to.equal(seenBefore + 1);
+    });
+
+    it('gives up at the deadline while waiting for a connection of its pool', async () => {
+      const send = createHttpSender();
+      seen.length = 0;
+      // sixteen slow attempts hold every connection of the pool; the next waits in the pool's queue
+      const holding = Array.from({ length: 16 }, () => send(attempt(`${base}/slow`)));
+      const queued = await send(attempt(`${base}/queued`, 300));
+      expect(queued.error).to.equal('timeout: no answer within 300 ms');
+      expect(queued.durationMs).to.be.below(900);
+      expect((await Promise.all(holding)).map((r) => r.status)).to.deep.equal(Array(16).fill(204));
+      // once a connection is free the abandoned request is dropped, not sent
+      expect((await send(attempt(`${base}/hook`))).status).to.equal(204);
+      expect(seen.map((s) => s.url).filter((url) => url !== '/slow')).to.deep.equal(['/hook']);
     });
 
     it('gives Retry-After in milliseconds', async () => {

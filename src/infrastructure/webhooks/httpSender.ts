@@ -13,7 +13,7 @@ import type { ConnectionOptions } from 'node:tls';
 import type * as Undici from 'undici';
 import { lazyPackage } from '../../core/lazyPackage.ts';
 import { parseRetryAfter, type SendRequest, type Sender } from '../../domain/webhooks/delivery.ts';
-import { addressLiteral, refusedRange } from '../../domain/webhooks/targets.ts';
+import { addressLiteral, refusedRange, type Cidr } from '../../domain/webhooks/targets.ts';
 
 export interface ResolvedAddress {
   address: string;
@@ -31,9 +31,9 @@ const MAX_RESPONSE_BYTES = 64 * 1024;
 class Refused extends Error {}
 
 /**
- * The end of one attempt: the service stopping, or its deadline. An EventEmitter, which undici takes
- * as a request's `signal` as it takes an AbortSignal: an AbortController and the listeners on it
- * cost 13 µs per attempt where this costs under 1 µs (decision 092).
+ * The end of one attempt: the service stopping, or its deadline. An EventEmitter ('abort'): the
+ * exchange aborts its request on it, a name's resolution races it. An AbortController and the
+ * listeners on it cost 13 µs per attempt where this costs under 1 µs (decision 092).
  */
 class AttemptEnd extends EventEmitter {
   /** Why the attempt ended, once it has. */
@@ -116,9 +116,116 @@ export interface HttpSenderOptions {
   tls?: Pick<ConnectionOptions, 'ca'>;
 }
 
+/** Parsed URLs and vetted address literals kept per sender, each up to this many (then started afresh). */
+const MAX_CACHED = 1_024;
+
+/** What an attempt needs of its URL: parsed once per URL string. */
+interface ParsedUrl {
+  url: URL;
+  /** Path and query, as sent. */
+  path: string;
+  /** The host as an address literal (unbracketed), or null for a name, resolved at every attempt. */
+  literal: string | null;
+}
+
+/** A POST's answer: its status and Retry-After header (the body is read up to a bound and not kept). */
+interface Answer {
+  status: number;
+  retryAfter: string | undefined;
+}
+
+/**
+ * One POST on `pool` through undici's dispatch API (decision 099): the answer's status and
+ * Retry-After from its head, the body counted and dropped, and the connection dropped once it passes
+ * MAX_RESPONSE_BYTES. `attempt`'s end aborts the exchange and settles it at once, also while the
+ * request still waits for a connection of its pool (it is aborted when it would start, before
+ * anything is sent). Rejects with the connection's error when no answer head came; an error after
+ * the head keeps the status.
+ */
+const exchange = (
+  pool: Undici.Pool,
+  path: string,
+  headers: Record<string, string>,
+  body: string,
+  attempt: AttemptEnd,
+): Promise<Answer> =>
+  new Promise((resolve, reject) => {
+    let answer: Answer | undefined;
+    let received = 0;
+    let settled = false;
+    let controller: Undici.Dispatcher.DispatchController | undefined;
+    const settle = (error?: Error) => {
+      if (settled) return;
+      settled = true;
+      attempt.off('abort', abort);
+      if (answer) resolve(answer);
+      else reject(error ?? new Error('no answer'));
+    };
+    // settles at once, even while the request waits in the pool's queue (it is aborted when it starts)
+    const abort = () => {
+      controller?.abort(new Refused(attempt.reason!));
+      settle(new Refused(attempt.reason!));
+    };
+    attempt.once('abort', abort);
+    pool.dispatch(
+      { path, method: 'POST', headers, body },
+      {
+        onRequestStart: (started) => {
+          controller = started;
+          if (attempt.reason !== undefined) started.abort(new Refused(attempt.reason));
+        },
+        onResponseStart: (_controller, statusCode, responseHeaders) => {
+          if (statusCode < 200) return; // 1xx: the answer comes after it
+          const retryAfter = responseHeaders['retry-after'];
+          answer = { status: statusCode, retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter };
+        },
+        onResponseData: (current, chunk) => {
+          received += chunk.length;
+          if (received > MAX_RESPONSE_BYTES) current.abort(new Refused('answer longer than the bound'));
+        },
+        onResponseEnd: () => settle(),
+        onResponseError: (_controller, error) => settle(error),
+      },
+    );
+  });
+
 export const createHttpSender = (resolve: Resolve = systemResolve, options: HttpSenderOptions = {}): Sender => {
   const pools = new Map<string, Undici.Pool>();
   const stopSignals = new WeakMap<AbortSignal, Set<() => void>>();
+  const parsed = new Map<string, ParsedUrl>();
+  /** Per list of allowed ranges: each address literal's vetted address, or why it is refused. */
+  const vetted = new WeakMap<readonly Cidr[], Map<string, ResolvedAddress | string>>();
+  const parse = (raw: string): ParsedUrl => {
+    let known = parsed.get(raw);
+    if (!known) {
+      const url = new URL(raw);
+      known = { url, path: `${url.pathname}${url.search}`, literal: addressLiteral(url.hostname) };
+      if (parsed.size >= MAX_CACHED) parsed.clear();
+      parsed.set(raw, known);
+    }
+    return known;
+  };
+  /** An address literal's target (pure for the same allowed ranges, so kept); throws Refused. */
+  const vetLiteral = (hostname: string, literal: string, request: SendRequest): ResolvedAddress => {
+    let byLiteral = vetted.get(request.allowedCidrs);
+    if (!byLiteral) {
+      byLiteral = new Map();
+      vetted.set(request.allowedCidrs, byLiteral);
+    }
+    let outcome = byLiteral.get(literal);
+    if (outcome === undefined) {
+      try {
+        outcome = firstAllowed(hostname, [{ address: literal, family: net.isIP(literal) }], request);
+      } catch (error) {
+        if (!(error instanceof Refused)) throw error;
+        outcome = error.message;
+      }
+      if (byLiteral.size >= MAX_CACHED) byLiteral.clear();
+      byLiteral.set(literal, outcome);
+    }
+    if (typeof outcome === 'string') throw new Refused(outcome);
+    return outcome;
+  };
   const poolFor = (url: URL, target: ResolvedAddress): Undici.Pool => {
     const key = `${url.protocol}//${target.address}:${url.port}/${url.hostname}`;
     let pool = pools.get(key);
@@ -145,7 +252,6 @@ export const createHttpSender = (resolve: Resolve = systemResolve, options: Http
   return async (request) => {
     const started = performance.now();
     const took = () => performance.now() - started;
-    const url = new URL(request.url);
     // One end for the whole attempt, the service stopping (while vetting or sending) or the
     // deadline; its reason says which came first.
     const attempt = new AttemptEnd();
@@ -154,12 +260,16 @@ export const createHttpSender = (resolve: Resolve = systemResolve, options: Http
       : undefined;
     let timer: NodeJS.Timeout | undefined;
     try {
+      let url: URL;
+      let path: string;
       let target: ResolvedAddress;
       try {
-        const literal = addressLiteral(url.hostname);
+        const known = parse(request.url);
+        url = known.url;
+        path = known.path;
         // an address literal is vetted at once; a name waits for its resolution, or the attempt's end
-        target = literal
-          ? firstAllowed(url.hostname, [{ address: literal, family: net.isIP(literal) }], request)
+        target = known.literal
+          ? vetLiteral(url.hostname, known.literal, request)
           : await Promise.race([vetName(url.hostname, request, resolve), attempt.ended]);
         if (attempt.reason !== undefined) return { error: attempt.reason, durationMs: took() };
       } catch (error) {
@@ -168,19 +278,10 @@ export const createHttpSender = (resolve: Resolve = systemResolve, options: Http
       }
       // the connection goes to the vetted address whatever the name resolves to now
       timer = setTimeout(() => attempt.end(`timeout: no answer within ${request.timeoutMs} ms`), request.timeoutMs);
-      const response = await poolFor(url, target).request({
-        path: `${url.pathname}${url.search}`,
-        method: 'POST',
-        headers: { ...request.headers, host: url.host },
-        body: request.body,
-        signal: attempt,
-      });
-      const status = response.statusCode;
-      const header = response.headers['retry-after'];
-      const retryAfterMs = parseRetryAfter(Array.isArray(header) ? header[0] : header, new Date());
-      // the body is read up to a bound, then the connection is dropped; an error reading it keeps the status
-      await response.body.dump({ limit: MAX_RESPONSE_BYTES }).catch(() => undefined);
+      const headers = { ...request.headers, host: url.host };
+      const { status, retryAfter } = await exchange(poolFor(url, target), path, headers, request.body, attempt);
       if (attempt.reason !== undefined) return { error: attempt.reason, durationMs: took() };
+      const retryAfterMs = parseRetryAfter(retryAfter, new Date());
       return { status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), durationMs: took() };
     } catch (error) {
       if (attempt.reason !== undefined) return { error: attempt.reason, durationMs: took() };
