@@ -711,7 +711,11 @@ export const storedCheckpoints = async (ctx: EnvContext): Promise<Array<[string,
     : []),
 ];
 
-/** Nice value of the webhook threads: under saturation deliveries lag, then catch up (decision 032). */
+/**
+ * The webhook threads run in Linux's idle scheduling class (decision 100), or at nice 10 where
+ * they cannot: under saturation deliveries lag, then catch up (decision 032).
+ */
+const WEBHOOK_THREAD_IDLE = true;
 const WEBHOOK_THREAD_NICE = 10;
 
 /** The publisher and dispatcher of one environment on a worker thread; the main thread reads deliveries. */
@@ -736,6 +740,7 @@ const startWebhookThread = async (
       version: VERSION,
       logLevel,
       pollIntervalMs: 200,
+      idle: WEBHOOK_THREAD_IDLE,
       nice: WEBHOOK_THREAD_NICE,
       mainThreadLoad: mainThreadLoad(),
       ...(kafka ? { kafka } : {}),

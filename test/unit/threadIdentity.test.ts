@@ -1,4 +1,5 @@
 /** Thread names and priorities (src/infrastructure/threadIdentity.ts), seen from /proc as the operator sees them. */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
@@ -38,13 +39,20 @@ const inWorker = async (body: string): Promise<{ tid: number; result: unknown }>
   }
 };
 
-/** The thread's name and nice value, from /proc/self/task/<tid>. */
-const readTask = (tid: number): { comm: string; nice: number } => {
+/** Linux's idle scheduling class, as `policy` (field 41 of a task's stat) reads it. */
+const SCHED_IDLE = 5;
+
+/** Whether `chrt` (util-linux) can be run here: the idle class is set through it. */
+const hasChrt = spawnSync('chrt', ['--version']).status === 0;
+
+/** The thread's name, nice value and scheduling policy, from /proc/self/task/<tid>. */
+const readTask = (tid: number): { comm: string; nice: number; policy: number } => {
   const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return {
     comm: fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim(),
     nice: Number(fields[16]), // field 19 of stat; fields[0] is field 3
+    policy: Number(fields[38]), // field 41
   };
 };
 
@@ -73,7 +81,14 @@ describe('thread identity', function () {
     expect(callingTask().nice).to.equal(mainNice);
   });
 
-  it('an embedded service names its worker threads; the webhook and snapshot writer threads run at nice 10', async () => {
+  it('puts the calling thread only in the idle scheduling class, where chrt is installed', async () => {
+    const main = callingTask();
+    const { result } = await inWorker(`return identity.idleThreadClass();`);
+    expect(result).to.deep.include(hasChrt ? { posted: true, policy: SCHED_IDLE } : { posted: false });
+    expect(callingTask().policy).to.equal(main.policy);
+  });
+
+  it('an embedded service names its worker threads; the webhook threads run in the idle class (at nice 10 without chrt), the snapshot writer at nice 10', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'thread-names-'));
     const service = await openEmbedded({ dataDir, clock: systemClock, logger: createLogger('silent') });
     try {
@@ -98,9 +113,26 @@ describe('thread identity', function () {
       const names = threads.map((t) => t.comm);
       for (const name of expected) expect(names, name).to.include(name);
       const mainNice = callingTask().nice;
-      for (const t of threads.filter((t) => t.comm.startsWith('wh-') || t.comm === 'snapshot-writer'))
+      const mainPolicy = callingTask().policy;
+      // a webhook thread sets its class once its modules are loaded, after it names itself
+      await until(
+        () =>
+          fs
+            .readdirSync('/proc/self/task')
+            .map((tid) => readTask(Number(tid)))
+            .filter((t) => t.comm.startsWith('wh-'))
+            .every((t) => (hasChrt ? t.policy === SCHED_IDLE : t.nice === Math.max(10, mainNice))),
+        'the webhook threads to lower their priority',
+        5_000,
+      );
+      for (const t of threads.filter((t) => t.comm === 'snapshot-writer')) {
         expect(t.nice, t.comm).to.equal(Math.max(10, mainNice));
-      for (const t of threads.filter((t) => t.comm.startsWith('proj-'))) expect(t.nice).to.equal(mainNice);
+        expect(t.policy, t.comm).to.equal(mainPolicy);
+      }
+      for (const t of threads.filter((t) => t.comm.startsWith('proj-'))) {
+        expect(t.nice).to.equal(mainNice);
+        expect(t.policy).to.equal(mainPolicy);
+      }
     } finally {
       await service.close();
       fs.rmSync(dataDir, { recursive: true, force: true });

@@ -42,6 +42,11 @@ export interface WebhookThreadOptions {
   logLevel: string;
   /** How often the thread's subscription polls for commits nobody told it about (other processes). */
   pollIntervalMs: number;
+  /**
+   * Whether the thread puts itself in Linux's idle scheduling class (decision 100); `nice` is its
+   * priority where it cannot, or when this is false.
+   */
+  idle: boolean;
   /** Scheduling priority (nice value) the thread gives itself on Linux; 0 leaves it as the process's. */
   nice: number;
   /** The Kafka bus the publisher produces to and the dispatcher consumes from (KAFKA_*); unset: none. */

@@ -30,7 +30,7 @@ import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
 import { SqliteSnapshotStore } from '../snapshots/sqliteSnapshotStore.ts';
 import { loadReader } from '../mainThreadLoad.ts';
-import { lowerThreadPriority, nameThread } from '../threadIdentity.ts';
+import { idleThreadClass, lowerThreadPriority, nameThread } from '../threadIdentity.ts';
 import { SqliteDeliveries } from './sqliteDeliveries.ts';
 import { createHttpSender } from './httpSender.ts';
 import type { ControlCall, FromWebhookThread, ToWebhookThread, WebhookThreadOptions } from './webhookThread.ts';
@@ -42,10 +42,13 @@ const logger = createLogger(options.logLevel).child({ environment: options.envir
 
 const run = async () => {
   nameThread(`wh-${options.environment}`);
-  try {
-    lowerThreadPriority(options.nice);
-  } catch (error) {
-    logger.warn({ err: error }, 'the webhook thread could not lower its priority');
+  if (!(options.idle && (await idleThreadClass()))) {
+    if (options.idle) logger.debug('the webhook thread is not in the idle scheduling class: lowering its priority');
+    try {
+      lowerThreadPriority(options.nice);
+    } catch (error) {
+      logger.warn({ err: error }, 'the webhook thread could not lower its priority');
+    }
   }
   const events = SqliteEventStore.open<EnvironmentEvent>(options.eventsFile, {
     pollIntervalMs: options.pollIntervalMs,
