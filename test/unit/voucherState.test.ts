@@ -1,9 +1,16 @@
 import { expect } from 'chai';
 import { voucherDecider } from '../../src/domain/voucher/decide.ts';
-import type { VoucherEvent } from '../../src/domain/voucher/events.ts';
-import { applicationOf, evolveCore, type VoucherState } from '../../src/domain/voucher/state.ts';
+import type { VoucherEvent, VoucherStreamEvent } from '../../src/domain/voucher/events.ts';
+import { applicationOf, evolveCore, usageDelta, type VoucherState } from '../../src/domain/voucher/state.ts';
 import { voucherSnapshots } from '../../src/domain/voucher/snapshot.ts';
-import { voucherApplicationRolledBack, voucherApplied, voucherCreated } from '../fixtures/events.ts';
+import {
+  voucherApplicationRolledBack,
+  voucherApplied,
+  voucherCreated,
+  voucherDeactivated,
+  voucherExpired,
+  voucherUpdated,
+} from '../fixtures/events.ts';
 
 const { evolve, initialState } = voucherDecider;
 
@@ -79,6 +86,35 @@ describe('voucher state: the core-only fold (evolveCore) and applicationOf', () 
           orderFingerprint: undefined,
           customerFingerprint: undefined,
         });
+    }
+  });
+
+  it('changes only the usage count, by usageDelta, for each event usageDelta answers; null for any other', () => {
+    const events: VoucherStreamEvent[] = [
+      ...history,
+      {
+        type: 'VoucherReservationVoided',
+        data: {
+          voucherId: created.data.voucherId,
+          applicationId: 'app_3',
+          orderId: 'o_3',
+          voidedAt: '2026-01-05T00:00:00Z',
+        },
+      },
+      voucherUpdated({ status: 'inactive' }),
+      voucherDeactivated(),
+      voucherExpired(),
+    ];
+    let core = evolveCore(initialState(), created);
+    for (const event of events.slice(1)) {
+      const next = evolveCore(core, event);
+      const delta = usageDelta(event);
+      if (delta === null) expect(['VoucherUpdated', 'VoucherDeactivated', 'VoucherExpired']).to.include(event.type);
+      else
+        expect(voucherSnapshots.core(next)).to.deep.equal(
+          voucherSnapshots.core({ ...core!, usageCount: core!.usageCount + delta }),
+        );
+      core = next;
     }
   });
 });

@@ -10,6 +10,7 @@ import { voucherStream } from '../../domain/voucher/events.ts';
 import {
   applicationOf,
   evolveCore as evolveVoucher,
+  usageDelta,
   type Voucher,
   type VoucherState,
 } from '../../domain/voucher/state.ts';
@@ -554,26 +555,35 @@ export class WebhookPublisher implements ProjectorHandle {
     else if (cached.revision < event.revision) this.states.delete(voucherId);
   }
 
-  /** The voucher's state right after `event`: from the cache when it is one event behind, else its stream. */
+  /**
+   * The voucher's state right after `event`: from the cache when it is one event behind, else from
+   * its snapshot and stream. A snapshot at or before the event is folded forward; a snapshot past
+   * it is unwound back to it when only applications and rollbacks lie between and they are fewer
+   * than the events before it; otherwise the stream is folded from its start. Either way a page of
+   * events is held at a time, never a long history whole.
+   */
   private async stateAt(voucherId: string, event: RecordedEvent<VoucherEvent>): Promise<Voucher | null> {
     const cached = this.states.get(voucherId);
-    let state: VoucherState;
+    let state: VoucherState | undefined;
     if (cached?.revision === event.revision) state = cached.state;
     else if (cached?.revision === event.revision - 1) state = evolveVoucher(cached.state, event);
     else {
-      // folded from its snapshot's core (at or before the event) or the stream's start, a page at
-      // a time: a long history is never read whole nor held in memory at once
       const stream = voucherStream(voucherId);
-      const snapshot = await this.snapshotAt(stream, event.revision);
-      state = snapshot ? voucherSnapshots.fromCore(snapshot.core) : null;
-      for (let from = snapshot ? snapshot.revision + 1 : 0; from <= event.revision;) {
-        const page = await this.source.readStream<VoucherEvent>(stream, {
-          fromRevision: from,
-          maxCount: Math.min(STATE_READ_PAGE, event.revision + 1 - from),
-        });
-        for (const e of page) state = evolveVoucher(state, e);
-        if (page.length === 0) break;
-        from = page.at(-1)!.revision + 1;
+      const snapshot = await this.loadSnapshot(stream);
+      if (snapshot && snapshot.revision > event.revision && snapshot.revision - event.revision <= event.revision)
+        state = await this.unwind(stream, snapshot, event.revision);
+      if (state === undefined) {
+        const base = snapshot && snapshot.revision <= event.revision ? snapshot : undefined;
+        state = base ? voucherSnapshots.fromCore(base.core) : null;
+        for (let from = base ? base.revision + 1 : 0; from <= event.revision;) {
+          const page = await this.source.readStream<VoucherEvent>(stream, {
+            fromRevision: from,
+            maxCount: Math.min(STATE_READ_PAGE, event.revision + 1 - from),
+          });
+          for (const e of page) state = evolveVoucher(state, e);
+          if (page.length === 0) break;
+          from = page.at(-1)!.revision + 1;
+        }
       }
     }
     this.remember(voucherId, event.revision, state);
@@ -581,16 +591,41 @@ export class WebhookPublisher implements ProjectorHandle {
   }
 
   /**
-   * The stream's snapshot when it is at or before `revision` (a snapshot past it, made after the
-   * event, cannot give the state as of the event); a snapshot that cannot be read is skipped:
-   * snapshots are derived data, the stream has everything.
+   * The voucher's core at `revision`, from a snapshot past it: the snapshot's core with the uses
+   * of the events between taken back. Undefined when an event between may have changed more than
+   * the usage count (anything but an application, a rollback or a voided reservation), or when the
+   * stream does not hold every revision up to the snapshot's.
    */
-  private async snapshotAt(stream: string, revision: number): Promise<{ revision: number; core: unknown } | undefined> {
+  private async unwind(
+    stream: string,
+    snapshot: { revision: number; core: unknown },
+    revision: number,
+  ): Promise<VoucherState | undefined> {
+    const later = voucherSnapshots.fromCore(snapshot.core);
+    if (!later) return undefined;
+    let uses = 0;
+    for (let from = revision + 1; from <= snapshot.revision;) {
+      const page = await this.source.readStream<VoucherEvent>(stream, {
+        fromRevision: from,
+        maxCount: Math.min(STATE_READ_PAGE, snapshot.revision + 1 - from),
+      });
+      if (page.length === 0) return undefined;
+      for (const e of page) {
+        const delta = e.revision === from ? usageDelta(e) : null;
+        if (delta === null) return undefined;
+        uses += delta;
+        from++;
+      }
+    }
+    return { ...later, usageCount: later.usageCount - uses };
+  }
+
+  /** The stream's snapshot; one that cannot be read is skipped: snapshots are derived data, the stream has everything. */
+  private async loadSnapshot(stream: string): Promise<{ revision: number; core: unknown } | undefined> {
     const { snapshots, logger } = this.options;
     if (!snapshots) return undefined;
     try {
-      const snapshot = await snapshots.load(stream);
-      return snapshot && snapshot.revision <= revision ? snapshot : undefined;
+      return (await snapshots.load(stream)) ?? undefined;
     } catch (error) {
       logger?.error({ err: error, stream }, 'voucher snapshot not read: folding the stream from its start');
       return undefined;

@@ -181,6 +181,25 @@ export const evolveCore = (state: VoucherState, event: VoucherStreamEvent): Vouc
   }
 };
 
+/**
+ * What an event does to the core when the usage count is all it changes (see evolveCore): +1 for
+ * an application, −1 for a rollback, 0 for a voided reservation; null for any other event, which
+ * may change the voucher's terms or status. A reader holding the core at a later revision has the
+ * core at an earlier one by taking these back, when none of the events between is null.
+ */
+export const usageDelta = (event: VoucherStreamEvent): number | null => {
+  switch (event.type) {
+    case 'VoucherApplied':
+      return 1;
+    case 'VoucherApplicationRolledBack':
+      return -1;
+    case 'VoucherReservationVoided':
+      return 0;
+    default:
+      return null;
+  }
+};
+
 /** The application an event records, as it stands after the event (status included). */
 export const applicationOf = (
   event: VoucherApplied | VoucherApplicationRolledBack,
