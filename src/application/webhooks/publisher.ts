@@ -558,9 +558,9 @@ export class WebhookPublisher implements ProjectorHandle {
   /**
    * The voucher's state right after `event`: from the cache when it is one event behind, else from
    * its snapshot and stream. A snapshot at or before the event is folded forward; a snapshot past
-   * it is unwound back to it when only applications and rollbacks lie between and they are fewer
-   * than the events before it; otherwise the stream is folded from its start. Either way a page of
-   * events is held at a time, never a long history whole.
+   * it is unwound back to it when only uses (applications, rollbacks, voided reservations) lie
+   * between and they are no more than the events before it; otherwise the stream is folded from
+   * its start. Either way a page of events is held at a time, never a long history whole.
    */
   private async stateAt(voucherId: string, event: RecordedEvent<VoucherEvent>): Promise<Voucher | null> {
     const cached = this.states.get(voucherId);
