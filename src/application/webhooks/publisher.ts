@@ -575,15 +575,8 @@ export class WebhookPublisher implements ProjectorHandle {
       if (state === undefined) {
         const base = snapshot && snapshot.revision <= event.revision ? snapshot : undefined;
         state = base ? voucherSnapshots.fromCore(base.core) : null;
-        for (let from = base ? base.revision + 1 : 0; from <= event.revision;) {
-          const page = await this.source.readStream<VoucherEvent>(stream, {
-            fromRevision: from,
-            maxCount: Math.min(STATE_READ_PAGE, event.revision + 1 - from),
-          });
+        for await (const page of this.pages(stream, base ? base.revision + 1 : 0, event.revision))
           for (const e of page) state = evolveVoucher(state, e);
-          if (page.length === 0) break;
-          from = page.at(-1)!.revision + 1;
-        }
       }
     }
     this.remember(voucherId, event.revision, state);
@@ -604,20 +597,32 @@ export class WebhookPublisher implements ProjectorHandle {
     const later = voucherSnapshots.fromCore(snapshot.core);
     if (!later) return undefined;
     let uses = 0;
-    for (let from = revision + 1; from <= snapshot.revision;) {
-      const page = await this.source.readStream<VoucherEvent>(stream, {
-        fromRevision: from,
-        maxCount: Math.min(STATE_READ_PAGE, snapshot.revision + 1 - from),
-      });
-      if (page.length === 0) return undefined;
+    let next = revision + 1;
+    for await (const page of this.pages(stream, next, snapshot.revision))
       for (const e of page) {
-        const delta = e.revision === from ? usageDelta(e) : null;
+        const delta = e.revision === next ? usageDelta(e) : null;
         if (delta === null) return undefined;
         uses += delta;
-        from++;
+        next++;
       }
-    }
+    if (next !== snapshot.revision + 1) return undefined;
     return { ...later, usageCount: later.usageCount - uses };
+  }
+
+  /**
+   * The stream's events from revision `from` through `to`, a page of at most STATE_READ_PAGE at a
+   * time, so a long history is never held whole; it ends early where the stream does.
+   */
+  private async *pages(stream: string, from: number, to: number): AsyncGenerator<RecordedEvent<VoucherEvent>[]> {
+    while (from <= to) {
+      const page = await this.source.readStream<VoucherEvent>(stream, {
+        fromRevision: from,
+        maxCount: Math.min(STATE_READ_PAGE, to + 1 - from),
+      });
+      if (page.length === 0) return;
+      yield page;
+      from = page.at(-1)!.revision + 1;
+    }
   }
 
   /** The stream's snapshot; one that cannot be read is skipped: snapshots are derived data, the stream has everything. */
