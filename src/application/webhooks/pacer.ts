@@ -4,10 +4,20 @@ import type { Clock } from '../../domain/clock.ts';
 export const BUSY_ABOVE = 0.8;
 /** How long the publisher sleeps before it looks at the load again. */
 export const PACE_STEP_MS = 25;
+/** The share of time the request thread waits for a CPU above which the CPUs count as contended. */
+export const WAITING_ABOVE = 0.02;
+/** How long the webhook thread rests at a time while the request thread is saturated and waits for a CPU. */
+export const BREATH_MS = 4;
+/** How often the webhook thread asks whether to rest: after at least this long at work. */
+export const BREATHE_EVERY_MS = 2;
 
 export interface PacerOptions {
   /** The service's request thread's load now, from 0 (idle) to 1 (its event loop never waits). */
   load: () => number;
+  /** The share of the recent time the request thread was ready to run and waited for a CPU, from 0 to 1. */
+  waiting?: () => number;
+  /** Blocks the calling thread for `ms`, leaving its CPU idle (the webhook thread: `Atomics.wait`). */
+  block?: (ms: number) => void;
   /** The longest an event waits for its deliveries because of the load (WEBHOOK_MAX_DEFER_MS); 0: never. */
   maxDeferMs: number;
   clock: Clock;
@@ -25,8 +35,8 @@ const sleepFor = (ms: number) =>
  * or until its oldest event is `maxDeferMs` old, whichever comes first. Under a burst of checkout
  * traffic the deliveries' work then comes after it, in larger batches, instead of taking CPU time
  * from the requests; under saturation that lasts longer, deliveries lag by `maxDeferMs` and the work
- * is done as before. A request waiting for the publisher to reach a position (`hurry`, after an
- * endpoint change) and a stop are never held back.
+ * is done in turns (`breathe`, decision 102). A request waiting for the publisher to reach a
+ * position (`hurry`, after an endpoint change) and a stop are never held back.
  */
 export class Pacer {
   private hurryTo = 0;
@@ -60,5 +70,54 @@ export class Pacer {
       now = clock.now().getTime();
     }
     return now - started;
+  }
+
+  /**
+   * Called by the webhook thread between its callbacks, at most every BREATHE_EVERY_MS: while the
+   * request thread is saturated (its load above BUSY_ABOVE) and waits for a CPU (more than
+   * WAITING_ABOVE of the time), blocks the thread for BREATH_MS, so that the CPU it ran on goes
+   * idle and the kernel moves a thread that waits onto it (decision 102). Never while a request
+   * waits for the publisher at `checkpoint` to move on, nor once stopped. Returns the milliseconds
+   * it blocked.
+   */
+  breathe(checkpoint: number): number {
+    if (this.hurryTo > checkpoint || !this.contended()) return 0;
+    this.options.block!(BREATH_MS);
+    return BREATH_MS;
+  }
+
+  /**
+   * Whether the request thread is saturated and waits for a CPU now, so that the webhook thread
+   * should rest between its callbacks; never once stopped, nor without a wait to read or a way to block.
+   */
+  contended(): boolean {
+    const { load, waiting, block } = this.options;
+    return !this.stopped && !!waiting && !!block && load() > BUSY_ABOVE && waiting() > WAITING_ABOVE;
+  }
+
+  /**
+   * Makes the calling thread rest in turns (decision 102): every `lookEveryMs` it looks whether
+   * `working()` (an endpoint is enabled) and the request thread is contended; while both hold, a
+   * timer calls `breathe` every BREATHE_EVERY_MS, so that an idle thread is not woken that often.
+   * The timers keep no process alive. Returns the function that ends it.
+   */
+  restInTurns(working: () => boolean, checkpoint: () => number, lookEveryMs: number): () => void {
+    let turns: ReturnType<typeof setInterval> | undefined;
+    const quiet = () => {
+      clearInterval(turns);
+      turns = undefined;
+    };
+    const look = setInterval(() => {
+      if (!working() || !this.contended()) quiet();
+      else if (!turns) {
+        turns = setInterval(() => this.breathe(checkpoint()), BREATHE_EVERY_MS);
+        turns.unref();
+      }
+    }, lookEveryMs);
+    look.unref();
+    return () => {
+      clearInterval(look);
+      quiet();
+    };
   }
 }

@@ -35,7 +35,7 @@ export interface WebhookThreadOptions {
   snapshotsFile?: string;
   /** The operator's webhook settings (WebhookSettings), with the allowed CIDRs as text (`10.0.0.0/8,::1/128`). */
   settings: { allowedCidrs: string; retryDelaysMs: number[]; timeoutMs: number; maxDeferMs?: number };
-  /** The main thread's load (mainThreadLoad): the publisher holds batches back while it is saturated; unset: never. */
+  /** The main thread's load (mainThreadLoad): the publisher holds batches back, and the thread rests in turns, while it is saturated; unset: never. */
   mainThreadLoad?: SharedArrayBuffer;
   /** `user-agent: voucher-service-webhooks/<version>` */
   version: string;

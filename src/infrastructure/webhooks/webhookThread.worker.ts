@@ -29,7 +29,7 @@ import { createBus, kafkaLogTo } from '../bus/createBus.ts';
 import { SqliteEventStore } from '../eventStore/sqliteEventStore.ts';
 import { SqliteReadStore } from '../readStore/sqliteReadStore.ts';
 import { SqliteSnapshotStore } from '../snapshots/sqliteSnapshotStore.ts';
-import { loadReader } from '../mainThreadLoad.ts';
+import { LOAD_SAMPLE_MS, loadReader, waitReader } from '../mainThreadLoad.ts';
 import { idleThreadClass, lowerThreadPriority, nameThread } from '../threadIdentity.ts';
 import { SqliteDeliveries } from './sqliteDeliveries.ts';
 import { createHttpSender } from './httpSender.ts';
@@ -79,9 +79,16 @@ const run = async () => {
   });
   const bus = options.kafka ? createBus(options.kafka, kafkaLogTo(logger)) : undefined;
   const maxDeferMs = options.settings.maxDeferMs ?? 0;
+  const rest = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT)); // never notified
   const pacer =
     options.mainThreadLoad && maxDeferMs > 0
-      ? new Pacer({ load: loadReader(options.mainThreadLoad), maxDeferMs, clock: systemClock })
+      ? new Pacer({
+          load: loadReader(options.mainThreadLoad),
+          waiting: waitReader(options.mainThreadLoad),
+          block: (ms) => void Atomics.wait(rest, 0, 0, ms),
+          maxDeferMs,
+          clock: systemClock,
+        })
       : undefined;
   const publisher = new WebhookPublisher(
     events,
@@ -116,9 +123,16 @@ const run = async () => {
     if (typeof method !== 'function') throw new Error(`no delivery change named ${call.op}`);
     return method(...call.args);
   };
+  // between callbacks the thread rests while the request thread is saturated and waits for a CPU
+  const stopResting = pacer?.restInTurns(
+    () => publisher.subscribed,
+    () => publisher.checkpoint,
+    LOAD_SAMPLE_MS,
+  );
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
+      stopResting?.();
       await fromBus?.stop();
       await dispatcher.stop();
       await publisher.stop();
