@@ -7,7 +7,7 @@ export const PACE_STEP_MS = 25;
 /** The share of time the request thread waits for a CPU above which the CPUs count as contended. */
 export const WAITING_ABOVE = 0.02;
 /** How long the webhook thread rests at a time while the request thread is saturated and waits for a CPU. */
-export const BREATH_MS = 4;
+export const BREATH_MS = 8;
 /** How often the webhook thread asks whether to rest: after at least this long at work. */
 export const BREATHE_EVERY_MS = 2;
 
