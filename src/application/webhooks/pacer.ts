@@ -12,7 +12,7 @@ export const BREATH_MS = 8;
 export const BREATHE_EVERY_MS = 2;
 
 export interface PacerOptions {
-  /** The service's request thread's load now, from 0 (idle) to 1 (its event loop never waits). */
+  /** The service's request thread's load now, from 0 (idle) to 1 (always running or waiting for a CPU). */
   load: () => number;
   /** The share of the recent time the request thread was ready to run and waited for a CPU, from 0 to 1. */
   waiting?: () => number;
