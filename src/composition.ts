@@ -30,6 +30,7 @@ import { checkpointer } from './infrastructure/sqliteWal.ts';
 import { voucherSnapshots } from './domain/voucher/snapshot.ts';
 import type { ProjectorHandle } from './core/projectionRunner.ts';
 import { ProjectorThread } from './infrastructure/projector/projectorThread.ts';
+import { DEFAULT_PROJECTOR_GATHER_MS } from './infrastructure/projector/commitGatherer.ts';
 import { startGroup } from './core/projectionGroups.ts';
 import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
 import { ReadStoreDeliveries } from './infrastructure/webhooks/readStoreDeliveries.ts';
@@ -199,6 +200,11 @@ export interface EmbeddedOptions {
   projectors?: 'thread' | 'inline';
   /** Where the SQLite event stores commit appends (EVENT_STORE_WRITER; default `thread`: SqliteEventStoreOptions.writer). */
   eventStoreWriter?: 'thread' | 'inline';
+  /**
+   * How long the projector thread holds the commits it is handed to fold them together
+   * (PROJECTOR_GATHER_MS; default DEFAULT_PROJECTOR_GATHER_MS; decision 103).
+   */
+  projectorGatherMs?: number;
   /** Where the SQLite snapshot stores write their snapshots (SNAPSHOT_WRITER; default `thread`: SqliteSnapshotStore's `writer`). */
   snapshotWriter?: 'thread' | 'inline';
   /** Per-API-key quotas on stored quotes and exports (default DEFAULT_QUOTAS). */
@@ -397,6 +403,7 @@ export const openEmbeddedEnvironment = async (
         readsFile: files.analytics,
         logLevel: options.logger.level,
         pollIntervalMs: 200,
+        gatherMs: options.projectorGatherMs ?? DEFAULT_PROJECTOR_GATHER_MS,
       },
       logger,
     );

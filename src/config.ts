@@ -19,6 +19,7 @@ import {
   type WebhookSettings,
 } from './application/webhooks/settings.ts';
 import { parseCidrs } from './domain/webhooks/targets.ts';
+import { DEFAULT_PROJECTOR_GATHER_MS } from './infrastructure/projector/commitGatherer.ts';
 import { assertMongoUrl, databaseBaseName } from './infrastructure/mongo/mongoUrl.ts';
 import { DEFAULT_OPS_SETTINGS, type OpsSettings } from './http/ops.ts';
 
@@ -85,6 +86,8 @@ export interface Config {
   webhookDelivery: 'thread' | 'inline';
   /** EVENT_STORE_WRITER: `thread` (default) commits the SQLite event stores' appends on a writer thread, which also folds each commit into the core read models (decisions 065, 087); `inline`: both on the main thread. */
   eventStoreWriter: 'thread' | 'inline';
+  /** PROJECTOR_GATHER_MS: how long the projector thread holds commits to fold them together, 0 to 1000 ms (default 25; decision 103). */
+  projectorGatherMs: number;
   /** SNAPSHOT_WRITER: `thread` (default) writes the SQLite snapshots on the snapshot writer thread, `inline` on the main thread (decision 093). */
   snapshotWriter: 'thread' | 'inline';
   /**
@@ -209,10 +212,18 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   applyMode: applyModeFrom(env.APPLY_MODE),
   webhookDelivery: threadOrInline(env.WEBHOOK_DELIVERY, 'WEBHOOK_DELIVERY'),
   eventStoreWriter: threadOrInline(env.EVENT_STORE_WRITER, 'EVENT_STORE_WRITER'),
+  projectorGatherMs: bounded(env.PROJECTOR_GATHER_MS, DEFAULT_PROJECTOR_GATHER_MS, 1_000, 'PROJECTOR_GATHER_MS'),
   snapshotWriter: threadOrInline(env.SNAPSHOT_WRITER, 'SNAPSHOT_WRITER'),
   snapshotEvery: integer(env.SNAPSHOT_EVERY, DEFAULT_SNAPSHOT_EVERY, 'SNAPSHOT_EVERY'),
   heapGrowingPercent: heapGrowingPercentFrom(env.HEAP_GROWING_PERCENT),
 });
+
+/** A whole number from 0 to `max` (`integer` with an upper bound). */
+const bounded = (raw: string | undefined, fallback: number, max: number, name: string): number => {
+  const value = integer(raw, fallback, name);
+  if (value > max) throw new Error(`${name} must be at most ${max}, got "${raw}"`);
+  return value;
+};
 
 /** The default of HEAP_GROWING_PERCENT (decision 064). */
 export const DEFAULT_HEAP_GROWING_PERCENT = 30;

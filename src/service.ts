@@ -53,6 +53,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     applyMode: config.applyMode,
     webhookDelivery: config.webhookDelivery,
     eventStoreWriter: config.eventStoreWriter,
+    projectorGatherMs: config.projectorGatherMs,
     snapshotWriter: config.snapshotWriter,
     snapshotEvery: config.snapshotEvery,
     kafka: config.kafka,

@@ -172,3 +172,14 @@ describe('loadConfig: HEAP_GROWING_PERCENT', () => {
     }
   });
 });
+
+describe('loadConfig: PROJECTOR_GATHER_MS', () => {
+  it('is 25 ms by default, 0 turns it off, and anything but a whole number up to 1000 stops the start naming it', () => {
+    expect(loadConfig({}).projectorGatherMs).to.equal(25);
+    expect(loadConfig({ PROJECTOR_GATHER_MS: '0' }).projectorGatherMs).to.equal(0);
+    expect(loadConfig({ PROJECTOR_GATHER_MS: '1000' }).projectorGatherMs).to.equal(1000);
+    for (const raw of ['-1', '2.5', 'later', '1001']) {
+      expect(() => loadConfig({ PROJECTOR_GATHER_MS: raw }), raw).to.throw(/PROJECTOR_GATHER_MS/);
+    }
+  });
+});

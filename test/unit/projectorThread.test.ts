@@ -55,7 +55,7 @@ describe('ProjectorThread', function () {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  const start = () =>
+  const start = (gatherMs = 0) =>
     ProjectorThread.start(
       {
         environment: 'sandbox',
@@ -64,6 +64,7 @@ describe('ProjectorThread', function () {
         readsFile: path.join(dir, 'read.db'),
         logLevel: 'silent',
         pollIntervalMs: 60_000, // no polling: only the handed-over commits (and catch-up reads) feed it
+        gatherMs,
       },
       logger,
     );
@@ -88,6 +89,24 @@ describe('ProjectorThread', function () {
     expect(analytics.checkpoint).to.be.at.least(position);
     expect(await usesOf()).to.equal(3);
     expect(() => thread!.group('core')).to.throw(/no group named core/);
+  });
+
+  it('folds the commits of one gather window as one batch', async () => {
+    thread = await start(400);
+    const analytics = thread.group(ANALYTICS_GROUP.name);
+    const posted: number[] = [];
+    const worker = (thread as unknown as { thread: { worker: Worker } }).thread.worker;
+    worker.on('message', (message: { type: string; position?: number }) => {
+      if (message.type === 'checkpoint') posted.push(message.position!);
+    });
+    // the waiter makes the thread post the checkpoint of every batch its group writes
+    const waiting = analytics.waitFor(3, 10_000);
+    const positions: number[] = [];
+    for (const n of [1, 2, 3]) positions.push((await events.appendToStream('voucher-v_T', [applied(n)])).position);
+    expect(positions).to.deep.equal([1, 2, 3]);
+    expect(await waiting).to.equal(true);
+    expect(posted, 'three commits, one batch').to.deep.equal([3]);
+    expect(await usesOf()).to.equal(3);
   });
 
   it('posts a checkpoint only while a caller waits on it; otherwise the checkpoint is read from shared memory', async () => {

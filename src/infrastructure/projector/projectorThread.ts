@@ -36,6 +36,8 @@ export interface ProjectorThreadOptions {
   logLevel: string;
   /** How often the thread's subscriptions poll for commits nobody told it about (other processes). */
   pollIntervalMs: number;
+  /** How long the thread holds the commits it is handed to fold them together (commitGatherer.ts; 0: none). */
+  gatherMs: number;
 }
 
 /** What the thread starts with: the options, and where it publishes its checkpoints. */

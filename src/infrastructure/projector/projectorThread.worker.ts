@@ -4,7 +4,8 @@
  *
  * Messages from the main thread: `committed` (the rows the main thread just committed, handed to
  * the subscriptions as if this store had committed them), `feed` (a port on which the event
- * store's writer thread forwards each commit's rows, taken the same way) and `stop`. To it:
+ * store's writer thread forwards each commit's rows, taken the same way) and `stop`. The commits
+ * are held for `gatherMs` and folded together (commitGatherer.ts). To it:
  * `ready` (every group started, with its checkpoint), `checkpoint` (a group wrote a batch, posted
  * only while the main thread wants it; the checkpoint is always published in shared memory) and
  * `failed` (it could not start); after `stop` it folds the log up to its head (at most 2 s) and
@@ -15,6 +16,7 @@ import { PROJECTION_GROUPS } from '../../projections/index.ts';
 import { createLogger } from '../../logger.ts';
 import type { FromProjectorThread, ProjectorThreadData, ToProjectorThread } from './projectorThread.ts';
 import { ThreadGroups } from './threadGroups.ts';
+import { CommitGatherer } from './commitGatherer.ts';
 import type { ForwardedCommit } from '../eventStore/sqliteWriterThread.ts';
 import { nameThread } from '../threadIdentity.ts';
 
@@ -35,8 +37,11 @@ const run = async () => {
   let groups: ThreadGroups | undefined;
   let feed: MessagePort | undefined;
   let stopping: Promise<void> | undefined;
+  // commits handed over before the groups started are read from the store when they start
+  const gatherer = new CommitGatherer(options.gatherMs, (committed) => groups?.offer(committed));
   const stop = () =>
     (stopping ??= (async () => {
+      gatherer.flush();
       // A graceful stop leaves the groups at the head of the log (ThreadGroups.stop reads the
       // store: a commit forwarded by the writer thread comes on another port than `stop`).
       await starting.then(
@@ -47,11 +52,11 @@ const run = async () => {
       port.close(); // the thread then ends: the main thread waits for its exit
     })());
   port.on('message', (message: ToProjectorThread) => {
-    if (message.type === 'committed') groups?.offer(message.committed);
+    if (message.type === 'committed') gatherer.take(message.committed);
     else if (message.type === 'feed') {
       feed?.close();
       feed = message.port;
-      feed.on('message', (forwarded: ForwardedCommit) => groups?.offer(forwarded.committed));
+      feed.on('message', (forwarded: ForwardedCommit) => gatherer.take(forwarded.committed));
     } else if (message.type === 'stop') void stop();
   });
   try {
