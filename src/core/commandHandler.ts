@@ -7,7 +7,13 @@ import {
   type NewEvent,
   type StreamAppend,
 } from './eventStore.ts';
-import { DEFAULT_SNAPSHOT_HELD_EVENTS, snapshotAfter, type Snapshotting } from './snapshotStore.ts';
+import {
+  DEFAULT_SNAPSHOT_HELD_EVENTS,
+  snapshotAfter,
+  snapshotDue,
+  streamPhase,
+  type Snapshotting,
+} from './snapshotStore.ts';
 
 /**
  * One unit of work on a stream: decide events from the state, then read a result. `X` is the
@@ -522,13 +528,15 @@ export class CommandHandler<C, E extends DomainEvent, S, X extends DomainEvent =
 
   /**
    * Whether the stream's entry folded enough events since its snapshot: `every`, or its share of
-   * the events all cached entries may hold (`snapshotAfter`).
+   * the events all cached entries may hold (`snapshotAfter`), counted at the stream's own phase
+   * (`snapshotDue`), so that streams used in step do not all come due in the same turn.
    */
   private snapshotDue(streamId: string): boolean {
     const entry = this.cache.get(streamId);
     if (!this.snapshots || !entry?.snap) return false;
     const { every, held = DEFAULT_SNAPSHOT_HELD_EVENTS } = this.snapshots;
-    return entry.revision - entry.snap.base >= snapshotAfter(every, held, this.cache.size);
+    const interval = snapshotAfter(every, held, this.cache.size);
+    return snapshotDue(entry.snap.base, entry.revision, interval, streamPhase(streamId, interval));
   }
 
   /**

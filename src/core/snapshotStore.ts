@@ -105,3 +105,30 @@ export const MIN_EVENTS_BETWEEN_SNAPSHOTS = 4;
  */
 export const snapshotAfter = (every: number, held: number, cached: number): number =>
   Math.min(every, Math.max(MIN_EVENTS_BETWEEN_SNAPSHOTS, Math.floor(held / Math.max(1, cached))));
+
+/**
+ * A stream's phase among `interval` ones: its id's 32-bit FNV-1a hash (over UTF-16 code units)
+ * modulo `interval`. The same in every process, and spread evenly over the phases by many ids.
+ */
+export const streamPhase = (streamId: string, interval: number): number => {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < streamId.length; i += 1) hash = Math.imul(hash ^ streamId.charCodeAt(i), 0x01000193) >>> 0;
+  return hash % Math.max(1, interval);
+};
+
+/**
+ * Whether a stream at `revision`, whose last snapshot is at `base` (-1: none), is due a snapshot
+ * every `interval` events at its `phase` (decision 104): once its event count (revision + 1),
+ * shifted by the phase, has passed a multiple of the interval since the snapshot, and at least
+ * the interval or MIN_EVENTS_BETWEEN_SNAPSHOTS events (the fewer) came after it.
+ *
+ * Any `interval` events in a row pass such a multiple, so a stream is never more than `interval`
+ * events past its snapshot (decision 067's bound), and in steady use its snapshots stay exactly
+ * `interval` apart. With phase 0 for every stream, streams used in step would all come due in
+ * the same turn: 1,000 vouchers applied in turn, every 20,000 applies.
+ */
+export const snapshotDue = (base: number, revision: number, interval: number, phase: number): boolean => {
+  const since = revision - base;
+  if (since < Math.min(interval, MIN_EVENTS_BETWEEN_SNAPSHOTS)) return false;
+  return Math.floor((revision + 1 + phase) / interval) > Math.floor((base + 1 + phase) / interval);
+};

@@ -16,7 +16,13 @@ import { decide, voucherDecider } from '../../src/domain/voucher/decide.ts';
 import { voucherStream, type VoucherStreamEvent } from '../../src/domain/voucher/events.ts';
 import { commandKeys, voucherSnapshots } from '../../src/domain/voucher/snapshot.ts';
 import type { VoucherState } from '../../src/domain/voucher/state.ts';
-import { MIN_EVENTS_BETWEEN_SNAPSHOTS, snapshotAfter, type SnapshotStore } from '../../src/core/snapshotStore.ts';
+import {
+  MIN_EVENTS_BETWEEN_SNAPSHOTS,
+  snapshotAfter,
+  snapshotDue,
+  streamPhase,
+  type SnapshotStore,
+} from '../../src/core/snapshotStore.ts';
 import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
 import { MemorySnapshotStore } from '../../src/infrastructure/snapshots/memorySnapshotStore.ts';
 
@@ -253,32 +259,38 @@ describe('voucher snapshots in the command handler', function () {
         new Promise<void>((resolve) => answers.push(resolve)).then(() => save(...args)),
       );
     const h = handler(eventStore('events'), { store: snapshotStore, every: 5 });
-    await run(h, plain('v1')); // revision 0
-    for (let i = 0; i < 4; i += 1) await run(h, applyV1(`o${i}`, `va${i}`, `k${i}`));
+    // v6's phase at an interval of 5 is 0 (streamPhase): its snapshots come due at revisions 4, 9, …
+    expect(streamPhase(voucherStream('v6'), 5)).to.equal(0);
+    const applyV6 = (orderId: string, applicationId: string, customerId: string): VoucherCommand => {
+      const command = applyV1(orderId, applicationId, customerId);
+      return { ...command, data: { ...command.data, voucherId: 'v6' } } as VoucherCommand;
+    };
+    await run(h, plain('v6')); // revision 0
+    for (let i = 0; i < 4; i += 1) await run(h, applyV6(`o${i}`, `va${i}`, `k${i}`));
     await new Promise((resolve) => setImmediate(resolve));
     expect(answers).to.have.length(1); // five events folded: a save of revision 4 started
-    for (let i = 4; i < 7; i += 1) await run(h, applyV1(`o${i}`, `va${i}`, `k${i}`));
+    for (let i = 4; i < 7; i += 1) await run(h, applyV6(`o${i}`, `va${i}`, `k${i}`));
     await new Promise((resolve) => setImmediate(resolve));
     expect(answers).to.have.length(1); // one save at a time
     answers.shift()!();
     await h.idle();
-    expect((await snapshotStore.load(voucherStream('v1')))!.revision).to.equal(4);
-    const held = await h.read(voucherStream('v1'), (state) => [...state!.applications.keys()].sort());
+    expect((await snapshotStore.load(voucherStream('v6')))!.revision).to.equal(4);
+    const held = await h.read(voucherStream('v6'), (state) => [...state!.applications.keys()].sort());
     expect(held).to.deep.equal(['va4', 'va5', 'va6']);
     // the next snapshot writes what changed after revision 4
-    for (let i = 7; i < 9; i += 1) await run(h, applyV1(`o${i}`, `va${i}`, `k${i}`));
+    for (let i = 7; i < 9; i += 1) await run(h, applyV6(`o${i}`, `va${i}`, `k${i}`));
     await new Promise((resolve) => setImmediate(resolve));
     expect(answers).to.have.length(1);
     answers.shift()!();
     await h.idle();
-    expect((await snapshotStore.load(voucherStream('v1')))!.revision).to.equal(9);
-    const entries = await snapshotStore.entries(voucherStream('v1'), ['a:va3', 'a:va4', 'a:va8']);
+    expect((await snapshotStore.load(voucherStream('v6')))!.revision).to.equal(9);
+    const entries = await snapshotStore.entries(voucherStream('v6'), ['a:va3', 'a:va4', 'a:va8']);
     expect([...entries].map(([key, e]) => [key, e.revision])).to.deep.equal([
       ['a:va3', 4],
       ['a:va4', 9],
       ['a:va8', 9],
     ]);
-    expect(await h.read(voucherStream('v1'), (state) => state!.usageCount)).to.equal(9);
+    expect(await h.read(voucherStream('v6'), (state) => state!.usageCount)).to.equal(9);
   });
 
   it('two processes writing snapshots of the same voucher each load again when the other moved past them', async () => {
@@ -339,9 +351,9 @@ describe('voucher snapshots in the command handler', function () {
 
   it('with many vouchers cached, snapshots each after its share of the events all may hold', async () => {
     /** Applications held in memory per voucher after 30 applies on each of ten, round robin. */
-    const heldPerVoucher = async (held: number) => {
+    const heldPerVoucher = async (held: number, every = 50) => {
       const h = new CommandHandler(eventStore(`held-${held}`), voucherDecider, {
-        snapshots: { store: new MemorySnapshotStore(), codec: voucherSnapshots, every: 50, held },
+        snapshots: { store: new MemorySnapshotStore(), codec: voucherSnapshots, every, held },
         onSnapshotError: (error) => {
           throw error;
         },
@@ -364,8 +376,82 @@ describe('voucher snapshots in the command handler', function () {
     // 100 events for ten vouchers: a snapshot every 10 events of each instead of every 50
     const shared = await heldPerVoucher(100);
     expect(Math.max(...shared)).to.be.at.most(10);
-    // a budget the ten vouchers do not reach: each holds its 30 applications (no snapshot yet)
-    expect(await heldPerVoucher(1_000_000)).to.deep.equal(Array.from({ length: 10 }, () => 30));
+    // neither a budget nor an interval the ten vouchers reach: each holds its 30 applications
+    // (an interval of 100,000 events at the streams' phases, all far from 31 events before a multiple)
+    expect(await heldPerVoucher(1_000_000, 1_000_000)).to.deep.equal(Array.from({ length: 10 }, () => 30));
+  });
+
+  it('a stream comes due at its phase: never more than the interval after its snapshot, never sooner than the minimum, then every interval', () => {
+    for (let interval = 1; interval <= 12; interval += 1)
+      for (let phase = 0; phase < interval; phase += 1)
+        for (let base = -1; base <= 30; base += 1) {
+          const at = `interval ${interval}, phase ${phase}, base ${base}`;
+          let due = base + 1;
+          while (!snapshotDue(base, due, interval, phase)) due += 1;
+          expect(due - base, at).to.be.at.most(interval);
+          expect(due - base, at).to.be.at.least(Math.min(interval, MIN_EVENTS_BETWEEN_SNAPSHOTS));
+          // the next ones, each from the one before, keep to the same bounds
+          for (let k = 0, last = due; k < 3; k += 1) {
+            let next = last + 1;
+            while (!snapshotDue(last, next, interval, phase)) next += 1;
+            expect(next - last, `${at}, snapshot ${k + 2}`).to.be.within(
+              Math.min(interval, MIN_EVENTS_BETWEEN_SNAPSHOTS),
+              interval,
+            );
+            last = next;
+          }
+          // in steady use (a snapshot where the count passed a multiple), exactly one interval apart
+          const steady = interval * 3 - phase - 1; // revision + 1 + phase is a multiple
+          let next = steady + 1;
+          while (!snapshotDue(steady, next, interval, phase)) next += 1;
+          expect(next - steady, `${at}, steady`).to.equal(interval);
+        }
+    // phase 0 is the rule without phases: due once `interval` events came after the snapshot
+    expect(snapshotDue(-1, 18, 20, 0)).to.equal(false);
+    expect(snapshotDue(-1, 19, 20, 0)).to.equal(true);
+    expect(snapshotDue(19, 39, 20, 0)).to.equal(true);
+  });
+
+  it("spreads 1,000 voucher streams over an interval's phases, the same in every process", () => {
+    const counts = new Array<number>(20).fill(0);
+    for (let i = 0; i < 1_000; i += 1) counts[streamPhase(voucherStream(`v_${i}`), 20)]! += 1;
+    expect(Math.min(...counts)).to.be.at.least(25);
+    expect(Math.max(...counts)).to.be.at.most(80);
+    expect(streamPhase('voucher-v_1', 20)).to.equal(streamPhase('voucher-v_1', 20));
+    expect(streamPhase('anything', 1)).to.equal(0);
+  });
+
+  it('vouchers applied in turn come due for their snapshots in different turns', async () => {
+    const store = new MemorySnapshotStore();
+    const saves: string[] = [];
+    const save = store.save.bind(store);
+    sinon.stub(store, 'save').callsFake((streamId, ...rest) => {
+      saves.push(streamId);
+      return save(streamId, ...rest);
+    });
+    const h = new CommandHandler(eventStore('in-turn'), voucherDecider, {
+      snapshots: { store, codec: voucherSnapshots, every: 10 },
+      onSnapshotError: (error) => {
+        throw error;
+      },
+    });
+    const vouchers = Array.from({ length: 10 }, (_, i) => `v${i}`);
+    for (const voucherId of vouchers) await run(h, plain(voucherId));
+    const perTurn: number[] = [];
+    for (let turn = 0; turn < 20; turn += 1) {
+      const before = saves.length;
+      for (const voucherId of vouchers) {
+        const command = applyV1(`${voucherId}-o${turn}`, `${voucherId}-a${turn}`);
+        await run(h, { ...command, data: { ...command.data, voucherId } } as VoucherCommand);
+      }
+      await h.idle();
+      perTurn.push(saves.length - before);
+    }
+    // each voucher saved every ten of its events: its 21 events pass two or three multiples
+    for (const voucherId of vouchers)
+      expect(saves.filter((s) => s === voucherStream(voucherId)).length, voucherId).to.be.within(2, 3);
+    // all at phase 0, the ten would save in the same two turns; at their phases, in several
+    expect(Math.max(...perTurn), `saves per turn: ${perTurn.join(' ')}`).to.be.at.most(5);
   });
 
   it('snapshots after `every` events, or after a share of the budget when many aggregates are cached', () => {
