@@ -30,6 +30,12 @@ export const PROFILE = args.has('profile');
  * a little: its latencies are not comparable with a run without it.
  */
 export const GC_TRACE = args.has('gc-trace');
+/**
+ * `--timeline` (open loop): service A's threads are read every 10 ms while its apply target runs,
+ * and apply's worst stretches of 100 ms are printed with what each thread did then
+ * (scripts/bench/timeline.ts). The reading costs the generator a little CPU.
+ */
+export const TIMELINE = args.has('timeline');
 export const KEEP_DATA = args.has('keep-data');
 export const CEILING_ONCE = args.get('ceiling') === 'once';
 /** Seconds of each re-measurement of the ceiling before a scenario (it is warm by then). */

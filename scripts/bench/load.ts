@@ -76,6 +76,23 @@ export const mainThreadCpu = (
 };
 
 /**
+ * Each of the server's threads' CPU per answered request in µs, by thread name, over all the runs
+ * (their CPU seconds summed over their answers summed); null when no run has thread figures or
+ * none answered. Where a request's time goes across the service's threads at an offered rate.
+ */
+export const threadCpuPerRequest = (meters: ThreadMeter[], answered: number[]): Record<string, number> | null => {
+  const seconds = new Map<string, number>();
+  let requests = 0;
+  meters.forEach((m, i) => {
+    if (!m.serverThreadCpuSeconds) return;
+    requests += answered[i]!;
+    for (const [name, s] of Object.entries(m.serverThreadCpuSeconds)) seconds.set(name, (seconds.get(name) ?? 0) + s);
+  });
+  if (seconds.size === 0 || requests === 0) return null;
+  return Object.fromEntries([...seconds].map(([name, s]) => [name, (s * 1e6) / requests]));
+};
+
+/**
  * How many bodies each scenario has used: the numbering goes on across its runs (warm-up and
  * rounds), so that no two requests of a scenario repeat an order id (a repeat would be answered
  * as an idempotent replay, which writes nothing).

@@ -44,7 +44,20 @@ export interface OpenLoopRow {
    */
   mainCpu: number | null;
   mainCpuUsPerRequest: number | null;
+  /** Each of the server's threads' CPU per answered request in µs, over the rounds (threadCpuPerRequest). */
+  threadUsPerRequest: Record<string, number> | null;
 }
+
+/** A thread that took less than this per request is left out of the per-thread line. */
+const THREAD_LINE_MIN_US = 5;
+
+/** `main 363, sqlite-writer 150, …`: the threads by CPU per request, largest first. */
+export const threadLine = (perRequest: Record<string, number>): string =>
+  Object.entries(perRequest)
+    .filter(([, us]) => us >= THREAD_LINE_MIN_US)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, us]) => `${name} ${us.toFixed(0)}`)
+    .join(', ');
 
 export interface OpenLoopVerdict {
   fraction: number;
@@ -124,6 +137,11 @@ export const printOpenLoop = ({
     cells.map((c, i) => (i <= 1 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   log(`\n${row(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${lines.map(row).join('\n')}`);
   log("latency in ms from each request's scheduled time (coordinated omission corrected), pooled over the rounds");
+  log('');
+  log("the service's CPU per answered request by thread, µs (over the rounds):");
+  for (const r of rows)
+    if (r.threadUsPerRequest && !['bare', 'durable'].includes(r.target.id))
+      log(`  ${r.target.title} at ${r.rate} req/s: ${threadLine(r.threadUsPerRequest)}`);
   log('');
   for (const v of verdicts) {
     const rate = rows.find((r) => r.fraction === v.fraction)!.rate;

@@ -32,11 +32,13 @@ import {
   ROUNDS,
   SERVICE_ROOT,
   ROOT,
+  TIMELINE,
   WARMUP_S,
 } from './cli.ts';
+import { STRETCH_MS, startThreadSampler, stretchLine, worstStretches } from './timeline.ts';
 import { GC_TRACE_FLAGS, GcTraceReader, summarizeGc, type GcSummary, type GcWindow } from './gcTrace.ts';
 import { DISK_QUIET_BYTES, DISK_WAIT_LIMIT_MS, startCpuMeter, waitForDisk } from './cpu.ts';
-import { mainThreadCpu, measure, median, takeBody, type Measured } from './load.ts';
+import { mainThreadCpu, measure, median, takeBody, threadCpuPerRequest, type Measured } from './load.ts';
 import { mergeRuns, runOpenLoop, type OpenLoopRun } from './openLoop.ts';
 import {
   printOpenLoop,
@@ -206,6 +208,8 @@ export const mainOpenLoop = async (): Promise<void> => {
   );
 
   const rows: OpenLoopRow[] = [];
+  /** With --timeline: apply's worst stretches of each round, by rate. */
+  const timeline: Array<{ rate: number; line: string; worstMs: number }> = [];
   const windows: Windows = {};
   const diskWaits: number[] = [];
   let diskBusy = 0;
@@ -231,11 +235,16 @@ export const mainOpenLoop = async (): Promise<void> => {
         if (!disk.quiet) diskBusy += 1;
         const stopCpu = startCpuMeter(t.pid);
         const startedMs = performance.now() - service.startedAt;
+        const stopSampler = TIMELINE && id === 'apply' ? startThreadSampler(t.pid) : undefined;
+        const roundStart = performance.now();
         const run = await runOpenLoop(
           { url: t.url, method: 'POST', headers: HEADERS, body: () => takeBody(t.body) },
           { rate, durationS: roundS, maxConnections: MAX_CONNECTIONS },
         );
         const meter = stopCpu();
+        if (stopSampler)
+          for (const stretch of worstStretches(run.samples.latencies, rate, roundStart, stopSampler(), 3))
+            timeline.push({ rate, line: stretchLine(r, stretch), worstMs: stretch.worstMs });
         if (gcTrace && (id === 'validate' || id === 'apply')) {
           const key = `${id}@${fraction}`;
           const window = {
@@ -264,6 +273,10 @@ export const mainOpenLoop = async (): Promise<void> => {
         loadGenCpu: Math.max(...meters.map((m) => m.loadGenCpu)),
         otherCpu: Math.max(0, ...known(meters.map((m) => m.otherCpu))),
         ...mainThreadCpu(
+          meters,
+          runs[id].map((run) => run.result.answered),
+        ),
+        threadUsPerRequest: threadCpuPerRequest(
           meters,
           runs[id].map((run) => run.result.answered),
         ),
@@ -314,6 +327,14 @@ export const mainOpenLoop = async (): Promise<void> => {
     }
   }
   printOpenLoop({ applyMax, closed, rows, verdicts, log });
+  for (const rate of new Set(timeline.map((t) => t.rate))) {
+    log(`apply's worst stretches of ${STRETCH_MS} ms at ${rate} req/s (service A, --timeline):`);
+    for (const t of timeline
+      .filter((x) => x.rate === rate)
+      .sort((x, y) => y.worstMs - x.worstMs)
+      .slice(0, 5))
+      log(`  ${t.line}`);
+  }
   const summaries = PROFILE ? reportProfiles(windows, log) : undefined;
   const gc = gcTrace ? reportGc(gcTrace, gcWindows) : undefined;
   const out = writeOpenLoopResults({ applyMax, closed, rows, verdicts, profiles: summaries, gc });
