@@ -20,9 +20,18 @@ export const processCpuSeconds = (pid: number | undefined): number | null => {
 };
 
 /**
- * utime + stime in seconds of each of a process's threads, summed by thread name (the names the
- * service's worker threads give themselves, src/infrastructure/threadIdentity.ts); the process's
- * first thread is `main`, unnamed others are `other`. Linux /proc; null elsewhere.
+ * The bench's name of thread `tid` of process `pid`: the name the service's worker threads give
+ * themselves (src/infrastructure/threadIdentity.ts); the process's first thread is `main`, unnamed
+ * others (Node's own, named `node`) are `other`. Throws when the thread has ended. Linux /proc.
+ */
+export const threadName = (pid: number, tid: string): string => {
+  const comm = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+  return Number(tid) === pid ? 'main' : comm === 'node' ? 'other' : comm;
+};
+
+/**
+ * utime + stime in seconds of each of a process's threads, summed by thread name (`threadName`).
+ * Linux /proc; null elsewhere.
  */
 export const threadCpuSeconds = (pid: number | undefined): Map<string, number> | null => {
   if (pid === undefined) return null;
@@ -32,8 +41,7 @@ export const threadCpuSeconds = (pid: number | undefined): Map<string, number> |
       let name: string;
       let seconds: number;
       try {
-        const comm = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-        name = Number(tid) === pid ? 'main' : comm === 'node' ? 'other' : comm;
+        name = threadName(pid, tid);
         seconds = statCpuSeconds(`/proc/${pid}/task/${tid}/stat`);
       } catch {
         continue; // the thread ended meanwhile

@@ -263,6 +263,7 @@ export const mainOpenLoop = async (): Promise<void> => {
     }
     for (const id of TARGET_ORDER) {
       const meters = cpu[id];
+      const answered = runs[id].map((run) => run.result.answered);
       const known = (xs: Array<number | null>) => xs.filter((x): x is number => x !== null);
       rows.push({
         fraction,
@@ -272,14 +273,8 @@ export const mainOpenLoop = async (): Promise<void> => {
         serverCpu: median(known(meters.map((m) => m.serverCpu))),
         loadGenCpu: Math.max(...meters.map((m) => m.loadGenCpu)),
         otherCpu: Math.max(0, ...known(meters.map((m) => m.otherCpu))),
-        ...mainThreadCpu(
-          meters,
-          runs[id].map((run) => run.result.answered),
-        ),
-        threadUsPerRequest: threadCpuPerRequest(
-          meters,
-          runs[id].map((run) => run.result.answered),
-        ),
+        ...mainThreadCpu(meters, answered),
+        threadUsPerRequest: threadCpuPerRequest(meters, answered),
       });
     }
   }

@@ -7,6 +7,7 @@
  * Linux only; elsewhere the sampler records nothing.
  */
 import fs from 'node:fs';
+import { threadName } from './cpu.ts';
 
 /** How often the threads are read, and how long a stretch is. */
 export const SAMPLE_MS = 10;
@@ -44,8 +45,8 @@ const readSchedstat = (file: string): [number, number] | null => {
 };
 
 /**
- * Starts reading `pid`'s threads every SAMPLE_MS (threads named as in cpu.ts threadCpuSeconds,
- * those of one name summed); `stop()` ends it and returns the readings.
+ * Starts reading `pid`'s threads every SAMPLE_MS (named by cpu.ts `threadName`, those of one name
+ * summed); `stop()` ends it and returns the readings.
  */
 export const startThreadSampler = (pid: number | undefined): (() => ThreadSample[]) => {
   const samples: ThreadSample[] = [];
@@ -53,8 +54,7 @@ export const startThreadSampler = (pid: number | undefined): (() => ThreadSample
   const names = new Map<string, string>();
   for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
     try {
-      const comm = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-      names.set(tid, Number(tid) === pid ? 'main' : comm === 'node' ? 'other' : comm);
+      names.set(tid, threadName(pid, tid));
     } catch {
       // ended meanwhile
     }
