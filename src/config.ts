@@ -212,14 +212,14 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   applyMode: applyModeFrom(env.APPLY_MODE),
   webhookDelivery: threadOrInline(env.WEBHOOK_DELIVERY, 'WEBHOOK_DELIVERY'),
   eventStoreWriter: threadOrInline(env.EVENT_STORE_WRITER, 'EVENT_STORE_WRITER'),
-  projectorGatherMs: bounded(env.PROJECTOR_GATHER_MS, DEFAULT_PROJECTOR_GATHER_MS, 1_000, 'PROJECTOR_GATHER_MS'),
+  projectorGatherMs: integerUpTo(env.PROJECTOR_GATHER_MS, DEFAULT_PROJECTOR_GATHER_MS, 1_000, 'PROJECTOR_GATHER_MS'),
   snapshotWriter: threadOrInline(env.SNAPSHOT_WRITER, 'SNAPSHOT_WRITER'),
   snapshotEvery: integer(env.SNAPSHOT_EVERY, DEFAULT_SNAPSHOT_EVERY, 'SNAPSHOT_EVERY'),
   heapGrowingPercent: heapGrowingPercentFrom(env.HEAP_GROWING_PERCENT),
 });
 
 /** A whole number from 0 to `max` (`integer` with an upper bound). */
-const bounded = (raw: string | undefined, fallback: number, max: number, name: string): number => {
+const integerUpTo = (raw: string | undefined, fallback: number, max: number, name: string): number => {
   const value = integer(raw, fallback, name);
   if (value > max) throw new Error(`${name} must be at most ${max}, got "${raw}"`);
   return value;
@@ -229,11 +229,8 @@ const bounded = (raw: string | undefined, fallback: number, max: number, name: s
 export const DEFAULT_HEAP_GROWING_PERCENT = 30;
 
 /** HEAP_GROWING_PERCENT: a whole number from 0 to 1000 (0: V8's own heuristic). */
-const heapGrowingPercentFrom = (raw: string | undefined): number => {
-  const value = integer(raw, DEFAULT_HEAP_GROWING_PERCENT, 'HEAP_GROWING_PERCENT');
-  if (value > 1000) throw new Error(`HEAP_GROWING_PERCENT must be at most 1000, got "${raw}"`);
-  return value;
-};
+const heapGrowingPercentFrom = (raw: string | undefined): number =>
+  integerUpTo(raw, DEFAULT_HEAP_GROWING_PERCENT, 1000, 'HEAP_GROWING_PERCENT');
 
 /**
  * ROLE: one of ROLES (default `all`). Any other role shares the stores with other processes, so
