@@ -21,7 +21,7 @@ import {
   UNSYNCED_WAL_CHECKPOINT_PAGES,
   useWal,
   WAL_CHECKPOINT_PAGES,
-  walRestartFrames,
+  WAL_RESTART_FRAMES,
 } from '../../src/infrastructure/sqliteWal.ts';
 import { exitWithin, run, sleep } from '../support/processes.ts';
 
@@ -97,33 +97,34 @@ describe('SQLite WAL checkpoints off the committing connections', function () {
     }
   });
 
-  it('under commits that never stop, the WAL is written again from its start once it reaches walRestartFrames: its file stops growing', async function () {
-    this.timeout(120_000);
-    const file = path.join(dir, 'busy.db');
-    const db = new Database(file);
-    useWal(db, 'FULL');
-    const pageSize = db.pragma('page_size', { simple: true }) as number;
-    db.exec('CREATE TABLE blobs (id INTEGER PRIMARY KEY, body BLOB)');
-    const insert = db.prepare('INSERT OR REPLACE INTO blobs (id, body) VALUES (?, ?)');
-    const body = Buffer.alloc(64 * pageSize, 7); // 64 pages a commit, rows rewritten in a ring
-    const restartBytes = walRestartFrames('FULL') * pageSize;
-    try {
-      // Commits one after the other, yielding to the event loop between them (the checkpointer is a
-      // thread of its own): six times as many bytes as the WAL may hold before it is written again
-      // from its start. Without the RESTART the WAL file grows by all of them (6×); with it, it
-      // stays under 3× on a quiet machine, and 4× leaves room for a checkpointer thread that the
-      // rest of a CI machine kept off the CPUs for a while (3.03× seen once).
-      let largest = 0;
-      for (let written = 0, i = 0; written < 6 * restartBytes; written += body.length, i += 1) {
-        insert.run(i % 256, body);
-        if (i % 4 === 0) await sleep(1);
-        largest = Math.max(largest, fs.statSync(`${file}-wal`).size);
+  for (const synchronous of ['FULL', 'NORMAL'] as const)
+    it(`under commits that never stop, the WAL of a file at synchronous=${synchronous} is written again from its start once it reaches WAL_RESTART_FRAMES: its file stops growing`, async function () {
+      this.timeout(120_000);
+      const file = path.join(dir, `busy-${synchronous}.db`);
+      const db = new Database(file);
+      useWal(db, synchronous);
+      const pageSize = db.pragma('page_size', { simple: true }) as number;
+      db.exec('CREATE TABLE blobs (id INTEGER PRIMARY KEY, body BLOB)');
+      const insert = db.prepare('INSERT OR REPLACE INTO blobs (id, body) VALUES (?, ?)');
+      const body = Buffer.alloc(64 * pageSize, 7); // 64 pages a commit, rows rewritten in a ring
+      const restartBytes = WAL_RESTART_FRAMES * pageSize;
+      try {
+        // Commits one after the other, yielding to the event loop between them (the checkpointer is a
+        // thread of its own): six times as many bytes as the WAL may hold before it is written again
+        // from its start. Without the RESTART the WAL file grows by all of them (6×); with it, it
+        // stays under 3× on a quiet machine, and 4× leaves room for a checkpointer thread that the
+        // rest of a CI machine kept off the CPUs for a while (3.03× seen once).
+        let largest = 0;
+        for (let written = 0, i = 0; written < 6 * restartBytes; written += body.length, i += 1) {
+          insert.run(i % 256, body);
+          if (i % 4 === 0) await sleep(1);
+          largest = Math.max(largest, fs.statSync(`${file}-wal`).size);
+        }
+        expect(largest).to.be.below(4 * restartBytes);
+      } finally {
+        closeWal(db);
       }
-      expect(largest).to.be.below(4 * restartBytes);
-    } finally {
-      closeWal(db);
-    }
-  });
+    });
 
   it('a file whose commits are not synced is copied every UNSYNCED_WAL_CHECKPOINT_PAGES frames, a synced one not before WAL_CHECKPOINT_PAGES, one opened at both at the shorter', async function () {
     this.timeout(60_000);
