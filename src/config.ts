@@ -92,8 +92,8 @@ export interface Config {
   snapshotWriter: 'thread' | 'inline';
   /**
    * HEAP_GROWING_PERCENT: how far V8 lets the JavaScript heap grow past what the last full garbage
-   * collection left before the next one, in percent: 0 to 1000, default 30; 0 leaves it to V8's
-   * heuristic, which lets the heap grow by up to 300 %. Decision 064.
+   * collection left before the next one, in percent: 0 to 1000, default 60; 0 leaves it to V8's
+   * heuristic, which lets the heap grow by up to 300 %. Decisions 064 and 106.
    */
   heapGrowingPercent: number;
 }
@@ -225,8 +225,8 @@ const integerUpTo = (raw: string | undefined, fallback: number, max: number, nam
   return value;
 };
 
-/** The default of HEAP_GROWING_PERCENT (decision 064). */
-export const DEFAULT_HEAP_GROWING_PERCENT = 30;
+/** The default of HEAP_GROWING_PERCENT (decisions 064 and 106). */
+export const DEFAULT_HEAP_GROWING_PERCENT = 60;
 
 /** HEAP_GROWING_PERCENT: a whole number from 0 to 1000 (0: V8's own heuristic). */
 const heapGrowingPercentFrom = (raw: string | undefined): number =>

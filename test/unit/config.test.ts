@@ -163,10 +163,10 @@ describe('loadConfig: MONGODB_URL', () => {
 });
 
 describe('loadConfig: HEAP_GROWING_PERCENT', () => {
-  it('is 30 by default, 0 keeps V8 its own heuristic, and anything but a whole number up to 1000 stops the start naming it', () => {
-    expect(loadConfig({}).heapGrowingPercent).to.equal(30);
+  it('is 60 by default, 0 keeps V8 its own heuristic, and anything but a whole number up to 1000 stops the start naming it', () => {
+    expect(loadConfig({}).heapGrowingPercent).to.equal(60);
     expect(loadConfig({ HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent).to.equal(0);
-    expect(loadConfig({ HEAP_GROWING_PERCENT: '100' }).heapGrowingPercent).to.equal(100);
+    expect(loadConfig({ HEAP_GROWING_PERCENT: '30' }).heapGrowingPercent).to.equal(30);
     for (const raw of ['-1', '1.5', 'fast', '1001']) {
       expect(() => loadConfig({ HEAP_GROWING_PERCENT: raw }), raw).to.throw(/HEAP_GROWING_PERCENT/);
     }
