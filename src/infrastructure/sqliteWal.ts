@@ -38,8 +38,8 @@ export const walCheckpointPages = (synchronous: 'FULL' | 'NORMAL'): number =>
  * holds the file's commits back while it copies what was committed during the PASSIVE checkpoint
  * before it and syncs the database file: under load 14 to 50 ms for the event store, longer as the
  * history spreads over more pages. A file copied every UNSYNCED_WAL_CHECKPOINT_PAGES is restarted
- * at the same length as a synced one, not at twice its interval: ten times fewer RESTARTs, each
- * holding back the writer thread that folds the read models (decision 105).
+ * at this same length, twenty of its intervals, so that its RESTARTs, each holding back the writer
+ * thread that folds the read models, stay rare (decision 105).
  */
 export const WAL_RESTART_FRAMES = 20_000;
 
