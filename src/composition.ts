@@ -11,6 +11,7 @@ import { RESTART_DELAY_MS } from './core/logConsumer.ts';
 import { ExportJobs } from './application/exports/jobs.ts';
 import { DEFAULT_QUOTAS, type Quotas } from './application/quotas.ts';
 import { randomIds, type IdGenerator } from './application/ids.ts';
+import { ORDER_CACHE_SIZE } from './application/orders.ts';
 import { AttemptRecorder } from './application/telemetry.ts';
 import { expireDueVouchers } from './application/vouchers.ts';
 import type { Clock } from './domain/clock.ts';
@@ -463,6 +464,7 @@ export const openEmbeddedEnvironment = async (
       },
     ),
     orders: new CommandHandler<OrderCommand, OrderEvent, OrderState, EnvironmentEvent>(events, orderDecider, {
+      cacheSize: ORDER_CACHE_SIZE,
       conflictError: () =>
         new DomainError(
           'CONCURRENT_MODIFICATION',

@@ -89,11 +89,12 @@ export interface Snapshotting<E, S> {
 export const DEFAULT_SNAPSHOT_EVERY = 100;
 
 /**
- * Events the cached vouchers hold since their snapshots, all together, by default: about 20,000
- * applications' entries (30 to 40 MB of heap), whatever the number of vouchers in use (decision
- * 067).
+ * Events the cached vouchers hold since their snapshots, all together, by default: at most about
+ * 10,000 applications' entries, whatever the number of vouchers in use (decision 067). What they
+ * hold is live data that each full collection of the main thread's heap marks, so the budget also
+ * sets how long those collections take (decision 107).
  */
-export const DEFAULT_SNAPSHOT_HELD_EVENTS = 20_000;
+export const DEFAULT_SNAPSHOT_HELD_EVENTS = 10_000;
 
 /** The fewest events between two snapshots of one aggregate, however many are cached. */
 export const MIN_EVENTS_BETWEEN_SNAPSHOTS = 4;
@@ -125,7 +126,7 @@ export const streamPhase = (streamId: string, interval: number): number => {
  * Any `interval` events in a row pass such a multiple, so a stream is never more than `interval`
  * events past its snapshot (decision 067's bound), and in steady use its snapshots stay exactly
  * `interval` apart. With phase 0 for every stream, streams used in step would all come due in
- * the same turn: 1,000 vouchers applied in turn, every 20,000 applies.
+ * the same turn: 1,000 vouchers applied in turn, every 10,000 applies.
  */
 export const snapshotDue = (base: number, revision: number, interval: number, phase: number): boolean => {
   const since = revision - base;

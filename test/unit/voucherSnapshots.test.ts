@@ -17,6 +17,8 @@ import { voucherStream, type VoucherStreamEvent } from '../../src/domain/voucher
 import { commandKeys, voucherSnapshots } from '../../src/domain/voucher/snapshot.ts';
 import type { VoucherState } from '../../src/domain/voucher/state.ts';
 import {
+  DEFAULT_SNAPSHOT_EVERY,
+  DEFAULT_SNAPSHOT_HELD_EVENTS,
   MIN_EVENTS_BETWEEN_SNAPSHOTS,
   snapshotAfter,
   snapshotDue,
@@ -462,6 +464,9 @@ describe('voucher snapshots in the command handler', function () {
     expect(snapshotAfter(100, 20_000, 10_000)).to.equal(MIN_EVENTS_BETWEEN_SNAPSHOTS);
     expect(snapshotAfter(3, 20_000, 10_000)).to.equal(3);
     expect(snapshotAfter(100, 20_000, 0)).to.equal(100);
+    // the defaults (decision 107): up to 100 vouchers cached, every 100 events; 1,000, every 10
+    expect(snapshotAfter(DEFAULT_SNAPSHOT_EVERY, DEFAULT_SNAPSHOT_HELD_EVENTS, 100)).to.equal(100);
+    expect(snapshotAfter(DEFAULT_SNAPSHOT_EVERY, DEFAULT_SNAPSHOT_HELD_EVENTS, 1_000)).to.equal(10);
   });
 
   it('a snapshot that cannot be written is reported and changes no answer; the next load folds from the last one', async () => {
