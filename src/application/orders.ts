@@ -52,10 +52,11 @@ export const RESERVATION_TTL_MS = 10_000;
 
 /**
  * Order states the order handler keeps in memory (least recently used dropped first). Every apply
- * brings a new order in a checkout, so the cache holds the last orders for as long as an apply,
- * its retries and a rollback typically follow one another; an order used again later is folded
- * from its stream, a few events. Every cached state is live data that each full collection of the
- * main thread's heap marks, so the cache is kept small (decision 107).
+ * in a checkout brings a new order, so the cache holds the last orders: it spares a read to the
+ * commands that follow one another on an order within seconds (an apply's retries, a second
+ * voucher); an order used again later is folded from its stream, a few events. Every cached state
+ * is live data that each full collection of the main thread's heap marks, so the cache is kept
+ * small (decision 107).
  */
 export const ORDER_CACHE_SIZE = 1_000;
 
