@@ -33,6 +33,8 @@ export interface Measured {
   cpuRatio: number | null;
   /** With several rounds: each round's ratio (the row's ratio is their median). */
   rounds?: number[];
+  /** With several closed-loop passes (an open-loop A/B run): each pass's req/s; the figures are their means. */
+  passes?: number[];
   /** The tuned ceiling's req/s (scripts/bench/ceiling.ts) measured right before, and the ratio to it (no target). */
   tunedReqPerSec?: number | null;
   tunedRatio?: number | null;

@@ -93,7 +93,9 @@ export const printOpenLoop = ({
     `closed loop (maximum throughput): ${Object.entries(closed)
       .map(
         ([id, m]) =>
-          `${id} ${Math.round(m.reqPerSec)} req/s${m.ratio === null ? '' : ` (${m.ratio.toFixed(2)}× bare)`}`,
+          `${id} ${Math.round(m.reqPerSec)} req/s${m.ratio === null ? '' : ` (${m.ratio.toFixed(2)}× bare)`}${
+            m.passes ? ` [passes ${m.passes.map((r) => Math.round(r)).join(', ')}]` : ''
+          }`,
       )
       .join(', ')}; the rates below are fractions of apply's ${Math.round(applyMax)} req/s`,
   );
