@@ -56,18 +56,15 @@ import { api, createVouchers } from './vouchers.ts';
 
 type Target = OpenLoopTarget['id'];
 const AB = B_ROOT !== undefined || B_ENV !== undefined;
-const TARGET_ORDER: Target[] = AB
-  ? ['bare', 'durable', 'validate', 'validate-b', 'apply', 'apply-b']
-  : ['bare', 'durable', 'validate', 'apply'];
 /** The warm-up before a target's second closed-loop pass: it was warmed up in the first. */
 const SECOND_PASS_WARMUP_S = 3;
 
 /**
- * The closed loop's passes, in order. With B, validate and apply are measured a second time, B's
- * before A's, and each target keeps the mean of its two passes (`meanOfPasses`): in one pass with
- * A always first, every difference between A's maximum and B's would carry the order as well (the
- * one measured second runs while the disk still writes back the first one's pages, and after the
- * machine's load has moved).
+ * The closed loop's passes, in order; the first holds every target. With B, validate and apply are
+ * measured a second time, B's before A's, and each target keeps the mean of its two passes
+ * (`meanOfPasses`): in one pass with A always first, every difference between A's maximum and B's
+ * would carry the order as well (the one measured second runs while the disk still writes back the
+ * first one's pages, and after the machine's load has moved).
  */
 export const closedLoopPasses = (ab: boolean): Target[][] =>
   ab
@@ -76,6 +73,8 @@ export const closedLoopPasses = (ab: boolean): Target[][] =>
         ['apply-b', 'apply', 'validate-b', 'validate'],
       ]
     : [['bare', 'durable', 'validate', 'apply']];
+/** Every target of this run, in the order of the first round (`roundOrder`). */
+const TARGET_ORDER: Target[] = closedLoopPasses(AB)[0]!;
 
 /**
  * One target's closed-loop passes as one measurement: its req/s, latencies, ratio and CPU figures
