@@ -76,7 +76,10 @@ describe('CommandHandler over SqliteEventStore', () => {
 
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'command-handler-'));
-    store = SqliteEventStore.open<VoucherEvent | AnyEvent>(path.join(dir, 'events.db'));
+    // Another process is a second connection here, committing through the same writer thread within
+    // a millisecond: with tokenFreshMs 0 the token reads the connection each turn and the next turn
+    // sees its commits (the bound with the default: sqliteWriterThread.test.ts).
+    store = SqliteEventStore.open<VoucherEvent | AnyEvent>(path.join(dir, 'events.db'), { tokenFreshMs: 0 });
   });
   afterEach(async () => {
     sinon.restore();

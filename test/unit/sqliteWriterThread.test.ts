@@ -18,6 +18,21 @@ const writerOf = (store: SqliteEventStore<AnyEvent>) =>
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
+/** Counts the writer side's reads of the opening connection for the change token (white-box). */
+const connectionReads = (store: SqliteEventStore<AnyEvent>) => {
+  const options = (store as unknown as { writer: { options: { dataVersion(): number; headPosition(): number } } })
+    .writer.options;
+  let count = 0;
+  for (const name of ['dataVersion', 'headPosition'] as const) {
+    const read = options[name];
+    options[name] = () => {
+      count += 1;
+      return read();
+    };
+  }
+  return { count: () => count };
+};
+
 describe('SqliteEventStore writer thread', function () {
   let dir: string;
   let file: string;
@@ -65,7 +80,7 @@ describe('SqliteEventStore writer thread', function () {
   });
 
   it('the change token changes when another store on the file commits, once, and not on own appends after it', async function () {
-    const store = open();
+    const store = open({ tokenFreshMs: 0 }); // reads its connection each turn: the next turn sees a foreign commit
     await store.appendToStream('own', [{ type: 'Own', data: {} }]);
     await nextTurn();
     const before = store.externalChangeToken();
@@ -87,6 +102,51 @@ describe('SqliteEventStore writer thread', function () {
     await store.appendToStream('own', [{ type: 'Own', data: {} }]);
     await nextTurn();
     expect(store.externalChangeToken()).to.equal(third);
+  });
+
+  it('while the thread read the head within tokenFreshMs, settling the token reads nothing on the opening connection', async function () {
+    const store = open({ tokenFreshMs: 60_000 });
+    await store.appendToStream('own', [{ type: 'Own', data: {} }]);
+    await nextTurn();
+    const before = store.externalChangeToken();
+    const reads = connectionReads(store);
+    for (let i = 0; i < 5; i += 1) {
+      await store.appendToStream('own', [{ type: 'Own', data: { i } }]);
+      await nextTurn();
+      expect(store.externalChangeToken(), `after own append ${i}`).to.equal(before);
+    }
+    expect(reads.count(), 'reads of data_version or the head').to.equal(0);
+  });
+
+  it('a foreign commit after the thread last read the head changes the token once tokenFreshMs has passed', async function () {
+    const freshMs = 150;
+    const store = open({ tokenFreshMs: freshMs });
+    const other = open();
+    await store.appendToStream('own', [{ type: 'Own', data: {} }]);
+    await nextTurn();
+    const before = store.externalChangeToken();
+    const reads = connectionReads(store);
+    const looked = performance.now(); // at most when the thread reads the head
+    await store.appendToStream('own', [{ type: 'Own', data: {} }]);
+    await other.appendToStream('theirs', [{ type: 'Theirs', data: {} }]); // then the foreign commit
+    await nextTurn();
+    const within = store.externalChangeToken();
+    if (performance.now() - looked < freshMs) expect(reads.count(), 'a read within tokenFreshMs').to.equal(0);
+    else expect(within).to.not.equal(before); // the machine was slower than freshMs: read, and seen
+    await new Promise((resolve) => setTimeout(resolve, freshMs + 10));
+    expect(store.externalChangeToken()).to.not.equal(before);
+    expect(reads.count()).to.be.greaterThan(0);
+  });
+
+  it('with tokenFreshMs 0, every turn that settles the token reads the opening connection', async function () {
+    const store = open({ tokenFreshMs: 0 });
+    const reads = connectionReads(store);
+    for (let i = 0; i < 3; i += 1) {
+      await store.appendToStream('own', [{ type: 'Own', data: { i } }]);
+      await nextTurn();
+      store.externalChangeToken();
+    }
+    expect(reads.count()).to.be.at.least(3);
   });
 
   it('errors cross the thread as the classes and codes callers check', async function () {

@@ -300,8 +300,9 @@ describe('voucher snapshots in the command handler', function () {
     const whole = handler(eventStore('whole'));
     const snapshotStore = new MemorySnapshotStore();
     const file = path.join(dir, 'shared.db');
-    const first = SqliteEventStore.open<VoucherStreamEvent>(file);
-    const second = SqliteEventStore.open<VoucherStreamEvent>(file); // another process's connection
+    // each sees the other's commits in the next turn (tokenFreshMs: commandHandler.test.ts)
+    const first = SqliteEventStore.open<VoucherStreamEvent>(file, { tokenFreshMs: 0 });
+    const second = SqliteEventStore.open<VoucherStreamEvent>(file, { tokenFreshMs: 0 }); // another process's connection
     stores.push(first, second);
     const processes = [
       handler(first, { store: snapshotStore, every: 2 }),

@@ -65,6 +65,11 @@ export interface SqliteEventStoreOptions<E extends DomainEvent = AnyEvent> {
    */
   startWriter?: boolean;
   /**
+   * With the writer thread: how stale the change token may be while the thread writes
+   * (`externalChangeToken`). Default DEFAULT_TOKEN_FRESH_MS (sqliteWriterThread.ts).
+   */
+  tokenFreshMs?: number;
+  /**
    * With the writer thread: projection groups it folds each commit into before answering it
    * (decision 087); their handles come from `writerGroup`. Ignored when this store commits on the
    * calling thread.
@@ -135,6 +140,7 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
         walAutocheckpoint: Number(db.pragma('wal_autocheckpoint', { simple: true })),
         dataVersion: () => statements.dataVersion.get()!,
         headPosition: () => statements.headPosition.get()!.head,
+        ...(options.tokenFreshMs === undefined ? {} : { freshMs: options.tokenFreshMs }),
         onCommitted,
         groups: options.groupsOnWriter,
       });
@@ -251,12 +257,14 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
   }
 
   /**
-   * Changes only when another connection (another process) commits: with the writer thread, built
-   * from this connection's data_version and the head positions the thread publishes
-   * (sqliteWriterThread.ts); inline, SQLite's data_version of this connection. It costs tens of
-   * microseconds, so it is read once per event-loop turn: a foreign commit is seen at the latest
-   * one turn after it is visible. Writes stay safe regardless (the expected-revision check); a
-   * read-only decision may be one turn stale.
+   * Changes only when another connection (another process) commits. With the writer thread, built
+   * from the head positions the thread reads under its write lock and publishes, and from this
+   * connection's data_version only when the thread has not read the head in the last
+   * `tokenFreshMs` (sqliteWriterThread.ts): a foreign commit is seen at the latest in the first turn
+   * `tokenFreshMs` after it is visible. Inline, SQLite's data_version of this connection: in the
+   * first turn after. Settled once per event-loop turn, since a read of this connection costs tens
+   * of microseconds. Writes stay safe regardless (the expected-revision check); a read-only
+   * decision may be that stale.
    */
   externalChangeToken(): number {
     this.assertOpen();

@@ -64,11 +64,13 @@ class AppendFailedWithoutSavepoint extends Error {
 
 /**
  * Observer of each batch transaction while it holds the write lock (the writer thread's change
- * token, sqliteWriterThread.ts): `began` with the head position read at its start, `ending` with
- * the head position its writes lead to, right before COMMIT. A transaction that is rolled back
- * (and written again with savepoints) calls `began` again and `ending` only once it is committed.
+ * token, sqliteWriterThread.ts): `beginning` right before the head position is read at its start,
+ * `began` with that position, `ending` with the head position its writes lead to, right before
+ * COMMIT. A transaction that is rolled back (and written again with savepoints) calls `beginning`
+ * and `began` again and `ending` only once it is committed.
  */
 export interface TransactionObserver {
+  beginning(): void;
   began(after: number): void;
   ending(head: number): void;
 }
@@ -157,6 +159,7 @@ export class GroupCommitter {
   private writeBatch(batch: PendingAppend[], savepoints: boolean): BatchResult {
     const recordedAt = new Date().toISOString();
     // Under the write lock: every event committed before this transaction is at or below it.
+    this.observer?.beginning();
     const after = this.statements.headPosition.get()!.head;
     this.observer?.began(after);
     const outcomes = batch.map((append): Outcome => {

@@ -23,15 +23,21 @@
  * Change token (EventStore.externalChangeToken: the same while no OTHER connection commits). The
  * opening connection's `PRAGMA data_version` changes on every commit of the writer too, so the
  * token is built from positions instead (events are never deleted, and a commit that matters adds
- * events, above every position before it). Two numbers are shared through a SharedArrayBuffer:
+ * events, above every position before it). Three numbers are shared through a SharedArrayBuffer:
  * - `HEAD`, the highest head position accounted for: the thread stores there the head its
  *   transaction leads to right BEFORE its COMMIT, so its own rows are never above it;
- * - `FOREIGN`, the token: foreign commits counted.
+ * - `FOREIGN`, the token: foreign commits counted;
+ * - `LOOKED_AT`, when (process.hrtime, ns) the thread began to read the head, under the write lock
+ *   at a transaction's start, for the last read it has accounted.
  * A head found above `HEAD` is a foreign commit: whoever finds it first raises `HEAD` to it
- * (compare-and-swap) and counts it, so each is counted once. The thread looks at the head each
- * transaction reads under the write lock; the opening thread, once per turn when its data_version
- * changed. So own commits never change the token, and a foreign commit changes it at the latest at
- * the first turn after it is visible (as with data_version alone).
+ * (compare-and-swap) and counts it, so each is counted once. The opening thread settles the token
+ * once per turn (`token`): if the thread's last accounted read began at most `freshMs` ago, every
+ * commit visible before then is counted already, and nothing is read; otherwise it reads its
+ * data_version and, when that changed, the head. So own commits never change the token, and a
+ * foreign commit changes it at the latest at the first turn `freshMs` after it is visible. Under
+ * load the thread begins a transaction every millisecond or so and the opening connection reads
+ * nothing: a read there would start a read transaction which, after each of the thread's commits,
+ * empties the connection's page cache (docs/benchmark.md, "The change token off the main thread").
  */
 import { type MessagePort, type Worker } from 'node:worker_threads';
 import type { AppendResult } from '../../core/eventStore.ts';
@@ -44,6 +50,10 @@ import { fromWireError, toWireError, type WireError } from '../wireError.ts';
 /** Indexes in the shared BigInt64Array. */
 export const HEAD = 0;
 export const FOREIGN = 1;
+export const LOOKED_AT = 2;
+
+/** How recent the writer thread's last read of the head must be for a turn to read nothing (`freshMs`). */
+export const DEFAULT_TOKEN_FRESH_MS = 2;
 
 /** Counts a head found above `HEAD` as a foreign commit, once (see the change token above). */
 export function accountHead(shared: BigInt64Array, head: number): void {
@@ -224,6 +234,11 @@ export interface WriterThreadOptions {
   /** The opening connection's `PRAGMA data_version` and head position (reads). */
   dataVersion(): number;
   headPosition(): number;
+  /**
+   * The change token's staleness bound while the thread writes: a turn reads neither of the above
+   * if the thread read the head at most this long ago. Default DEFAULT_TOKEN_FRESH_MS.
+   */
+  freshMs?: number;
   /** Called with each committed transaction, before its appends' promises settle. */
   onCommitted(info: FlushInfo, committed: CommittedEvents): void;
   /** Projection groups the thread runs on this store's commits (see `group`). */
@@ -235,7 +250,7 @@ export class WriterThread {
   /** The thread on which this store's connection is open. */
   openedOn: Worker | undefined;
   private readonly id = host.register(this);
-  private readonly shared = new BigInt64Array(new SharedArrayBuffer(2 * BigInt64Array.BYTES_PER_ELEMENT));
+  private readonly shared = new BigInt64Array(new SharedArrayBuffer(3 * BigInt64Array.BYTES_PER_ELEMENT));
   private readonly open: WriterOpen;
   /** Appends of this turn, not posted yet. */
   private queue: PendingAppend[] = [];
@@ -245,6 +260,8 @@ export class WriterThread {
   private answered = 0;
   private idleWaiters: Array<() => void> = [];
   private lastVersion: number;
+  /** `freshMs` in nanoseconds. */
+  private readonly freshNs: bigint;
   /** Makes the port the thread forwards this store's commits to (see `forwardCommits`). */
   private feed: (() => MessagePort | undefined) | undefined;
   /** The handles of the groups the thread runs, by name. */
@@ -270,6 +287,7 @@ export class WriterThread {
     if (!groups) this.settleStarted?.();
     Atomics.store(this.shared, HEAD, BigInt(options.headPosition()));
     this.lastVersion = options.dataVersion();
+    this.freshNs = BigInt(Math.round((options.freshMs ?? DEFAULT_TOKEN_FRESH_MS) * 1e6));
   }
 
   /**
@@ -351,12 +369,18 @@ export class WriterThread {
     if (port) this.openedOn.postMessage({ type: 'forward', id: this.id, port } satisfies ToWriter, [port]);
   }
 
-  /** See the change token above. Reads the opening connection: call it at most once per turn. */
+  /**
+   * Settles the token (see the change token above): reads the opening connection only if the
+   * thread's last accounted read of the head began more than `freshMs` ago. Call it at most once
+   * per turn.
+   */
   token(): number {
-    const version = this.options.dataVersion();
-    if (version !== this.lastVersion) {
-      this.lastVersion = version;
-      accountHead(this.shared, this.options.headPosition());
+    if (process.hrtime.bigint() - Atomics.load(this.shared, LOOKED_AT) > this.freshNs) {
+      const version = this.options.dataVersion();
+      if (version !== this.lastVersion) {
+        this.lastVersion = version;
+        accountHead(this.shared, this.options.headPosition());
+      }
     }
     return Number(Atomics.load(this.shared, FOREIGN));
   }

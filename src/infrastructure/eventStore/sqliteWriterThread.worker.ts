@@ -28,6 +28,7 @@ import { createLogger } from '../../logger.ts';
 import {
   FOREIGN,
   HEAD,
+  LOOKED_AT,
   accountHead,
   type ForwardedCommit,
   type FromWriter,
@@ -49,6 +50,8 @@ const forwards = new Map<number, MessagePort>();
 class StoreWriter {
   private readonly db;
   private readonly shared: BigInt64Array;
+  /** When the current transaction began to read the head (see the change token). */
+  private looking = 0n;
   private readonly committer: GroupCommitter;
   private readonly head: Statements['headPosition'];
   /** The head the current transaction leads to, -1 until it is about to commit. */
@@ -78,7 +81,13 @@ class StoreWriter {
       statements,
       (info, committed) => this.commits.push({ info, committed }),
       {
-        began: (after) => accountHead(shared, after), // above HEAD: another connection committed
+        beginning: () => {
+          this.looking = process.hrtime.bigint();
+        },
+        began: (after) => {
+          accountHead(shared, after); // above HEAD: another connection committed
+          Atomics.store(shared, LOOKED_AT, this.looking); // once counted: see the token
+        },
         ending: (head) => {
           this.ending = head;
           Atomics.store(shared, HEAD, BigInt(head)); // before COMMIT: see the token
