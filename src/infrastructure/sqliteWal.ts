@@ -36,8 +36,9 @@ export const walCheckpointPages = (synchronous: 'FULL' | 'NORMAL'): number =>
  * WAL frames after which the checkpointer makes the WAL start again from its beginning (a RESTART
  * checkpoint, see the checkpointer's source): 20,000 frames, about 80 MB, for every file. A RESTART
  * holds the file's commits back while it copies what was committed during the PASSIVE checkpoint
- * before it and syncs the database file: under load 14 to 50 ms for the event store, longer as the
- * history spreads over more pages. A file copied every UNSYNCED_WAL_CHECKPOINT_PAGES is restarted
+ * before it and syncs the database file; what the PASSIVE checkpoints copied is synced just before,
+ * without holding commits (decision 109), so the hold is a few milliseconds. A file copied every
+ * UNSYNCED_WAL_CHECKPOINT_PAGES is restarted
  * at this same length, twenty of its intervals, so that its RESTARTs, each holding back the writer
  * thread that folds the read models, stay rare (decision 105).
  */
@@ -67,9 +68,10 @@ export const WAL_IDLE_MS = 1_000;
  * what no reader still needs and never waits for, nor blocks, a writer or a reader; if commits went
  * on meanwhile, the rest is copied at the next check. Once a checkpoint has copied the whole WAL,
  * the next commit writes it again from its start, so the WAL stays about one interval long. Under
- * commits that never pause that moment never comes: once the WAL holds WAL_RESTART_FRAMES, a
+ * commits that never pause that moment never comes: once the WAL holds WAL_RESTART_FRAMES, the
+ * database file is synced (SQLite syncs it only after a checkpoint that reached the WAL's end) and a
  * RESTART checkpoint holds commits back while it copies the rest, and the WAL starts again from its
- * beginning (decisions 060 and 105). A file idle
+ * beginning (decisions 060, 105 and 109). A file idle
  * for WAL_IDLE_MS gets a PASSIVE checkpoint and, once its WAL is fully copied, a `TRUNCATE` one
  * (which gives up at once if a writer holds the lock): the WAL file shrinks to zero bytes.
  *
@@ -127,6 +129,15 @@ const restart = (watched) => {
     watched.db.pragma('busy_timeout = 0');
   }
 };
+// SQLite syncs the database file at the end of a checkpoint only if it copied the WAL to its end,
+// which under steady commits a PASSIVE one never does: what the PASSIVE checkpoints copied since
+// the last RESTART is still unsynced when the next RESTART comes, and the RESTART's own sync,
+// made while it holds commits back, would flush it all. Synced here first, with no lock held, the
+// RESTART's sync flushes only what the RESTART copies.
+const syncCopied = (watched) => {
+  watched.fd ??= fs.openSync(watched.file, 'r');
+  fs.fdatasyncSync(watched.fd);
+};
 const files = new Map();
 const check = (watched, now) => {
   const state = walState(watched);
@@ -141,7 +152,10 @@ const check = (watched, now) => {
   }
   if (state.uncopied >= watched.pages || (watched.partial && state.uncopied > 0)) {
     passive(watched);
-    if (state.frames >= workerData.restartFrames) restart(watched);
+    if (state.frames >= workerData.restartFrames) {
+      syncCopied(watched);
+      restart(watched);
+    }
   }
   else if (state.frames > 0 && now - watched.changed >= workerData.idleMs) {
     const result = passive(watched);
@@ -154,14 +168,18 @@ parentPort.on('message', ({ type, file, pages }) => {
     if (known) { known.pages = Math.min(known.pages, pages); return; }
     try {
       const db = new Database(file, { fileMustExist: true, timeout: 0 });
-      files.set(file, { file, pages, db, shm: undefined, frames: -1, changed: Date.now(), partial: false });
+      files.set(file, { file, pages, db, shm: undefined, fd: undefined, frames: -1, changed: Date.now(), partial: false });
     } catch {
       // the file is gone already: nothing to checkpoint
     }
   } else if (type === 'unwatch') {
     const watched = files.get(file);
     files.delete(file);
-    try { if (watched?.shm !== undefined) fs.closeSync(watched.shm); watched?.db.close(); } catch { /* its directory was removed */ }
+    try {
+      if (watched?.shm !== undefined) fs.closeSync(watched.shm);
+      if (watched?.fd !== undefined) fs.closeSync(watched.fd);
+      watched?.db.close();
+    } catch { /* its directory was removed */ }
   } else if (type === 'sync') {
     parentPort.postMessage({ type: 'synced' });
   } else if (type === 'checkpoint') {
