@@ -140,7 +140,7 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
         walAutocheckpoint: Number(db.pragma('wal_autocheckpoint', { simple: true })),
         dataVersion: () => statements.dataVersion.get()!,
         headPosition: () => statements.headPosition.get()!.head,
-        ...(options.tokenFreshMs === undefined ? {} : { freshMs: options.tokenFreshMs }),
+        freshMs: options.tokenFreshMs,
         onCommitted,
         groups: options.groupsOnWriter,
       });
