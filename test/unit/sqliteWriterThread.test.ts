@@ -130,9 +130,11 @@ describe('SqliteEventStore writer thread', function () {
     await store.appendToStream('own', [{ type: 'Own', data: {} }]);
     await other.appendToStream('theirs', [{ type: 'Theirs', data: {} }]); // then the foreign commit
     await nextTurn();
-    const within = store.externalChangeToken();
+    store.externalChangeToken();
+    // Within tokenFreshMs of `looked` the thread's read of the head is younger still: nothing read.
+    // Past it (a machine slower than freshMs) the read may or may not be older than freshMs, which
+    // the test cannot see: only the bound below holds either way.
     if (performance.now() - looked < freshMs) expect(reads.count(), 'a read within tokenFreshMs').to.equal(0);
-    else expect(within).to.not.equal(before); // the machine was slower than freshMs: read, and seen
     await new Promise((resolve) => setTimeout(resolve, freshMs + 10));
     expect(store.externalChangeToken()).to.not.equal(before);
     expect(reads.count()).to.be.greaterThan(0);
