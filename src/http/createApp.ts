@@ -21,6 +21,7 @@ import { installRequestLogger, requestLog } from './requestLog.ts';
 import { analyticsRoutes } from './routes/analytics.ts';
 import { voucherRoutes } from './routes/vouchers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
+import { under } from './routes/mount.ts';
 import { admittingWarmUp, type WarmUpKey } from './warmUp.ts';
 
 export interface AppDeps {
@@ -86,16 +87,14 @@ export const createApp = (deps: AppDeps): Express => {
   app.get('/health', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.use(
-    opsRoutes({
-      environments: deps.environments,
-      logger: deps.logger,
-      settings: deps.ops,
-      metrics: deps.metrics,
-      stopping: deps.stopping,
-      readiness: deps.readiness,
-    }),
-  );
+  opsRoutes(app, {
+    environments: deps.environments,
+    logger: deps.logger,
+    settings: deps.ops,
+    metrics: deps.metrics,
+    stopping: deps.stopping,
+    readiness: deps.readiness,
+  });
   if (deps.opsOnly) {
     app.use(notFound);
     app.use(errorHandler);
@@ -107,16 +106,16 @@ export const createApp = (deps: AppDeps): Express => {
     res.type('application/json').send(openapi);
   });
 
-  const v1 = express.Router();
   const limit = createRateLimiter(deps.rateLimits ?? defaultRateLimitConfig(), deps.rateLimitStores, deps.logger);
   const keys = deps.warmUpKey ? admittingWarmUp(deps.keys, deps.warmUpKey) : deps.keys;
   const guard = guardWith(authenticate(keys, deps.environments), limit);
-  v1.use(voucherRoutes(guard));
   const { publicBaseUrl } = deps;
   const baseUrl: BaseUrl = publicBaseUrl ? () => publicBaseUrl() : connectionBaseUrl;
-  v1.use(analyticsRoutes(guard, baseUrl));
-  v1.use(webhookRoutes(guard));
-  app.use('/v1', v1);
+  // On the app itself, under /v1, not on routers mounted there: no router hop per request (routes/mount.ts).
+  const v1 = under(app, '/v1');
+  voucherRoutes(v1, guard);
+  analyticsRoutes(v1, guard, baseUrl);
+  webhookRoutes(v1, guard);
   if (deps.admin)
     app.use(
       '/dashboard',

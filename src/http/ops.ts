@@ -1,5 +1,5 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
-import express, { type Router } from 'express';
+import type { Routes } from './routes/mount.ts';
 import type { Logger } from 'pino';
 import type { EnvContext, Environment } from '../application/context.ts';
 import { sendError } from './errors.ts';
@@ -148,12 +148,11 @@ const digest = (text: string): Buffer => createHash('sha256').update(text).diges
  * serves), `GET /readyz` (stores reachable, core projector caught up) and `GET /metrics`
  * (Prometheus text; behind METRICS_TOKEN when it is set).
  */
-export const opsRoutes = (deps: OpsDeps): Router => {
-  const router = express.Router();
-  router.get('/healthz', (_req, res) => {
+export const opsRoutes = (routes: Routes, deps: OpsDeps): void => {
+  routes.get('/healthz', (_req, res) => {
     res.set('Cache-Control', 'no-store').json({ status: 'ok' });
   });
-  router.get('/readyz', async (_req, res) => {
+  routes.get('/readyz', async (_req, res) => {
     const failures: NotReady[] = deps.stopping?.()
       ? [{ check: 'service', reason: 'shutting down' }]
       : await readinessFailures(deps);
@@ -165,7 +164,7 @@ export const opsRoutes = (deps: OpsDeps): Router => {
   if (metrics) {
     const token = deps.settings?.metricsToken;
     const expected = token ? digest(`Bearer ${token}`) : undefined;
-    router.get('/metrics', async (req, res) => {
+    routes.get('/metrics', async (req, res) => {
       // compared as digests, in constant time: the token's length does not show either
       if (expected && !timingSafeEqual(digest(req.headers.authorization ?? ''), expected)) {
         res.set('WWW-Authenticate', 'Bearer realm="metrics"');
@@ -178,5 +177,4 @@ export const opsRoutes = (deps: OpsDeps): Router => {
       res.set('Content-Type', metrics.contentType).set('Cache-Control', 'no-store').send(text);
     });
   }
-  return router;
 };

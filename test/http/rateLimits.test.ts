@@ -10,9 +10,7 @@ import {
   RATE_LIMIT_GROUPS,
   type RateLimitGroup,
 } from '../../src/http/rateLimits.ts';
-import { analyticsRoutes } from '../../src/http/routes/analytics.ts';
-import { voucherRoutes } from '../../src/http/routes/vouchers.ts';
-import { webhookRoutes } from '../../src/http/routes/webhooks.ts';
+import { apiRoutes } from '../support/apiRoutes.ts';
 import { applyBody, validateBody } from '../fixtures/orders.ts';
 import { percentageVoucher } from '../fixtures/vouchers.ts';
 import { PRODUCTION_KEY, SANDBOX_KEY, TestService, type TestResponse } from '../support/harness.ts';
@@ -361,7 +359,7 @@ describe('rate limit groups of the routes, and the OpenAPI document', () => {
       route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: { group?: RateLimitGroup } }> };
     };
     const served = Object.fromEntries(
-      ([...voucherRoutes(guard).stack, ...analyticsRoutes(guard).stack, ...webhookRoutes(guard).stack] as Layer[])
+      (apiRoutes(guard).stack as Layer[])
         .filter((l) => l.route)
         .flatMap(({ route }) =>
           Object.keys(route!.methods).map((m) => [

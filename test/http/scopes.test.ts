@@ -8,9 +8,8 @@ import type { RequestHandler } from 'express';
 import { expect } from 'chai';
 import { ALL_SCOPES, type Scope } from '../../src/application/apiKeys.ts';
 import type { Environment } from '../../src/application/context.ts';
-import { voucherRoutes } from '../../src/http/routes/vouchers.ts';
-import { analyticsRoutes } from '../../src/http/routes/analytics.ts';
-import { webhookRoutes } from '../../src/http/routes/webhooks.ts';
+import type { Guard } from '../../src/http/auth.ts';
+import { apiRoutes } from '../support/apiRoutes.ts';
 import { applyBody, rollbackBody, validateBody } from '../fixtures/orders.ts';
 import { fixedVoucher, percentageVoucher } from '../fixtures/vouchers.ts';
 import { waitForExport } from '../support/analyticsFixture.ts';
@@ -472,13 +471,11 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
         const marker: RequestHandler & { scope?: Scope } = (_req, _res, next) => next();
         marker.scope = scope;
         return marker;
-      }) as unknown as Parameters<typeof voucherRoutes>[0];
+      }) as unknown as Guard;
       type RouteLayer = {
         route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: { scope?: Scope } }> };
       };
-      const served = (
-        [...voucherRoutes(guard).stack, ...analyticsRoutes(guard).stack, ...webhookRoutes(guard).stack] as RouteLayer[]
-      )
+      const served = (apiRoutes(guard).stack as RouteLayer[])
         .filter((layer) => layer.route)
         .flatMap(({ route }) =>
           Object.keys(route!.methods).map((m) => [

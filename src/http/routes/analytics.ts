@@ -1,4 +1,4 @@
-import { Router, type Request } from 'express';
+import type { Request } from 'express';
 import { customerInsights, DEFAULT_TREND_METRICS, performance, trends } from '../../application/analytics/queries.ts';
 import { METRICS, type Metric } from '../../application/analytics/metrics.ts';
 import { parseWindow, type Interval } from '../../application/analytics/window.ts';
@@ -8,6 +8,7 @@ import { EXPORT_FORMATS, type ExportFormat } from '../../domain/analytics/events
 import { DomainError, invalidRequest } from '../../domain/errors.ts';
 import { connectionBaseUrl } from '../addresses.ts';
 import type { Guard } from '../auth.ts';
+import type { Routes } from './mount.ts';
 import { compileBody } from '../validation.ts';
 
 export const exportSchema = {
@@ -109,10 +110,12 @@ const limitParam = (value: string | undefined): number => {
  * `rootUrl` gives the root absolute links start with (`download_url`): the configured public base
  * URL or the listen address (default: the address the connection reached), never the request's `Host`.
  */
-export const analyticsRoutes = (guard: Guard, rootUrl: (req: Request) => string = connectionBaseUrl): Router => {
-  const router = Router();
-
-  router.get('/analytics/vouchers/:voucherId/performance', guard('analytics:read', 'performance'), async (req, res) => {
+export const analyticsRoutes = (
+  routes: Routes,
+  guard: Guard,
+  rootUrl: (req: Request) => string = connectionBaseUrl,
+): void => {
+  routes.get('/analytics/vouchers/:voucherId/performance', guard('analytics:read', 'performance'), async (req, res) => {
     const q = query(req, ANALYTICS_QUERY.performance);
     const window = windowOf(req, q);
     res.json(
@@ -125,7 +128,7 @@ export const analyticsRoutes = (guard: Guard, rootUrl: (req: Request) => string 
     );
   });
 
-  router.get('/analytics/vouchers/:voucherId/trends', guard('analytics:read', 'trends'), async (req, res) => {
+  routes.get('/analytics/vouchers/:voucherId/trends', guard('analytics:read', 'trends'), async (req, res) => {
     const q = query(req, ANALYTICS_QUERY.trends);
     const interval = (q.interval ?? 'day') as string;
     if (!['day', 'week', 'month'].includes(interval))
@@ -136,13 +139,13 @@ export const analyticsRoutes = (guard: Guard, rootUrl: (req: Request) => string 
     );
   });
 
-  router.get('/analytics/vouchers/:voucherId/customers', guard('analytics:read', 'customers'), async (req, res) => {
+  routes.get('/analytics/vouchers/:voucherId/customers', guard('analytics:read', 'customers'), async (req, res) => {
     const q = query(req, ANALYTICS_QUERY.customers);
     const limit = limitParam(q.limit as string | undefined);
     res.json(await customerInsights(req.ctx, String(req.params.voucherId), windowOf(req, q), limit));
   });
 
-  router.post('/analytics/export', guard('analytics:read', 'export'), async (req, res) => {
+  routes.post('/analytics/export', guard('analytics:read', 'export'), async (req, res) => {
     const body = parseExport(req.body);
     const window = parseWindow(req.ctx.clock.now(), body.time_period?.start, body.time_period?.end, {
       start: 'time_period.start',
@@ -177,13 +180,13 @@ export const analyticsRoutes = (guard: Guard, rootUrl: (req: Request) => string 
       });
   });
 
-  router.get('/analytics/export/:exportId', guard('analytics:read', 'other'), async (req, res) => {
+  routes.get('/analytics/export/:exportId', guard('analytics:read', 'other'), async (req, res) => {
     query(req, []);
     const { view } = await req.ctx.exports.get(String(req.params.exportId));
     res.json(renderExport(view, `${rootUrl(req)}/v1`));
   });
 
-  router.get('/analytics/export/:exportId/download', guard('analytics:read', 'other'), async (req, res) => {
+  routes.get('/analytics/export/:exportId/download', guard('analytics:read', 'other'), async (req, res) => {
     query(req, []);
     const { file, contentType, fileName } = await req.ctx.exports.download(String(req.params.exportId));
     res.setHeader('Content-Type', contentType);
@@ -196,6 +199,4 @@ export const analyticsRoutes = (guard: Guard, rootUrl: (req: Request) => string 
       ),
     );
   });
-
-  return router;
 };

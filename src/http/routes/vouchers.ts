@@ -1,4 +1,4 @@
-import { Router, type Request } from 'express';
+import type { Request } from 'express';
 import { DomainError, invalidRequest } from '../../domain/errors.ts';
 import { isoSeconds, parseTimestamp } from '../../domain/clock.ts';
 import type { Conditions } from '../../domain/voucher/events.ts';
@@ -20,6 +20,7 @@ import {
 import { renderVoucher } from '../../application/views.ts';
 import type { Customer, Order } from '../../domain/discount/types.ts';
 import type { Guard } from '../auth.ts';
+import type { Routes } from './mount.ts';
 import { idempotency } from '../idempotency.ts';
 import * as schemas from '../schemas.ts';
 import { compileBody, compileQuery } from '../validation.ts';
@@ -88,10 +89,8 @@ const lookup = (req: Request): CodeLookup => ({ suggest: req.apiKey.scopes.inclu
  * The /vouchers routes. The guard (authenticate, rate limit of the route's group, scope) runs per
  * route, so a path that matches no route is 404 NOT_FOUND whatever the key.
  */
-export const voucherRoutes = (guard: Guard): Router => {
-  const router = Router();
-
-  router.post('/vouchers', guard('vouchers:write', 'create'), idempotency(), async (req, res) => {
+export const voucherRoutes = (routes: Routes, guard: Guard): void => {
+  routes.post('/vouchers', guard('vouchers:write', 'create'), idempotency(), async (req, res) => {
     const input = parseCreate(req.body);
     const view = await createVoucher(
       req.ctx,
@@ -101,7 +100,7 @@ export const voucherRoutes = (guard: Guard): Router => {
     res.status(201).location(`/v1/vouchers/${view.id}`).json(renderVoucher(view, req.ctx.clock.now()));
   });
 
-  router.get('/vouchers', guard('vouchers:read', 'read'), async (req, res) => {
+  routes.get('/vouchers', guard('vouchers:read', 'read'), async (req, res) => {
     const query = parseList({ ...req.query });
     const page = await listVouchers(req.ctx, {
       ...query,
@@ -111,12 +110,12 @@ export const voucherRoutes = (guard: Guard): Router => {
     res.json(page);
   });
 
-  router.post('/vouchers/validate', guard('vouchers:redeem', 'validate'), async (req, res) => {
+  routes.post('/vouchers/validate', guard('vouchers:redeem', 'validate'), async (req, res) => {
     const body = parseValidate(req.body);
     res.json(await validateVoucher(req.ctx, body.code, body.order, body.customer, lookup(req), req.apiKey.id));
   });
 
-  router.post(
+  routes.post(
     '/vouchers/apply',
     guard('vouchers:redeem', 'apply'),
     idempotency({ replayAs200: true }),
@@ -127,7 +126,7 @@ export const voucherRoutes = (guard: Guard): Router => {
     },
   );
 
-  router.post('/vouchers/applications/:applicationId/rollback', guard('vouchers:redeem', 'other'), async (req, res) => {
+  routes.post('/vouchers/applications/:applicationId/rollback', guard('vouchers:redeem', 'other'), async (req, res) => {
     const id = String(req.params.applicationId);
     if (!APPLICATION_ID.test(id))
       throw new DomainError('APPLICATION_NOT_FOUND', `Application ${id} was not found`, { application_id: id });
@@ -135,17 +134,17 @@ export const voucherRoutes = (guard: Guard): Router => {
     res.json(await rollbackApplication(req.ctx, id, body.reason, meta(req)));
   });
 
-  router.get('/vouchers/:voucherId', guard('vouchers:read', 'read'), async (req, res) => {
+  routes.get('/vouchers/:voucherId', guard('vouchers:read', 'read'), async (req, res) => {
     parseNoQuery({ ...req.query });
     res.json(await getVoucher(req.ctx, voucherIdOf(req)));
   });
 
-  router.get('/vouchers/:voucherId/applications', guard('vouchers:read', 'read'), async (req, res) => {
+  routes.get('/vouchers/:voucherId/applications', guard('vouchers:read', 'read'), async (req, res) => {
     const page = parsePage({ ...req.query });
     res.json(await listApplications(req.ctx, voucherIdOf(req), page.limit, page.offset));
   });
 
-  router.put('/vouchers/:voucherId', guard('vouchers:write', 'other'), async (req, res) => {
+  routes.put('/vouchers/:voucherId', guard('vouchers:write', 'other'), async (req, res) => {
     const id = voucherIdOf(req);
     rejectImmutable(req.body);
     const input = parseUpdate(req.body);
@@ -158,10 +157,8 @@ export const voucherRoutes = (guard: Guard): Router => {
     res.json(renderVoucher(view, req.ctx.clock.now()));
   });
 
-  router.delete('/vouchers/:voucherId', guard('vouchers:delete', 'other'), async (req, res) => {
+  routes.delete('/vouchers/:voucherId', guard('vouchers:delete', 'other'), async (req, res) => {
     const view = await deactivateVoucher(req.ctx, voucherIdOf(req), meta(req));
     res.json({ id: view.id, code: view.code, status: 'inactive', deleted_at: view.deleted_at });
   });
-
-  return router;
 };

@@ -1,4 +1,4 @@
-import { Router, type Request } from 'express';
+import type { Request } from 'express';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -18,6 +18,7 @@ import {
 } from '../../application/webhooks/deliveries.ts';
 import type { DeliveryStatus } from '../../domain/webhooks/delivery.ts';
 import type { Guard } from '../auth.ts';
+import type { Routes } from './mount.ts';
 import * as schemas from '../schemas.ts';
 import { compileBody, compileQuery } from '../validation.ts';
 import {
@@ -50,11 +51,10 @@ const endpointIdOf = (req: Request): string => {
 const meta = (req: Request) => ({ correlationId: req.requestId, apiKeyId: req.apiKey.id });
 
 /** The /webhooks routes (scope webhooks:manage, rate limit group `other`), in the key's environment. */
-export const webhookRoutes = (guard: Guard): Router => {
-  const router = Router();
+export const webhookRoutes = (routes: Routes, guard: Guard): void => {
   const manage = () => guard('webhooks:manage', 'other');
 
-  router.post('/webhooks', manage(), async (req, res) => {
+  routes.post('/webhooks', manage(), async (req, res) => {
     const view = await createEndpoint(req.ctx, parseCreate(req.body), meta(req));
     res
       .status(201)
@@ -62,36 +62,36 @@ export const webhookRoutes = (guard: Guard): Router => {
       .json(view);
   });
 
-  router.get('/webhooks', manage(), async (req, res) => {
+  routes.get('/webhooks', manage(), async (req, res) => {
     const page = parsePage({ ...req.query });
     res.json(await listEndpoints(req.ctx, page.limit, page.offset));
   });
 
-  router.get('/webhooks/:webhookId', manage(), async (req, res) => {
+  routes.get('/webhooks/:webhookId', manage(), async (req, res) => {
     parseNoQuery({ ...req.query });
     res.json(await getEndpoint(req.ctx, endpointIdOf(req)));
   });
 
-  router.patch('/webhooks/:webhookId', manage(), async (req, res) => {
+  routes.patch('/webhooks/:webhookId', manage(), async (req, res) => {
     const id = endpointIdOf(req);
     res.json(await updateEndpoint(req.ctx, id, parseUpdate(req.body), meta(req)));
   });
 
-  router.delete('/webhooks/:webhookId', manage(), async (req, res) => {
+  routes.delete('/webhooks/:webhookId', manage(), async (req, res) => {
     res.json(await deleteEndpoint(req.ctx, endpointIdOf(req), meta(req)));
   });
 
-  router.post('/webhooks/:webhookId/rotate-secret', manage(), async (req, res) => {
+  routes.post('/webhooks/:webhookId/rotate-secret', manage(), async (req, res) => {
     parseNoBody(req.body ?? {});
     res.json(await rotateSecret(req.ctx, endpointIdOf(req), meta(req)));
   });
 
-  router.get('/webhooks/:webhookId/deliveries', manage(), async (req, res) => {
+  routes.get('/webhooks/:webhookId/deliveries', manage(), async (req, res) => {
     const id = endpointIdOf(req);
     res.json(await listDeliveries(req.ctx, id, parseDeliveries({ ...req.query })));
   });
 
-  router.post('/webhooks/:webhookId/deliveries/:deliveryId/resend', manage(), async (req, res) => {
+  routes.post('/webhooks/:webhookId/deliveries/:deliveryId/resend', manage(), async (req, res) => {
     const id = endpointIdOf(req);
     const deliveryId = String(req.params.deliveryId);
     parseNoBody(req.body ?? {});
@@ -99,16 +99,14 @@ export const webhookRoutes = (guard: Guard): Router => {
     res.status(202).json(await resendDelivery(req.ctx, id, deliveryId));
   });
 
-  router.post('/webhooks/:webhookId/recover', manage(), async (req, res) => {
+  routes.post('/webhooks/:webhookId/recover', manage(), async (req, res) => {
     const id = endpointIdOf(req);
     const { since } = parseRecover(req.body);
     res.status(202).json(await recoverDeliveries(req.ctx, id, since));
   });
 
-  router.post('/webhooks/:webhookId/test', manage(), async (req, res) => {
+  routes.post('/webhooks/:webhookId/test', manage(), async (req, res) => {
     parseNoBody(req.body ?? {});
     res.status(202).json(await sendTestEvent(req.ctx, endpointIdOf(req)));
   });
-
-  return router;
 };
