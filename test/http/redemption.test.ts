@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import sinon from 'sinon';
 import { applyBody, item, rollbackBody, validateBody } from '../fixtures/orders.ts';
 import { fixedVoucher, percentageVoucher } from '../fixtures/vouchers.ts';
-import { TestService } from '../support/harness.ts';
+import { SANDBOX_KEY, TestService } from '../support/harness.ts';
 import { expectError } from '../support/httpClient.ts';
 import { loseEveryRace } from '../support/races.ts';
 import { APPLY_MODES } from '../../src/application/context.ts';
@@ -618,6 +618,27 @@ for (const applyMode of APPLY_MODES)
         const noKey = await service.post('/v1/vouchers', body);
         expect(noKey.status).to.equal(409);
         expect(noKey.body.error.code).to.equal('DUPLICATE_VOUCHER_CODE');
+      });
+
+      it("keeps an apply's record under the route's whole path, so a record written before a deploy still replays", async () => {
+        // The scope is `<key id>:<method>:<req.baseUrl + req.path>:<key>`: it must not depend on how
+        // the routes are mounted (decision 110), or a retry after a deploy would apply again.
+        await service.createVoucher(fixedVoucher('IDEMSCOPE', { value: 100 }));
+        const headers = { 'Idempotency-Key': 'apply-scope-1' };
+        const applied = await service.post('/v1/vouchers/apply', applyBody('IDEMSCOPE', 'ord-scope-1', ORDER), {
+          headers,
+        });
+        expect(applied.status).to.equal(201);
+        const keyId = service.embedded.keys.authenticate(SANDBOX_KEY)!.id;
+        const record = (await service.sandbox.kv.get(
+          'idempotency',
+          `${keyId}:POST:/v1/vouchers/apply:apply-scope-1`,
+        )) as {
+          status: number;
+          body: unknown;
+        } | null;
+        expect(record?.status).to.equal(201);
+        expect(record?.body).to.deep.equal(applied.body);
       });
 
       it('keeps no result for a request that failed validation: a retry runs again (Stripe semantics)', async () => {

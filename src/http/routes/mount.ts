@@ -20,7 +20,7 @@ export interface Routes {
  * router of its own, and back out when no route there matches; docs/decisions/110).
  * A route behaves the same either way: express matches the whole path without case or a trailing
  * slash mattering, `req.params` has the same names, and `req.baseUrl + req.path` (the idempotency
- * scope, the metrics' route label) is the same string.
+ * scope) and `req.baseUrl + route.path` (the metrics' route label) are the same strings.
  */
 export const under = (target: IRouter, prefix: string): Routes => ({
   get: (path, ...handlers) => void target.get(prefix + path, ...handlers),
