@@ -10,7 +10,7 @@ import {
   RATE_LIMIT_GROUPS,
   type RateLimitGroup,
 } from '../../src/http/rateLimits.ts';
-import { apiRoutes } from '../support/apiRoutes.ts';
+import { apiRoutes, servedRoutes } from '../support/apiRoutes.ts';
 import { applyBody, validateBody } from '../fixtures/orders.ts';
 import { percentageVoucher } from '../fixtures/vouchers.ts';
 import { PRODUCTION_KEY, SANDBOX_KEY, TestService, type TestResponse } from '../support/harness.ts';
@@ -355,18 +355,11 @@ describe('rate limit groups of the routes, and the OpenAPI document', () => {
       marker.group = group;
       return marker;
     };
-    type Layer = {
-      route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: { group?: RateLimitGroup } }> };
-    };
     const served = Object.fromEntries(
-      (apiRoutes(guard).stack as Layer[])
-        .filter((l) => l.route)
-        .flatMap(({ route }) =>
-          Object.keys(route!.methods).map((m) => [
-            `${m.toUpperCase()} ${route!.path.replace(/:[A-Za-z]+/g, ':id')}`,
-            route!.stack[0]!.handle.group,
-          ]),
-        ),
+      servedRoutes<{ group?: RateLimitGroup }>(apiRoutes(guard).stack).map((route) => [
+        `${route.method} ${route.path.replace(/:[A-Za-z]+/g, ':id')}`,
+        route.first.group,
+      ]),
     );
     const documented = Object.fromEntries(operations.map(({ route, op }) => [route, op['x-rate-limit-group']]));
     expect(served).to.deep.equal(documented);

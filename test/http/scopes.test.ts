@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import { ALL_SCOPES, type Scope } from '../../src/application/apiKeys.ts';
 import type { Environment } from '../../src/application/context.ts';
 import type { Guard } from '../../src/http/auth.ts';
-import { apiRoutes } from '../support/apiRoutes.ts';
+import { apiRoutes, servedRoutes } from '../support/apiRoutes.ts';
 import { applyBody, rollbackBody, validateBody } from '../fixtures/orders.ts';
 import { fixedVoucher, percentageVoucher } from '../fixtures/vouchers.ts';
 import { waitForExport } from '../support/analyticsFixture.ts';
@@ -472,17 +472,10 @@ describe('HTTP scopes: every /v1 route requires its scope', () => {
         marker.scope = scope;
         return marker;
       }) as unknown as Guard;
-      type RouteLayer = {
-        route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: { scope?: Scope } }> };
-      };
-      const served = (apiRoutes(guard).stack as RouteLayer[])
-        .filter((layer) => layer.route)
-        .flatMap(({ route }) =>
-          Object.keys(route!.methods).map((m) => [
-            `${m.toUpperCase()} ${normalise(route!.path)}`,
-            route!.stack[0]!.handle.scope,
-          ]),
-        );
+      const served = servedRoutes<{ scope?: Scope }>(apiRoutes(guard).stack).map((route) => [
+        `${route.method} ${normalise(route.path)}`,
+        route.first.scope,
+      ]);
       expect(served).to.have.length(ROUTES.length);
       expect(Object.fromEntries(served)).to.deep.equal(
         Object.fromEntries(ROUTES.map((r) => [`${r.method} ${normalise(r.template)}`, r.scope])),

@@ -12,3 +12,20 @@ export const apiRoutes = (guard: Guard): Router => {
   webhookRoutes(router, guard);
   return router;
 };
+
+type RouteLayer<H> = { route?: { path: string; methods: Record<string, boolean>; stack: Array<{ handle: H }> } };
+
+/**
+ * The routes of an express stack (a router's or an app's), one per method: `GET`, its path as
+ * registered, and its first handler (a route's guard). Layers that are no route are left out.
+ */
+export const servedRoutes = <H = unknown>(stack: unknown[]): Array<{ method: string; path: string; first: H }> =>
+  (stack as RouteLayer<H>[])
+    .filter((layer) => layer.route)
+    .flatMap(({ route }) =>
+      Object.keys(route!.methods).map((m) => ({
+        method: m.toUpperCase(),
+        path: route!.path,
+        first: route!.stack[0]!.handle,
+      })),
+    );
