@@ -914,6 +914,11 @@ export const openEmbedded = async (options: EmbeddedOptions & { apiKeys?: string
     options.servers,
     options.eventStoreWriter,
   );
+  checkpointer.onFailure = (error, restartInMs) =>
+    options.logger.error(
+      { err: error, restart_in_ms: restartInMs },
+      'the WAL checkpointer thread failed; another starts',
+    );
   const following = followKeys(keys, options.logger);
   const sandbox = await openEmbeddedEnvironment('sandbox', options);
   const production = await openEmbeddedEnvironment('production', options);

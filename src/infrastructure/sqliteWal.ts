@@ -89,7 +89,8 @@ export const WAL_AUTOCHECKPOINT_PAGES = 0;
  */
 export const workerThreadAutocheckpointPages = walCheckpointPages;
 
-const CHECKPOINTER_SOURCE = `
+/** The checkpointer thread's module (CommonJS, evaluated as the worker's source). */
+export const CHECKPOINTER_SOURCE = `
 const fs = require('node:fs');
 try {
   fs.writeFileSync('/proc/thread-self/comm', 'wal-checkpoint'); // its name in top -H (Linux; see threadIdentity.ts)
@@ -201,11 +202,38 @@ setInterval(() => {
 }, workerData.intervalMs);
 `;
 
-class Checkpointer {
+/** How long after its thread ended the checkpointer starts another. */
+export const CHECKPOINTER_RESTART_MS = 1_000;
+
+export interface CheckpointerOptions {
+  /** The thread's source (default CHECKPOINTER_SOURCE). */
+  source?: string;
+  /** How long after its thread ended another is started (default CHECKPOINTER_RESTART_MS). */
+  restartDelayMs?: number;
+}
+
+/**
+ * The checkpointer of one thread's connections (the main thread's: `checkpointer` below). Its
+ * thread's work is caught per file and check, so the thread ends only on an error outside that (its
+ * source, its memory); then the error goes to `onFailure` and another thread starts
+ * CHECKPOINTER_RESTART_MS later, watching the same files: the WALs would otherwise grow without
+ * bound, unnoticed (decision 044).
+ */
+export class Checkpointer {
   private worker: Worker | undefined;
   /** Connections of this thread per watched file, and the file's checkpoint interval. */
   private readonly watched = new Map<string, { count: number; pages: number }>();
   private readonly waiting: Array<() => void> = [];
+  private readonly source: string;
+  private readonly restartDelayMs: number;
+  private restartTimer: NodeJS.Timeout | undefined;
+  /** Told when the thread failed, with how long until another starts (the service logs it). */
+  onFailure: ((error: Error, restartInMs: number) => void) | undefined;
+
+  constructor(options: CheckpointerOptions = {}) {
+    this.source = options.source ?? CHECKPOINTER_SOURCE;
+    this.restartDelayMs = options.restartDelayMs ?? CHECKPOINTER_RESTART_MS;
+  }
 
   /**
    * One more connection of this thread to `file`, whose commits want a checkpoint every `pages`
@@ -263,7 +291,9 @@ class Checkpointer {
   private start(): Worker {
     if (this.worker) return this.worker;
     const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
-    const worker = new Worker(CHECKPOINTER_SOURCE, {
+    clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
+    const worker = new Worker(this.source, {
       eval: true,
       workerData: {
         sqlite,
@@ -277,10 +307,18 @@ class Checkpointer {
       this.waiting.shift()?.();
       if (this.waiting.length === 0) worker.unref();
     });
-    worker.on('error', () => undefined); // checkpoints then wait for the files' last close
+    worker.on('error', (error) => this.onFailure?.(error, this.restartDelayMs));
     worker.on('exit', () => {
       if (this.worker === worker) this.worker = undefined;
       for (const resolve of this.waiting.splice(0)) resolve();
+      // nothing stops the thread but a failure (it dies with the process): another watches the files
+      if (this.watched.size > 0 && this.restartTimer === undefined) {
+        this.restartTimer = setTimeout(() => {
+          this.restartTimer = undefined;
+          if (this.watched.size > 0) this.start();
+        }, this.restartDelayMs);
+        this.restartTimer.unref();
+      }
     });
     worker.unref(); // after the listeners: adding a 'message' listener refs the worker again
     this.worker = worker;

@@ -14,6 +14,8 @@ import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEven
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 import { SqliteKvStore } from '../../src/infrastructure/kvStore/sqliteKvStore.ts';
 import {
+  Checkpointer,
+  CHECKPOINTER_SOURCE,
   checkpointer,
   closeWal,
   enterWal,
@@ -182,6 +184,42 @@ describe('SQLite WAL checkpoints off the committing connections', function () {
       expect(await store.headPosition()).to.equal(200);
     } finally {
       await store.close();
+    }
+  });
+
+  it('a checkpointer thread that fails is reported, and another starts and copies the files watched', async function () {
+    const file = path.join(dir, 'watched.db');
+    const failedOnce = path.join(dir, 'failed-once');
+    // the first thread fails as it starts (with the file's watch posted to it), the next runs as usual
+    const failing = `if (!require('node:fs').existsSync(${JSON.stringify(failedOnce)})) {
+  require('node:fs').writeFileSync(${JSON.stringify(failedOnce)}, '');
+  throw new Error('the first thread fails');
+}
+${CHECKPOINTER_SOURCE}`;
+    const own = new Checkpointer({ source: failing, restartDelayMs: 50 });
+    const failures: Array<{ message: string; restartInMs: number }> = [];
+    own.onFailure = (error, restartInMs) => failures.push({ message: error.message, restartInMs });
+    const db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.pragma('wal_autocheckpoint = 0');
+    db.exec('CREATE TABLE rows (id INTEGER PRIMARY KEY, body TEXT)');
+    own.watch(file, WAL_CHECKPOINT_PAGES);
+    try {
+      const insert = db.prepare('INSERT INTO rows (body) VALUES (?)');
+      for (let i = 0; i < 200; i++) insert.run('x'.repeat(500));
+      expect(fs.statSync(`${file}-wal`).size).to.be.greaterThan(0);
+      // nothing is posted to the checkpointer from here: only a thread started on its own can copy
+      // the idle file's WAL and truncate it (WAL_IDLE_MS, then a check; bounded wait, no timing asserted)
+      for (let waited = 0; fs.statSync(`${file}-wal`).size > 0; waited += 100) {
+        if (waited > 15_000) throw new Error(`the WAL was not truncated; failures: ${JSON.stringify(failures)}`);
+        await sleep(100);
+      }
+      expect(failures).to.deep.equal([{ message: 'the first thread fails', restartInMs: 50 }]);
+      expect(db.prepare('SELECT count(*) AS n FROM rows').get()).to.deep.equal({ n: 200 });
+    } finally {
+      own.unwatch(file);
+      await own.settled();
+      db.close();
     }
   });
 

@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import zlib from 'node:zlib';
 import { expect } from 'chai';
 import { createLogger } from '../../src/logger.ts';
+import { checkpointer } from '../../src/infrastructure/sqliteWal.ts';
 import { validateBody } from '../fixtures/orders.ts';
 import { fixedVoucher } from '../fixtures/vouchers.ts';
 import { PRODUCTION_KEY, SANDBOX_KEY, TestService } from '../support/harness.ts';
@@ -51,6 +52,16 @@ describe('request logging', () => {
     expect(first![0]!.duration_ms).to.be.a('number').at.least(0);
     expect(first![0]!.key_id).to.match(/^key_cfg_/);
     expect(second![0]).to.include({ status: 404, error_code: 'VOUCHER_NOT_FOUND' });
+  });
+
+  it("logs a failure of the WAL checkpointer's thread at error level, with when another starts", () => {
+    checkpointer.onFailure?.(new Error('the checkpointer failed'), 1_000);
+    const logged = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.msg === 'the WAL checkpointer thread failed; another starts');
+    expect(logged).to.have.length(1);
+    expect(logged[0]).to.include({ level: 50, restart_in_ms: 1_000 });
+    expect(logged[0]!.err).to.include({ message: 'the checkpointer failed' });
   });
 
   it('never writes an API key, whatever the request carries', async () => {
