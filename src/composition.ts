@@ -914,6 +914,8 @@ export const openEmbedded = async (options: EmbeddedOptions & { apiKeys?: string
     options.servers,
     options.eventStoreWriter,
   );
+  checkpointer.onCheckFailure = ({ file, code, message }) =>
+    options.logger.error({ file, code, error: message }, 'a WAL checkpoint failed; the next check tries again');
   checkpointer.onFailure = (error, restartInMs) =>
     options.logger.error(
       { err: error, restart_in_ms: restartInMs },

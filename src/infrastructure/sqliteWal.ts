@@ -140,6 +140,16 @@ const syncCopied = (watched) => {
   fs.fdatasyncSync(watched.fd);
 };
 const files = new Map();
+// A busy lock is expected (another connection writes, a reader holds the WAL): the next check tries
+// again. Any other error is told to the opening thread, at most once per file every reportEveryMs.
+const report = (watched, error) => {
+  const code = typeof error?.code === 'string' ? error.code : undefined;
+  if (code?.startsWith('SQLITE_BUSY')) return;
+  const now = Date.now();
+  if (watched.reported !== undefined && now - watched.reported < workerData.reportEveryMs) return;
+  watched.reported = now;
+  parentPort.postMessage({ type: 'failed', file: watched.file, code, message: String(error?.message ?? error) });
+};
 const check = (watched, now) => {
   const state = walState(watched);
   if (state === undefined) {
@@ -169,7 +179,7 @@ parentPort.on('message', ({ type, file, pages }) => {
     if (known) { known.pages = Math.min(known.pages, pages); return; }
     try {
       const db = new Database(file, { fileMustExist: true, timeout: 0 });
-      files.set(file, { file, pages, db, shm: undefined, fd: undefined, frames: -1, changed: Date.now(), partial: false });
+      files.set(file, { file, pages, db, shm: undefined, fd: undefined, frames: -1, changed: Date.now(), partial: false, reported: undefined });
     } catch {
       // the file is gone already: nothing to checkpoint
     }
@@ -195,8 +205,9 @@ setInterval(() => {
   for (const watched of files.values()) {
     try {
       check(watched, now);
-    } catch {
-      // busy or gone: the next check tries again
+    } catch (error) {
+      // the next check tries again
+      report(watched, error);
     }
   }
 }, workerData.intervalMs);
@@ -210,14 +221,31 @@ export interface CheckpointerOptions {
   source?: string;
   /** How long after its thread ended another is started (default CHECKPOINTER_RESTART_MS). */
   restartDelayMs?: number;
+  /** The least time between two reports of a file's failed checks (default CHECKPOINT_REPORT_EVERY_MS). */
+  reportEveryMs?: number;
+}
+
+/** A watched file's check that failed with an error other than a busy lock. */
+export interface CheckFailure {
+  file: string;
+  /** SQLite's code (`SQLITE_IOERR_WRITE`, `SQLITE_FULL`, …) or Node's (`ENOSPC`), when the error has one. */
+  code: string | undefined;
+  message: string;
 }
 
 /**
+ * The least time between two reports of one file's failed checks: a file whose checkpoints keep
+ * failing (a full disk) is reported once a minute, not ten times a second.
+ */
+export const CHECKPOINT_REPORT_EVERY_MS = 60_000;
+
+/**
  * The checkpointer of one thread's connections (the main thread's: `checkpointer` below). Its
- * thread's work is caught per file and check, so the thread ends only on an error outside that (its
- * source, its memory); then the error goes to `onFailure` and another thread starts
- * CHECKPOINTER_RESTART_MS later, watching the same files: the WALs would otherwise grow without
- * bound, unnoticed (decision 044).
+ * thread's work is caught per file and check: a check that failed other than on a busy lock goes
+ * to `onCheckFailure` (at most once a minute per file), and the next check tries again. The thread
+ * ends only on an error outside that (its source, its memory); then the error goes to `onFailure`
+ * and another thread starts CHECKPOINTER_RESTART_MS later, watching the same files. Either way a
+ * WAL that is no longer copied, and grows without bound, does not go unnoticed (decision 044).
  */
 export class Checkpointer {
   private worker: Worker | undefined;
@@ -227,12 +255,16 @@ export class Checkpointer {
   private readonly source: string;
   private readonly restartDelayMs: number;
   private restartTimer: NodeJS.Timeout | undefined;
+  private readonly reportEveryMs: number;
   /** Told when the thread failed, with how long until another starts (the service logs it). */
   onFailure: ((error: Error, restartInMs: number) => void) | undefined;
+  /** Told when a file's check failed other than on a busy lock, at most every `reportEveryMs` per file (the service logs it). */
+  onCheckFailure: ((failure: CheckFailure) => void) | undefined;
 
   constructor(options: CheckpointerOptions = {}) {
     this.source = options.source ?? CHECKPOINTER_SOURCE;
     this.restartDelayMs = options.restartDelayMs ?? CHECKPOINTER_RESTART_MS;
+    this.reportEveryMs = options.reportEveryMs ?? CHECKPOINT_REPORT_EVERY_MS;
   }
 
   /**
@@ -301,9 +333,14 @@ export class Checkpointer {
         idleMs: WAL_IDLE_MS,
         restartFrames: WAL_RESTART_FRAMES,
         restartWaitMs: WAL_RESTART_WAIT_MS,
+        reportEveryMs: this.reportEveryMs,
       },
     });
-    worker.on('message', () => {
+    worker.on('message', (message: { type: string; file?: string; code?: string; message?: string }) => {
+      if (message.type === 'failed') {
+        this.onCheckFailure?.({ file: message.file!, code: message.code, message: message.message! });
+        return;
+      }
       this.waiting.shift()?.();
       if (this.waiting.length === 0) worker.unref();
     });

@@ -14,6 +14,7 @@ import { SqliteEventStore } from '../../src/infrastructure/eventStore/sqliteEven
 import { SqliteReadStore } from '../../src/infrastructure/readStore/sqliteReadStore.ts';
 import { SqliteKvStore } from '../../src/infrastructure/kvStore/sqliteKvStore.ts';
 import {
+  type CheckFailure,
   Checkpointer,
   CHECKPOINTER_SOURCE,
   checkpointer,
@@ -220,6 +221,62 @@ ${CHECKPOINTER_SOURCE}`;
       own.unwatch(file);
       await own.settled();
       db.close();
+    }
+  });
+
+  it("a file's failed check is reported at most once per reportEveryMs, and a busy lock not at all", async function () {
+    const failing = path.join(dir, 'failing.db');
+    const busy = path.join(dir, 'busy.db');
+    const thrown = path.join(dir, 'thrown');
+    // Every checkpoint of failing.db throws an I/O error and every one of busy.db SQLITE_BUSY; each
+    // throw is counted in a file, so the test knows how many checks have failed.
+    const source = `{
+  const fs = require('node:fs');
+  const Database = require(require('node:worker_threads').workerData.sqlite);
+  const pragma = Database.prototype.pragma;
+  Database.prototype.pragma = function (text, options) {
+    if (text.startsWith('wal_checkpoint')) {
+      const code = this.name === ${JSON.stringify(failing)} ? 'SQLITE_IOERR_WRITE' : this.name === ${JSON.stringify(busy)} ? 'SQLITE_BUSY' : undefined;
+      if (code) {
+        fs.appendFileSync(${JSON.stringify(thrown)}, code + '\\n');
+        throw Object.assign(new Error(code === 'SQLITE_BUSY' ? 'database is locked' : 'disk I/O error'), { code });
+      }
+    }
+    return pragma.call(this, text, options);
+  };
+}
+${CHECKPOINTER_SOURCE}`;
+    const own = new Checkpointer({ source });
+    const failures: CheckFailure[] = [];
+    own.onCheckFailure = (failure) => failures.push(failure);
+    const dbs = [failing, busy].map((file) => {
+      const db = new Database(file);
+      db.pragma('journal_mode = WAL');
+      db.pragma('wal_autocheckpoint = 0');
+      db.exec('CREATE TABLE rows (body TEXT)');
+      db.prepare('INSERT INTO rows VALUES (?)').run('x');
+      own.watch(file, WAL_CHECKPOINT_PAGES);
+      return db;
+    });
+    const count = (code: string) =>
+      fs.existsSync(thrown)
+        ? fs
+            .readFileSync(thrown, 'utf8')
+            .split('\n')
+            .filter((line) => line === code).length
+        : 0;
+    try {
+      // once idle (WAL_IDLE_MS), each check of both files fails; wait for three of each (bounded, no timing asserted)
+      for (let waited = 0; count('SQLITE_IOERR_WRITE') < 3 || count('SQLITE_BUSY') < 3; waited += 100) {
+        if (waited > 15_000) throw new Error(`the checks did not fail as set up: ${count('SQLITE_IOERR_WRITE')}`);
+        await sleep(100);
+      }
+      await own.settled(); // every report the thread posted so far has arrived
+      expect(failures).to.deep.equal([{ file: failing, code: 'SQLITE_IOERR_WRITE', message: 'disk I/O error' }]);
+    } finally {
+      for (const file of [failing, busy]) own.unwatch(file);
+      await own.settled();
+      for (const db of dbs) db.close();
     }
   });
 

@@ -64,6 +64,24 @@ describe('request logging', () => {
     expect(logged[0]!.err).to.include({ message: 'the checkpointer failed' });
   });
 
+  it("logs a WAL checkpoint's failure at error level, with the file and the error's code", () => {
+    checkpointer.onCheckFailure?.({
+      file: '/data/sandbox/events.db',
+      code: 'SQLITE_FULL',
+      message: 'database or disk is full',
+    });
+    const logged = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.msg === 'a WAL checkpoint failed; the next check tries again');
+    expect(logged).to.have.length(1);
+    expect(logged[0]).to.include({
+      level: 50,
+      file: '/data/sandbox/events.db',
+      code: 'SQLITE_FULL',
+      error: 'database or disk is full',
+    });
+  });
+
   it('never writes an API key, whatever the request carries', async () => {
     await service.get('/v1/vouchers', { key: PRODUCTION_KEY });
     await service.get('/v1/vouchers?key=sk_test_InTheQuery', { key: 'sk_test_WrongKeyThatIsNotValid000000000' });
