@@ -142,6 +142,7 @@ const syncCopied = (watched) => {
 const files = new Map();
 // A busy lock is expected (another connection writes, a reader holds the WAL): the next check tries
 // again. Any other error is told to the opening thread, at most once per file every reportEveryMs.
+// The busy test is isSqliteBusy's (this source runs in its own thread and cannot import it).
 const report = (watched, error) => {
   const code = typeof error?.code === 'string' ? error.code : undefined;
   if (code?.startsWith('SQLITE_BUSY')) return;
