@@ -33,7 +33,8 @@ export const GC_TRACE = args.has('gc-trace');
 /**
  * `--timeline` (open loop): service A's threads are read every 10 ms while its apply target runs,
  * and apply's worst stretches of 100 ms are printed with what each thread did then
- * (scripts/bench/timeline.ts). The reading costs the generator a little CPU.
+ * (scripts/bench/timeline.ts), and with `--gc-trace` the main thread's collections in each. The
+ * reading costs the generator a little CPU.
  */
 export const TIMELINE = args.has('timeline');
 export const KEEP_DATA = args.has('keep-data');

@@ -7,11 +7,21 @@
  * there), and the full collections with their pauses. The old generation's inflow per request is
  * what sets how often a full collection comes (docs/benchmark.md, "The old generation's inflow").
  */
+import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 
-/** V8's node flags that write the trace this module reads. */
-export const GC_TRACE_FLAGS = ['--trace-gc-nvp', '--trace-gc-verbose'];
+/**
+ * The node flags that write the trace this module reads: V8's, and the anchor of its clock
+ * (gcAnchor.cjs, preloaded).
+ */
+export const GC_TRACE_FLAGS = [
+  '--trace-gc-nvp',
+  '--trace-gc-verbose',
+  '--require',
+  path.join(path.dirname(fileURLToPath(import.meta.url)), 'gcAnchor.cjs'),
+];
 
 /** One collection of one isolate, as `--trace-gc-nvp` and `--trace-gc-verbose` print it. */
 export interface GcEvent {
@@ -29,6 +39,7 @@ export interface GcEvent {
 const NVP = /^\[\d+:(0x[0-9a-f]+)\]\s+([\d.]+) ms: pause=([\d.]+) .*?\bgc=(\w+)\b/;
 const PROMOTED = /\bpromoted=(\d+)\b/;
 const OLD_SPACE = /^\[\d+:(0x[0-9a-f]+)\]\s+Old space,\s+used:\s+(\d+) KB/;
+const ANCHOR = /^GC_ANCHOR (\d+)$/;
 
 /**
  * Reads the trace line by line, keeping each isolate's collections (the service runs several:
@@ -36,6 +47,10 @@ const OLD_SPACE = /^\[\d+:(0x[0-9a-f]+)\]\s+Old space,\s+used:\s+(\d+) KB/;
  */
 export class GcTraceReader {
   private readonly isolates = new Map<string, GcEvent[]>();
+  /** The collection printed last, of any isolate. */
+  private last: GcEvent | undefined;
+  /** The anchor's scavenge on the trace's clock and its time on the monotonic clock (gcAnchor.cjs). */
+  private anchor: { atMs: number; ns: bigint } | undefined;
 
   /** Reads `stream` (the service's stdout) line by line as it comes; resolves when it ends. */
   follow(stream: Readable): Promise<void> {
@@ -49,12 +64,18 @@ export class GcTraceReader {
     if (nvp) {
       const [, isolate, at, pause, kind] = nvp;
       const events = this.isolates.get(isolate!) ?? this.isolates.set(isolate!, []).get(isolate!)!;
-      events.push({
+      this.last = {
         kind: kind!,
         atMs: Number(at),
         pauseMs: Number(pause),
         promoted: kind === 's' ? Number(PROMOTED.exec(line)?.[1] ?? 0) : 0,
-      });
+      };
+      events.push(this.last);
+      return;
+    }
+    const anchor = ANCHOR.exec(line);
+    if (anchor) {
+      if (this.last && !this.anchor) this.anchor = { atMs: this.last.atMs, ns: BigInt(anchor[1]!) };
       return;
     }
     const old = OLD_SPACE.exec(line);
@@ -62,6 +83,15 @@ export class GcTraceReader {
       const last = this.isolates.get(old[1]!)?.at(-1);
       if (last && last.oldUsed === undefined) last.oldUsed = Number(old[2]) * 1024;
     }
+  }
+
+  /**
+   * When, on this process's `performance.now()` clock, the trace's clock read 0 (the service's
+   * main isolate started), from the anchor (gcAnchor.cjs); undefined until it has been read.
+   */
+  isolateStartedAt(now = performance.now(), nowNs = process.hrtime.bigint()): number | undefined {
+    if (!this.anchor) return undefined;
+    return now - Number(nowNs - this.anchor.ns) / 1e6 - this.anchor.atMs;
   }
 
   /**

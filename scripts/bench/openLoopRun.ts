@@ -35,7 +35,7 @@ import {
   TIMELINE,
   WARMUP_S,
 } from './cli.ts';
-import { STRETCH_MS, startThreadSampler, stretchLine, worstStretches } from './timeline.ts';
+import { STRETCH_MS, startThreadSampler, stretchLine, withCollections, worstStretches } from './timeline.ts';
 import { GC_TRACE_FLAGS, GcTraceReader, summarizeGc, type GcSummary, type GcWindow } from './gcTrace.ts';
 import { DISK_QUIET_BYTES, DISK_WAIT_LIMIT_MS, startCpuMeter, waitForDisk } from './cpu.ts';
 import { mainThreadCpu, measure, median, takeBody, threadCpuPerRequest, type Measured } from './load.ts';
@@ -173,6 +173,8 @@ export const mainOpenLoop = async (): Promise<void> => {
   const gcTrace = GC_TRACE ? new GcTraceReader() : undefined;
   if (gcTrace) void gcTrace.follow(service.proc.child.stdout!);
   const gcWindows = new Map<string, GcWindow[]>();
+  // performance.now() when the trace's clock read 0: from its anchor, else the spawn (tens of ms earlier)
+  const traceOrigin = () => gcTrace?.isolateStartedAt() ?? service.startedAt;
   const serviceB = AB ? await startService(B_ROOT ?? SERVICE_ROOT, B_ENV ?? {}, 'service-b') : undefined;
   if (serviceB)
     log(
@@ -301,7 +303,7 @@ export const mainOpenLoop = async (): Promise<void> => {
         diskWaits.push(disk.waitedMs);
         if (!disk.quiet) diskBusy += 1;
         const stopCpu = startCpuMeter(t.pid);
-        const startedMs = performance.now() - service.startedAt;
+        const startedMs = performance.now() - traceOrigin();
         const stopSampler = TIMELINE && id === 'apply' ? startThreadSampler(t.pid) : undefined;
         const roundStart = performance.now();
         const run = await runOpenLoop(
@@ -309,14 +311,18 @@ export const mainOpenLoop = async (): Promise<void> => {
           { rate, durationS: roundS, maxConnections: MAX_CONNECTIONS },
         );
         const meter = stopCpu();
-        if (stopSampler)
-          for (const stretch of worstStretches(run.samples.latencies, rate, roundStart, stopSampler(), 3))
+        if (stopSampler) {
+          const worst = worstStretches(run.samples.latencies, rate, roundStart, stopSampler(), 3);
+          // with --gc-trace, the main thread's collections in each
+          const stretches = gcTrace ? withCollections(worst, gcTrace.main(), roundStart - traceOrigin()) : worst;
+          for (const stretch of stretches)
             timeline.push({ rate, line: stretchLine(r, stretch), worstMs: stretch.worstMs });
+        }
         if (gcTrace && (id === 'validate' || id === 'apply')) {
           const key = `${id}@${fraction}`;
           const window = {
             fromMs: startedMs,
-            toMs: performance.now() - service.startedAt,
+            toMs: performance.now() - traceOrigin(),
             requests: run.result.answered,
           };
           gcWindows.set(key, [...(gcWindows.get(key) ?? []), window]);

@@ -128,7 +128,8 @@ export const startService = async (
   if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);
   else tempDirs.push(dataDir);
   const port = await freePort();
-  // performance.now() at the spawn: the origin of the times V8's GC trace prints (gcTrace.ts)
+  // performance.now() at the spawn: the origin of V8's GC trace, to within the service's start-up
+  // (gcTrace.ts `isolateStartedAt` places it exactly once the trace's anchor has been read)
   const startedAt = performance.now();
   const proc = startServiceProcess(name, root, serviceEnv(port, dataDir, extraEnv), [
     ...SERVICE_NODE_FLAGS,

@@ -8,6 +8,7 @@
  */
 import fs from 'node:fs';
 import { threadName } from './cpu.ts';
+import type { GcEvent } from './gcTrace.ts';
 
 /** How often the threads are read, and how long a stretch is. */
 export const SAMPLE_MS = 10;
@@ -33,6 +34,15 @@ export interface Stretch {
   mainWait: number;
   /** The other threads busier than BUSY_SHARE, share of a core, by name. */
   busy: Record<string, number>;
+  /** With `--gc-trace`: the main thread's collections that ended in the stretch, and their pauses. */
+  gc?: StretchCollections;
+}
+
+export interface StretchCollections {
+  scavenges: number;
+  scavengeMs: number;
+  full: number;
+  fullMs: number;
 }
 
 const readSchedstat = (file: string): [number, number] | null => {
@@ -121,7 +131,36 @@ export const worstStretches = (
   return stretches.sort((x, y) => y.worstMs - x.worstMs).slice(0, count);
 };
 
-/** `round 3, 1.2 s: worst 231 ms; main runs 75 %, waits 26 %; snapshot-writer 27 %, other 36 %`. */
+/**
+ * Adds to each stretch the main thread's collections (`--gc-trace`, gcTrace.ts) that ended in it.
+ * `roundAtMs` is the round's start on the trace's clock (ms since the service's isolate started).
+ */
+export const withCollections = (stretches: Stretch[], events: readonly GcEvent[], roundAtMs: number): Stretch[] =>
+  stretches.map((stretch) => {
+    const from = roundAtMs + stretch.fromMs;
+    const gc: StretchCollections = { scavenges: 0, scavengeMs: 0, full: 0, fullMs: 0 };
+    for (const e of events) {
+      if (e.atMs < from || e.atMs >= from + STRETCH_MS) continue;
+      if (e.kind === 's') {
+        gc.scavenges += 1;
+        gc.scavengeMs += e.pauseMs;
+      } else if (e.kind === 'mc') {
+        gc.full += 1;
+        gc.fullMs += e.pauseMs;
+      }
+    }
+    return { ...stretch, gc };
+  });
+
+const collectionsText = ({ scavenges, scavengeMs, full, fullMs }: StretchCollections): string =>
+  `; main thread's GC: ${scavenges} scavenge${scavenges === 1 ? '' : 's'}` +
+  `${scavenges > 0 ? ` (${scavengeMs.toFixed(1)} ms)` : ''}` +
+  `${full > 0 ? `, ${full} full (${fullMs.toFixed(1)} ms)` : ''}`;
+
+/**
+ * `round 3, 1.2 s: worst 231 ms; main runs 75 %, waits 26 %; snapshot-writer 27 %, other 36 %`,
+ * with `--gc-trace` followed by `; main thread's GC: 2 scavenges (6.1 ms), 1 full (8.8 ms)`.
+ */
 export const stretchLine = (round: number, s: Stretch): string => {
   const pct = (x: number) => `${Math.round(x * 100)} %`;
   const busy = Object.entries(s.busy)
@@ -130,6 +169,7 @@ export const stretchLine = (round: number, s: Stretch): string => {
     .join(', ');
   return (
     `round ${round + 1}, ${(s.fromMs / 1000).toFixed(1)} s: worst ${s.worstMs.toFixed(0)} ms;` +
-    ` main runs ${pct(s.mainRun)}, waits ${pct(s.mainWait)}${busy ? `; ${busy}` : ''}`
+    ` main runs ${pct(s.mainRun)}, waits ${pct(s.mainWait)}${busy ? `; ${busy}` : ''}` +
+    (s.gc ? collectionsText(s.gc) : '')
   );
 };

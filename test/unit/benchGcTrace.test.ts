@@ -3,9 +3,10 @@
  * `--trace-gc-nvp --trace-gc-verbose` lines, read in chunks that split lines, sorted by isolate,
  * the main thread's isolate picked, and each target's collections summed over its rounds' windows.
  */
+import { spawn } from 'node:child_process';
 import { PassThrough } from 'node:stream';
 import { expect } from 'chai';
-import { GcTraceReader, summarizeGc } from '../../scripts/bench/gcTrace.ts';
+import { GC_TRACE_FLAGS, GcTraceReader, summarizeGc } from '../../scripts/bench/gcTrace.ts';
 
 const MAIN = '0x45438e60';
 const WORKER = '0x7fce0c001200';
@@ -86,5 +87,33 @@ describe('bench: the GC trace of the service', () => {
     const summary = summarizeGc((await read(nvpOnly, 1000)).main(), [{ fromMs: 0, toMs: 3000, requests: 10 }]);
     expect(summary.directOldPerRequest).to.equal(null);
     expect(summary.scavenges).to.equal(4);
+  });
+
+  it('places the trace’s clock on its own from the anchor: the scavenge printed before it, at a monotonic time', async () => {
+    const anchorNs = 5_000_000_000n;
+    const anchored = [collection(MAIN, 26, 's', 0.5, 0, 1_000), `GC_ANCHOR ${anchorNs}`, trace].join('\n');
+    const reader = await read(anchored, 40);
+    // 100 ms after the anchor on the monotonic clock, performance.now() read 10,000: the anchor's
+    // scavenge (26 ms on the trace's clock) was at 9,900, so the trace's clock read 0 at 9,874
+    expect(reader.isolateStartedAt(10_000, anchorNs + 100_000_000n)).to.be.closeTo(9_874, 1e-9);
+    expect(reader.main()[0]!.atMs).to.equal(26); // the anchor's scavenge is a collection like the others
+    expect((await read(trace, 40)).isolateStartedAt()).to.equal(undefined); // no anchor read
+  });
+
+  it('anchors the trace of a real node process started with the bench’s flags', async function () {
+    this.timeout(20_000);
+    const spawnedAt = performance.now();
+    const child = spawn(process.execPath, [...GC_TRACE_FLAGS, '-e', 'setTimeout(() => {}, 50)'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const reader = new GcTraceReader();
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    await reader.follow(child.stdout);
+    await exited;
+    const origin = reader.isolateStartedAt();
+    expect(origin).to.be.a('number');
+    // the isolate starts after the spawn, and within the few seconds the process lived
+    expect(origin!).to.be.within(spawnedAt, performance.now());
+    expect(reader.main().filter((e) => e.kind === 's')).to.have.length.of.at.least(1);
   });
 });

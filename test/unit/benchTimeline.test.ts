@@ -4,7 +4,14 @@
  * did then, from readings of their run and wait times.
  */
 import { expect } from 'chai';
-import { STRETCH_MS, stretchLine, worstStretches, type ThreadSample } from '../../scripts/bench/timeline.ts';
+import type { GcEvent } from '../../scripts/bench/gcTrace.ts';
+import {
+  STRETCH_MS,
+  stretchLine,
+  withCollections,
+  worstStretches,
+  type ThreadSample,
+} from '../../scripts/bench/timeline.ts';
 
 /** A reading at `at` ms: cumulative run times (ms) by thread, and the main thread's wait (ms). */
 const sample = (at: number, run: Record<string, number>, mainWait: number): ThreadSample => ({
@@ -57,5 +64,29 @@ describe('bench: the open-loop timeline of apply’s worst stretches', () => {
     const [worst] = worstStretches(latencies, 100, t0, [], 1);
     expect(worst).to.deep.include({ fromMs: STRETCH_MS, worstMs: 250, mainRun: 0, mainWait: 0, busy: {} });
     expect(stretchLine(0, worst!)).to.equal('round 1, 0.1 s: worst 250 ms; main runs 0 %, waits 0 %');
+  });
+
+  it('with the GC trace, names the main thread’s collections that ended in each stretch', () => {
+    const worst = worstStretches(latencies, 100, t0, samples, 2); // stretches from 100 and 200 ms
+    const gc = (kind: string, atMs: number, pauseMs: number): GcEvent => ({ kind, atMs, pauseMs, promoted: 0 });
+    // the round started at 5,000 ms on the trace's clock: the first stretch is [5,100, 5,200)
+    const events = [
+      gc('s', 5_099, 9), // before it
+      gc('s', 5_100, 2.5),
+      gc('mc', 5_150, 8.75),
+      gc('s', 5_199, 1.5),
+      gc('mmc', 5_160, 1), // neither a scavenge nor a full collection
+      gc('s', 5_200, 4), // the next stretch
+    ];
+    const [first, second] = withCollections(worst, events, 5_000);
+    expect(first!.gc).to.deep.equal({ scavenges: 2, scavengeMs: 4, full: 1, fullMs: 8.75 });
+    expect(second!.gc).to.deep.equal({ scavenges: 1, scavengeMs: 4, full: 0, fullMs: 0 });
+    expect(stretchLine(2, first!)).to.equal(
+      'round 3, 0.1 s: worst 250 ms; main runs 80 %, waits 30 %; snapshot-writer 40 %;' +
+        " main thread's GC: 2 scavenges (4.0 ms), 1 full (8.8 ms)",
+    );
+    expect(stretchLine(2, second!)).to.match(/; main thread's GC: 1 scavenge \(4\.0 ms\)$/);
+    const [quiet] = withCollections(worst, [], 5_000);
+    expect(stretchLine(2, quiet!)).to.match(/; main thread's GC: 0 scavenges$/);
   });
 });
