@@ -195,9 +195,40 @@ export const printOpenLoop = ({
     log(
       `note: other processes used up to ${Math.round(maxOther * 100)}% of a core during a round: tail latencies are noisy; repeat the run`,
     );
+  for (const note of diskBoundNotes(verdicts, rows)) log(note);
   const misses = verdicts.filter((v) => v.verdict === 'MISS');
   log(misses.length === 0 ? 'no open-loop target missed' : `${misses.length} open-loop target(s) missed`);
 };
+
+/**
+ * A note for each of apply's judged targets (at half load) that the durable route alone missed in
+ * the run: no apply answered once its commit is synced waits less than that route (the bare route
+ * plus a synced write, group-committed), so the run cannot tell whether the service meets that
+ * target. What the service added is then apply's percentile over the durable route's.
+ */
+export const diskBoundNotes = (verdicts: readonly OpenLoopVerdict[], rows: readonly OpenLoopRow[]): string[] =>
+  verdicts.flatMap((v) => {
+    if (v.max === null || v.verdict === 'INFO' || (v.target !== 'apply' && v.target !== 'apply-b')) return [];
+    const durable = verdicts.find(
+      (d) =>
+        d.target === 'durable' &&
+        (d.base ?? 'bare') === 'bare' &&
+        d.percentile === v.percentile &&
+        d.fraction === v.fraction,
+    );
+    if (!durable || durable.ratio <= v.max) return [];
+    const overDurable = verdicts.find(
+      (d) =>
+        d.target === v.target && d.base === 'durable' && d.percentile === v.percentile && d.fraction === v.fraction,
+    );
+    const rate = rows.find((r) => r.fraction === v.fraction)?.rate;
+    const name = PCT_NAME[v.percentile];
+    return [
+      `note: at ${rate} req/s the durable route alone had a ${name} of ${durable.ratio.toFixed(2)}× the bare route's, above` +
+        ` ${v.target}'s target of ${v.max}×: no apply answered once its commit is synced could meet it in this run` +
+        (overDurable ? ` (${v.target}'s ${name} was ${overDurable.ratio.toFixed(2)}× the durable route's)` : ''),
+    ];
+  });
 
 export const writeOpenLoopResults = (results: {
   applyMax: number;
