@@ -144,6 +144,7 @@ export const printOpenLoop = ({
   for (const r of rows)
     if (r.threadUsPerRequest && !['bare', 'durable'].includes(r.target.id))
       log(`  ${r.target.title} at ${r.rate} req/s: ${threadLine(r.threadUsPerRequest)}`);
+  for (const line of machineLoadLines(rows, os.cpus().length)) log(line);
   log('');
   for (const v of verdicts) {
     const rate = rows.find((r) => r.fraction === v.fraction)!.rate;
@@ -199,6 +200,22 @@ export const printOpenLoop = ({
   const misses = verdicts.filter((v) => v.verdict === 'MISS');
   log(misses.length === 0 ? 'no open-loop target missed' : `${misses.length} open-loop target(s) missed`);
 };
+
+/**
+ * One line per rate: how busy the machine's CPUs were while each target ran (the target's process,
+ * the generator and every other process, as the table's CPU column has them), in % of all of them.
+ * Apply's maximum is measured closed-loop, where a commit carries many applies; at a fraction of it
+ * each apply costs more, so half of apply's maximum keeps the machine busier than half, while the
+ * bare route at the same rate leaves it mostly idle. The targets are ratios between the two.
+ */
+export const machineLoadLines = (rows: readonly OpenLoopRow[], cpus: number): string[] =>
+  [...new Set(rows.map((r) => r.fraction))].map((fraction) => {
+    const at = rows.filter((r) => r.fraction === fraction);
+    const busy = at.map(
+      (r) => `${r.target.id} ${Math.round((100 * (r.serverCpu + r.loadGenCpu + r.otherCpu)) / cpus)} %`,
+    );
+    return `the machine's ${cpus} CPUs busy during each target's rounds at ${at[0]!.rate} req/s (${fraction}×), with the generator and other processes: ${busy.join(', ')}`;
+  });
 
 /**
  * A note for each of apply's judged targets (at half load) that the durable route alone missed in
