@@ -41,6 +41,7 @@
  *   --rates=<f,...>     with --open-loop: the fractions of apply's maximum (default 0.25,0.5)
  *   --open-loop-duration=<s>  with --open-loop: seconds per target and rate (default 12, split in rounds)
  *   --max-connections=<n>     with --open-loop: the generator's connection cap (default 512)
+ *   --repeat=<n>        with --open-loop: n whole runs, then each target's ratios over them (median, runs met)
  *   --b-root=<dir>, --b-env=NAME=value,...  with --open-loop: a second service B (another checkout,
  *                       or other environment variables) measured in the same rounds at the same rates
  *   --scale             the scale bench instead (scripts/bench/scale.ts): applications over 1,000
@@ -50,9 +51,9 @@
  *   --scale-replays=<n> with --scale and --b-root=<dir>: replays of each checkout, alternating (default 2)
  */
 import { OPEN_LOOP, SCALE } from './bench/cli.ts';
-import { mainOpenLoop } from './bench/openLoopRun.ts';
+import { mainOpenLoopRepeated } from './bench/openLoopRun.ts';
 import { runBench } from './bench/processes.ts';
 import { main } from './bench/run.ts';
 import { mainScale } from './bench/scale.ts';
 
-runBench(SCALE ? mainScale : OPEN_LOOP ? mainOpenLoop : main);
+runBench(SCALE ? mainScale : OPEN_LOOP ? mainOpenLoopRepeated : main);

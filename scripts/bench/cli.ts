@@ -65,6 +65,18 @@ const fractions = (text: string): number[] => {
 export const RATES = fractions(args.get('rates') ?? '0.25,0.5');
 export const OPEN_LOOP_DURATION_S = Number(args.get('open-loop-duration') ?? 12);
 /**
+ * `--repeat=N` (open loop): N whole runs one after the other, each with fresh services and its own
+ * closed loop, then a summary of every judged target's ratio over the runs (its median, and in how
+ * many runs it was met). On a shared machine a tail's ratio moves by a factor of two or three from
+ * one run of the same build to the next, so one run's verdict says little on its own.
+ */
+export const REPEAT = ((raw) => {
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1)
+    throw new Error(`--repeat takes a whole number of runs, e.g. --repeat=5; got ${raw}`);
+  return value;
+})(args.get('repeat') ?? '1');
+/**
  * `--apply-max=<req/s>`: the rates are fractions of this instead of apply's maximum measured in
  * the run, so that runs of an A/B series offer the same rates (the measured maximum moves by a
  * third from run to run on this machine). The closed loop still runs, as the warm-up.

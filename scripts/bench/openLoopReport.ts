@@ -16,7 +16,7 @@ import {
   WARMUP_S,
 } from './cli.ts';
 import type { GcSummary } from './gcTrace.ts';
-import type { Measured } from './load.ts';
+import { median, type Measured } from './load.ts';
 import type { OpenLoopResult, Percentiles } from './openLoop.ts';
 import type { ProfileSummary } from './profile.ts';
 
@@ -299,4 +299,39 @@ export const writeOpenLoopResults = (results: {
     )}\n`,
   );
   return path.relative(ROOT, out);
+};
+
+/**
+ * `--repeat`: each judged target (a verdict with a limit, at the fraction it is judged at) with its
+ * ratio in every run, their median, and in how many runs it was met; then in how many runs every
+ * judged target was. A run whose verdict is INVALID counts as not met.
+ */
+export const repeatSummary = (runs: ReadonlyArray<readonly OpenLoopVerdict[]>): string[] => {
+  const judged = (v: OpenLoopVerdict) => v.max !== null && v.verdict !== 'INFO';
+  const key = (v: OpenLoopVerdict) => `${v.target} ${v.percentile} ${v.fraction}`;
+  const keys = [...new Set(runs.flatMap((run) => run.filter(judged).map(key)))];
+  const lines = keys.map((k) => {
+    const each = runs.map((run) => run.find((v) => judged(v) && key(v) === k));
+    const first = each.find((v) => v !== undefined)!;
+    const ratios = each.filter((v) => v !== undefined).map((v) => v.ratio);
+    const met = each.filter((v) => v?.verdict === 'PASS').length;
+    return (
+      `${first.target} ${PCT_NAME[first.percentile]} / bare route's at ${first.fraction}× over ${runs.length} runs:` +
+      ` ${each.map((v) => (v === undefined ? '–' : `${v.ratio.toFixed(2)}×`)).join(', ')}` +
+      ` (median ${median(ratios).toFixed(2)}×); target ≤ ${first.max}×: met in ${met} of ${runs.length}`
+    );
+  });
+  const allMet = runs.filter((run) => run.some(judged) && run.filter(judged).every((v) => v.verdict === 'PASS')).length;
+  return [...lines, `every target met in ${allMet} of ${runs.length} runs`];
+};
+
+/** `--repeat`: every run's verdicts, in .bench/open-loop-runs.json (.bench/last.json holds the last run's details). */
+export const writeRepeatedResults = (runs: ReadonlyArray<readonly OpenLoopVerdict[]>): string => {
+  const out = path.join(ROOT, '.bench', 'open-loop-runs.json');
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(
+    out,
+    `${JSON.stringify({ at: new Date().toISOString(), mode: 'open-loop', runs: runs.map((verdicts) => ({ verdicts })), summary: repeatSummary(runs) }, null, 2)}\n`,
+  );
+  return out;
 };

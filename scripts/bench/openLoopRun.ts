@@ -29,6 +29,7 @@ import {
   PROFILE,
   RATE_LIMITS,
   RATES,
+  REPEAT,
   ROUNDS,
   SERVICE_ROOT,
   ROOT,
@@ -42,13 +43,15 @@ import { mainThreadCpu, measure, median, takeBody, threadCpuPerRequest, type Mea
 import { mergeRuns, runOpenLoop, type OpenLoopRun } from './openLoop.ts';
 import {
   printOpenLoop,
+  repeatSummary,
   writeOpenLoopResults,
+  writeRepeatedResults,
   type OpenLoopRow,
   type OpenLoopTarget,
   type OpenLoopVerdict,
 } from './openLoopReport.ts';
 import { sleep } from '../lib/processes.ts';
-import { stopChild } from './processes.ts';
+import { removeTempDirs, stopChild } from './processes.ts';
 import { prepareProfDir, reportProfiles, type Windows } from './profiling.ts';
 import { log, quiet, startCeiling, startService } from './run.ts';
 import { CEILING_SCENARIO, DURABLE_CEILING_SCENARIO, HEADERS, SCENARIOS, type Scenario } from './scenarios.ts';
@@ -155,7 +158,26 @@ const scenario = (id: string): Scenario => {
   return found;
 };
 
-export const mainOpenLoop = async (): Promise<void> => {
+/**
+ * `--repeat=N`: N whole open-loop runs one after the other (each one's data removed before the
+ * next), then every judged target's ratios over the runs (repeatSummary), also written to
+ * .bench/open-loop-runs.json. With N = 1 this is one run.
+ */
+export const mainOpenLoopRepeated = async (): Promise<void> => {
+  const runs: OpenLoopVerdict[][] = [];
+  for (let run = 1; run <= REPEAT; run += 1) {
+    if (REPEAT > 1) log(`\n=== open-loop run ${run} of ${REPEAT} ===`);
+    runs.push(await mainOpenLoop());
+    removeTempDirs();
+  }
+  if (REPEAT === 1) return;
+  log('');
+  for (const line of repeatSummary(runs)) log(line);
+  log(`results of every run written to ${writeRepeatedResults(runs)}`);
+};
+
+/** One open-loop run (see the top of this file); returns its verdicts. */
+export const mainOpenLoop = async (): Promise<OpenLoopVerdict[]> => {
   if (SERVICE_ROOT !== ROOT) log(`service from ${SERVICE_ROOT}`);
   log(
     `bench, open loop: ${os.cpus().length} CPUs, node ${process.version}; rates ${RATES.join(', ')} × apply's maximum,` +
@@ -407,6 +429,7 @@ export const mainOpenLoop = async (): Promise<void> => {
   const gc = gcTrace ? reportGc(gcTrace, gcWindows) : undefined;
   const out = writeOpenLoopResults({ applyMax, closed, rows, verdicts, profiles: summaries, gc });
   log(`results written to ${out}`);
+  return verdicts;
 };
 
 /** Prints the main thread's collections of each target at each rate (--gc-trace) and returns them for the results file. */

@@ -101,9 +101,14 @@ export const waitForHealth = (child: Child, baseUrl: string, timeoutMs = 30_000)
 
 export const stopChild = (child: Child): Promise<void> => stopProcess(child, 15_000);
 
+/** Removes the temporary directories made so far (their processes stopped first). */
+export const removeTempDirs = (): void => {
+  for (const dir of tempDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+};
+
 const cleanUp = async (): Promise<void> => {
   await stopAll(15_000);
-  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
+  removeTempDirs();
 };
 
 let exiting = false;
