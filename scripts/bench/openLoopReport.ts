@@ -325,13 +325,19 @@ export const repeatSummary = (runs: ReadonlyArray<readonly OpenLoopVerdict[]>): 
   return [...lines, `every target met in ${allMet} of ${runs.length} runs`];
 };
 
-/** `--repeat`: every run's verdicts, in .bench/open-loop-runs.json (.bench/last.json holds the last run's details). */
-export const writeRepeatedResults = (runs: ReadonlyArray<readonly OpenLoopVerdict[]>): string => {
+/**
+ * `--repeat`: every run's verdicts and the summary printed (repeatSummary), in
+ * .bench/open-loop-runs.json (.bench/last.json holds the last run's details).
+ */
+export const writeRepeatedResults = (
+  runs: ReadonlyArray<readonly OpenLoopVerdict[]>,
+  summary: readonly string[],
+): string => {
   const out = path.join(ROOT, '.bench', 'open-loop-runs.json');
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(
     out,
-    `${JSON.stringify({ at: new Date().toISOString(), mode: 'open-loop', runs: runs.map((verdicts) => ({ verdicts })), summary: repeatSummary(runs) }, null, 2)}\n`,
+    `${JSON.stringify({ at: new Date().toISOString(), mode: 'open-loop', runs: runs.map((verdicts) => ({ verdicts })), summary }, null, 2)}\n`,
   );
-  return out;
+  return path.relative(ROOT, out);
 };

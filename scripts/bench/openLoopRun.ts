@@ -172,8 +172,9 @@ export const mainOpenLoopRepeated = async (): Promise<void> => {
   }
   if (REPEAT === 1) return;
   log('');
-  for (const line of repeatSummary(runs)) log(line);
-  log(`results of every run written to ${writeRepeatedResults(runs)}`);
+  const summary = repeatSummary(runs);
+  for (const line of summary) log(line);
+  log(`results of every run written to ${writeRepeatedResults(runs, summary)}`);
 };
 
 /** One open-loop run (see the top of this file); returns its verdicts. */
