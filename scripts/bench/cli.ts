@@ -95,6 +95,19 @@ export const APPLY_MAX = ((raw) => {
  */
 export const MAX_CONNECTIONS = Number(args.get('max-connections') ?? 512);
 /**
+ * `--open-loop-connections=per-round|kept` (open loop): `per-round`, the default, opens a new pool
+ * of keep-alive connections for every round of every target, so each round's first requests also
+ * open the connections they need; `kept` gives each target one pool for all its rounds, opened by
+ * an unmeasured second at the first rate before the first round, as a checkout's HTTP client keeps
+ * its connections between bursts of traffic. In the bench the two gave the same tail within the
+ * noise (docs/benchmark.md, "Connections kept across rounds").
+ */
+export const OPEN_LOOP_CONNECTIONS = ((raw) => {
+  if (raw !== 'kept' && raw !== 'per-round')
+    throw new Error(`--open-loop-connections takes kept or per-round; got ${raw}`);
+  return raw;
+})(args.get('open-loop-connections') ?? 'per-round');
+/**
  * With --open-loop: a second service, B, measured in the same run and the same rounds as the
  * first (A), at the same rates: `--b-root=<dir>` runs it from another checkout (a change to
  * compare), `--b-env=NAME=value,...` with extra environment variables. Either one enables B.

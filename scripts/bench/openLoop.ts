@@ -7,7 +7,8 @@
  *
  * `OpenLoop` is the arithmetic (schedule, dispatch, latencies, percentiles), driven by an injected
  * clock and transport so that it can be tested with a fake clock; `runOpenLoop` drives it for real
- * with the monotonic clock, timers and `node:http` with a keep-alive agent.
+ * with the monotonic clock, timers and `node:http` with a keep-alive agent that the caller may keep
+ * across runs.
  */
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -52,6 +53,8 @@ export interface OpenLoopResult {
   sendLag: Percentiles;
   /** Most requests in flight at once (= connections the pool needed). */
   peakInFlight: number;
+  /** Connections the run opened (null where there are none: a fake transport). */
+  opened: number | null;
   maxInFlight: number;
   /** Due requests had to wait because maxInFlight requests were in flight: the generator was the bottleneck. */
   capHit: boolean;
@@ -199,6 +202,7 @@ export class OpenLoop {
       latency: percentilesOf(answered),
       sendLag: percentilesOf(this.lags.subarray(0, this.next)),
       peakInFlight: this.peakInFlight,
+      opened: null,
       maxInFlight: this.options.maxInFlight,
       capHit: this.capHit,
       elapsedMs: this.lastAnswerMs - this.startMs,
@@ -245,6 +249,7 @@ export const mergeRuns = (runs: OpenLoopRun[]): OpenLoopResult => {
     latency: percentilesOf(concat(runs.map((r) => r.samples.latencies))),
     sendLag: percentilesOf(concat(runs.map((r) => r.samples.lags))),
     peakInFlight: Math.max(...runs.map((r) => r.result.peakInFlight)),
+    opened: runs.some((r) => r.result.opened === null) ? null : sum((r) => r.opened!),
     maxInFlight: runs[0]!.result.maxInFlight,
     capHit: runs.some((r) => r.result.capHit),
     elapsedMs: sum((r) => r.elapsedMs),
@@ -260,12 +265,35 @@ export interface HttpTarget {
 }
 
 /**
+ * The generator closes a connection idle this long, before the servers it measures do (the
+ * service and the bench's ceilings close theirs after 65 s): else one could close a connection
+ * just as a request goes out on it, and that request would fail.
+ */
+export const IDLE_CLOSE_MS = 60_000;
+
+/**
  * `node:http` with a keep-alive agent: a request goes on a free connection, or on a new one when
  * all are busy (the pool grows with the load; OpenLoop's maxInFlight keeps it under the agent's
- * maxSockets, so the agent never queues a request itself).
+ * maxSockets, so the agent never queues a request itself). The connections stay open between
+ * runs until `close`, or until one has been idle for IDLE_CLOSE_MS, so several runs on one
+ * sender start on the connections the earlier ones opened. `opened()` counts the connections
+ * opened so far.
  */
 export const httpSender = (target: HttpTarget, maxSockets: number, timeoutMs = 10_000) => {
-  const agent = new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets, scheduling: 'lifo' });
+  const agent = new http.Agent({
+    keepAlive: true,
+    maxSockets,
+    maxFreeSockets: maxSockets,
+    scheduling: 'lifo',
+    timeout: IDLE_CLOSE_MS,
+  });
+  let opened = 0;
+  // The agent opens every connection through createConnection, which its API lets a caller override.
+  const connect = agent.createConnection.bind(agent);
+  agent.createConnection = (...args: Parameters<typeof connect>) => {
+    opened += 1;
+    return connect(...args);
+  };
   const url = new URL(target.url);
   const send: Send = (n, done) => {
     const body = target.body(n);
@@ -291,20 +319,22 @@ export const httpSender = (target: HttpTarget, maxSockets: number, timeoutMs = 1
     req.on('error', () => done({ error: 'error' }));
     req.end(body);
   };
-  return { send, close: () => agent.destroy() };
+  return { send, opened: () => opened, close: () => agent.destroy() };
 };
+export type HttpSender = ReturnType<typeof httpSender>;
 
 /**
- * Offers `rate` requests per second for `durationS` seconds to `target` and waits for every
+ * Offers `rate` requests per second for `durationS` seconds through `sender` and waits for every
  * answer. Between answers a timer wakes the loop when the next request is due (Node's timers
  * have a resolution of 1 ms: the send lag in the result shows how late requests went out, and
- * it is part of their latency).
+ * it is part of their latency). The sender's connections are left open for the next run: the
+ * caller closes it.
  */
 export const runOpenLoop = async (
-  target: HttpTarget,
+  sender: HttpSender,
   { rate, durationS, maxConnections }: { rate: number; durationS: number; maxConnections: number },
 ): Promise<OpenLoopRun> => {
-  const sender = httpSender(target, maxConnections);
+  const openedBefore = sender.opened();
   let tickQueued = false;
   let timer: NodeJS.Timeout | undefined;
   const wake = () => {
@@ -340,9 +370,8 @@ export const runOpenLoop = async (
     loop.start();
     wake();
     await loop.whenFinished();
-    return { result: loop.result(), samples: loop.samples() };
+    return { result: { ...loop.result(), opened: sender.opened() - openedBefore }, samples: loop.samples() };
   } finally {
     if (timer !== undefined) clearTimeout(timer);
-    sender.close();
   }
 };

@@ -9,7 +9,9 @@
  *    fraction × apply's maximum is offered to the bare route, validate and apply in turn, in
  *    ROUNDS rounds (the targets alternate, so a noisy second hits all three alike); each target's
  *    latencies are pooled over its rounds. Latency counts from each request's scheduled time
- *    (scripts/bench/openLoop.ts).
+ *    (scripts/bench/openLoop.ts). Each round opens a new pool of connections
+ *    (--open-loop-connections=kept: each target keeps one pool for all its rounds, opened by an
+ *    unmeasured second at the first rate).
  * 4. The targets: at half of apply's maximum, apply's p99 ≤ 2× and p99.9 ≤ 3× the bare route's,
  *    validate's p99 ≤ 1× the bare route's, at the same rate in the same run.
  * 5. The disk's share: the bare route made durable (each body written and synced with group commit,
@@ -25,6 +27,7 @@ import {
   DURATION_S,
   GC_TRACE,
   MAX_CONNECTIONS,
+  OPEN_LOOP_CONNECTIONS,
   OPEN_LOOP_DURATION_S,
   PROFILE,
   RATE_LIMITS,
@@ -40,7 +43,7 @@ import { STRETCH_MS, startThreadSampler, stretchLine, withCollections, worstStre
 import { GC_TRACE_FLAGS, GcTraceReader, summarizeGc, type GcSummary, type GcWindow } from './gcTrace.ts';
 import { DISK_QUIET_BYTES, DISK_WAIT_LIMIT_MS, startCpuMeter, waitForDisk } from './cpu.ts';
 import { mainThreadCpu, measure, median, takeBody, threadCpuPerRequest, type Measured } from './load.ts';
-import { mergeRuns, runOpenLoop, type OpenLoopRun } from './openLoop.ts';
+import { httpSender, mergeRuns, runOpenLoop, type HttpSender, type OpenLoopRun } from './openLoop.ts';
 import {
   printOpenLoop,
   repeatSummary,
@@ -182,7 +185,8 @@ export const mainOpenLoop = async (): Promise<OpenLoopVerdict[]> => {
   if (SERVICE_ROOT !== ROOT) log(`service from ${SERVICE_ROOT}`);
   log(
     `bench, open loop: ${os.cpus().length} CPUs, node ${process.version}; rates ${RATES.join(', ')} × apply's maximum,` +
-      ` ${OPEN_LOOP_DURATION_S} s per target and rate in ${ROUNDS} round(s), up to ${MAX_CONNECTIONS} connections;` +
+      ` ${OPEN_LOOP_DURATION_S} s per target and rate in ${ROUNDS} round(s), up to ${MAX_CONNECTIONS} connections` +
+      ` ${OPEN_LOOP_CONNECTIONS === 'kept' ? 'kept across rounds' : 'opened afresh in each round'};` +
       ` rate limiter ${RATE_LIMITS === 'off' ? 'off' : 'on with lifted limits'}`,
   );
   if (GC_TRACE && AB)
@@ -299,6 +303,21 @@ export const mainOpenLoop = async (): Promise<OpenLoopVerdict[]> => {
       : `apply's maximum taken as ${Math.round(applyMax)} req/s (--apply-max; measured in this run: ${Math.round(closed.apply!.reqPerSec)})`,
   );
 
+  const firstRate = Math.max(1, Math.round(RATES[0]! * applyMax));
+  const senderOf = (id: Target): HttpSender => {
+    const t = targets[id]!;
+    return httpSender({ url: t.url, method: 'POST', headers: HEADERS, body: () => takeBody(t.body) }, MAX_CONNECTIONS);
+  };
+  const kept = new Map<Target, HttpSender>();
+  if (OPEN_LOOP_CONNECTIONS === 'kept') {
+    log(`opening each target's connections: 1 s at ${firstRate} req/s, not measured ...`);
+    for (const id of TARGET_ORDER) {
+      const sender = senderOf(id);
+      kept.set(id, sender);
+      await runOpenLoop(sender, { rate: firstRate, durationS: 1, maxConnections: MAX_CONNECTIONS });
+    }
+  }
+
   const rows: OpenLoopRow[] = [];
   /** With --timeline: apply's worst stretches of each round, by rate. */
   const timeline: Array<{ rate: number; line: string; worstMs: number }> = [];
@@ -329,10 +348,9 @@ export const mainOpenLoop = async (): Promise<OpenLoopVerdict[]> => {
         const startedMs = performance.now() - traceOrigin();
         const stopSampler = TIMELINE && id === 'apply' ? startThreadSampler(t.pid) : undefined;
         const roundStart = performance.now();
-        const run = await runOpenLoop(
-          { url: t.url, method: 'POST', headers: HEADERS, body: () => takeBody(t.body) },
-          { rate, durationS: roundS, maxConnections: MAX_CONNECTIONS },
-        );
+        const sender = kept.get(id) ?? senderOf(id);
+        const run = await runOpenLoop(sender, { rate, durationS: roundS, maxConnections: MAX_CONNECTIONS });
+        if (!kept.has(id)) sender.close();
         const meter = stopCpu();
         if (stopSampler) {
           const worst = worstStretches(run.samples.latencies, rate, roundStart, stopSampler(), 3);
@@ -374,6 +392,7 @@ export const mainOpenLoop = async (): Promise<OpenLoopVerdict[]> => {
       });
     }
   }
+  for (const sender of kept.values()) sender.close();
   log(
     `before each target: ${DISK_SETTLE_MS} ms, then a wait for less than ${DISK_QUIET_BYTES / 1024 / 1024} MB of unwritten pages:` +
       ` median ${median(diskWaits)} ms, longest ${Math.max(...diskWaits)} ms` +

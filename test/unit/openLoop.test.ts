@@ -12,7 +12,9 @@ import {
   mergeRuns,
   percentile,
   percentilesOf,
+  httpSender,
   runOpenLoop,
+  type HttpTarget,
   type Outcome,
 } from '../../scripts/bench/openLoop.ts';
 
@@ -62,6 +64,13 @@ const fakeRun = ({
   }
   return { ...loop.result(), samples: loop.samples() };
 };
+
+const target = (port: number): HttpTarget => ({
+  url: `http://127.0.0.1:${port}/x`,
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: (n) => `{"n":${n}}`,
+});
 
 describe('open-loop load generator', () => {
   it('computes percentiles by nearest rank', () => {
@@ -147,14 +156,9 @@ describe('open-loop load generator', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const { port } = server.address() as AddressInfo;
-      const { result } = await runOpenLoop(
-        {
-          url: `http://127.0.0.1:${port}/x`,
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: (n) => `{"n":${n}}`,
-        },
-        { rate: 200, durationS: 1, maxConnections: 100 },
+      const sender = httpSender(target(port), 100);
+      const { result } = await runOpenLoop(sender, { rate: 200, durationS: 1, maxConnections: 100 }).finally(
+        sender.close,
       );
       expect(result).to.include({ sent: 200, answered: 200, ok2xx: 200, errors: 0, capHit: false });
       expect(requests).to.equal(200);
@@ -163,7 +167,43 @@ describe('open-loop load generator', () => {
       // More than one connection was needed during the block, and far fewer than one per request.
       expect(result.peakInFlight).to.be.greaterThan(1);
       expect(connections.size).to.be.greaterThan(1).and.at.most(result.peakInFlight);
+      expect(result.opened).to.equal(connections.size);
     } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('starts a run on the connections an earlier run on the same sender left open; a new sender opens its own', async () => {
+    let opened = 0;
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.end('{}'));
+    });
+    server.on('connection', () => {
+      opened += 1;
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const kept = httpSender(target((server.address() as AddressInfo).port), 100);
+    const fresh = httpSender(target((server.address() as AddressInfo).port), 100);
+    try {
+      const options = { rate: 100, durationS: 0.3, maxConnections: 100 };
+      const first = await runOpenLoop(kept, options);
+      expect(first.result.opened).to.be.at.least(1);
+      expect(opened).to.equal(first.result.opened);
+      const pool = opened;
+      const second = await runOpenLoop(kept, options);
+      // It opens a connection only if it needed more at once than the first left open.
+      expect(second.result.opened).to.equal(opened - pool);
+      expect(second.result.opened).to.be.at.most(Math.max(0, second.result.peakInFlight - pool));
+      expect(second.result).to.include({ answered: 30, ok2xx: 30 });
+      const before = opened;
+      const other = await runOpenLoop(fresh, options);
+      expect(other.result.opened).to.be.at.least(1);
+      expect(opened - before).to.equal(other.result.opened);
+    } finally {
+      kept.close();
+      fresh.close();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     }
