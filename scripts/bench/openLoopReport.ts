@@ -306,22 +306,42 @@ export const writeOpenLoopResults = (results: {
 /**
  * `--repeat`: each judged target (a verdict with a limit, at the fraction it is judged at) with its
  * ratio in every run, their median, and in how many runs it was met; then in how many runs every
- * judged target was. A run whose verdict is INVALID counts as not met.
+ * judged target was. A run whose verdict is INVALID counts as not met. After each of apply's
+ * targets, the durable route's ratio at the same percentile in every run and in how many it alone
+ * was above that target (diskBoundNotes: there no synced apply could have met it), so that a
+ * series can tell the disk's bad periods from the service's.
  */
 export const repeatSummary = (runs: ReadonlyArray<readonly OpenLoopVerdict[]>): string[] => {
   const judged = (v: OpenLoopVerdict) => v.max !== null && v.verdict !== 'INFO';
   const key = (v: OpenLoopVerdict) => `${v.target} ${v.percentile} ${v.fraction}`;
   const keys = [...new Set(runs.flatMap((run) => run.filter(judged).map(key)))];
-  const lines = keys.map((k) => {
+  const ratiosText = (each: Array<OpenLoopVerdict | undefined>) =>
+    `${each.map((v) => (v === undefined ? '–' : `${v.ratio.toFixed(2)}×`)).join(', ')}` +
+    ` (median ${median(each.filter((v) => v !== undefined).map((v) => v.ratio)).toFixed(2)}×)`;
+  const lines = keys.flatMap((k) => {
     const each = runs.map((run) => run.find((v) => judged(v) && key(v) === k));
     const first = each.find((v) => v !== undefined)!;
-    const ratios = each.filter((v) => v !== undefined).map((v) => v.ratio);
     const met = each.filter((v) => v?.verdict === 'PASS').length;
-    return (
+    const line =
       `${first.target} ${PCT_NAME[first.percentile]} / bare route's at ${first.fraction}× over ${runs.length} runs:` +
-      ` ${each.map((v) => (v === undefined ? '–' : `${v.ratio.toFixed(2)}×`)).join(', ')}` +
-      ` (median ${median(ratios).toFixed(2)}×); target ≤ ${first.max}×: met in ${met} of ${runs.length}`
+      ` ${ratiosText(each)}; target ≤ ${first.max}×: met in ${met} of ${runs.length}`;
+    if (first.target !== 'apply') return [line];
+    const durable = runs.map((run) =>
+      run.find(
+        (d) =>
+          d.target === 'durable' &&
+          (d.base ?? 'bare') === 'bare' &&
+          d.percentile === first.percentile &&
+          d.fraction === first.fraction,
+      ),
     );
+    if (durable.every((d) => d === undefined)) return [line];
+    const above = durable.filter((d) => d !== undefined && d.ratio > first.max!).length;
+    return [
+      line,
+      `  the durable route alone, ${PCT_NAME[first.percentile]} / bare route's: ${ratiosText(durable)};` +
+        ` above ${first.max}× in ${above} of ${runs.length}`,
+    ];
   });
   const allMet = runs.filter((run) => run.some(judged) && run.filter(judged).every((v) => v.verdict === 'PASS')).length;
   return [...lines, `every target met in ${allMet} of ${runs.length} runs`];
