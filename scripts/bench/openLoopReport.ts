@@ -218,6 +218,19 @@ export const machineLoadLines = (rows: readonly OpenLoopRow[], cpus: number): st
     return `the machine's ${cpus} CPUs busy during each target's rounds at ${at[0]!.rate} req/s (${fraction}×), with the generator and other processes: ${busy.join(', ')}`;
   });
 
+/** The durable route's ratio over the bare route's at `at`'s percentile and fraction (information only). */
+const durableOverBare = (
+  verdicts: readonly OpenLoopVerdict[],
+  at: Pick<OpenLoopVerdict, 'percentile' | 'fraction'>,
+): OpenLoopVerdict | undefined =>
+  verdicts.find(
+    (d) =>
+      d.target === 'durable' &&
+      (d.base ?? 'bare') === 'bare' &&
+      d.percentile === at.percentile &&
+      d.fraction === at.fraction,
+  );
+
 /**
  * A note for each of apply's judged targets (at half load) that the durable route alone missed in
  * the run: no apply answered once its commit is synced waits less than that route (the bare route
@@ -227,13 +240,7 @@ export const machineLoadLines = (rows: readonly OpenLoopRow[], cpus: number): st
 export const diskBoundNotes = (verdicts: readonly OpenLoopVerdict[], rows: readonly OpenLoopRow[]): string[] =>
   verdicts.flatMap((v) => {
     if (v.max === null || v.verdict === 'INFO' || (v.target !== 'apply' && v.target !== 'apply-b')) return [];
-    const durable = verdicts.find(
-      (d) =>
-        d.target === 'durable' &&
-        (d.base ?? 'bare') === 'bare' &&
-        d.percentile === v.percentile &&
-        d.fraction === v.fraction,
-    );
+    const durable = durableOverBare(verdicts, v);
     if (!durable || durable.ratio <= v.max) return [];
     const overDurable = verdicts.find(
       (d) =>
@@ -326,15 +333,7 @@ export const repeatSummary = (runs: ReadonlyArray<readonly OpenLoopVerdict[]>): 
       `${first.target} ${PCT_NAME[first.percentile]} / bare route's at ${first.fraction}× over ${runs.length} runs:` +
       ` ${ratiosText(each)}; target ≤ ${first.max}×: met in ${met} of ${runs.length}`;
     if (first.target !== 'apply') return [line];
-    const durable = runs.map((run) =>
-      run.find(
-        (d) =>
-          d.target === 'durable' &&
-          (d.base ?? 'bare') === 'bare' &&
-          d.percentile === first.percentile &&
-          d.fraction === first.fraction,
-      ),
-    );
+    const durable = runs.map((run) => durableOverBare(run, first));
     if (durable.every((d) => d === undefined)) return [line];
     const above = durable.filter((d) => d !== undefined && d.ratio > first.max!).length;
     return [
