@@ -16,7 +16,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { createHttpServer } from '../../src/http/server.ts';
+import { DEFAULT_SERVER_LIMITS, createHttpServer } from '../../src/http/server.ts';
 import { groupCommit } from './groupCommit.ts';
 
 const app = express();
@@ -46,7 +46,7 @@ const server = (process.env.CEILING_SERVER === 'createHttpServer' ? createHttpSe
     process.stdout.write(`ceiling listening ${(server.address() as AddressInfo).port}\n`);
   },
 );
-server.keepAliveTimeout = 65_000;
+server.keepAliveTimeout = DEFAULT_SERVER_LIMITS.keepAliveTimeoutMs; // as the service's
 // Nothing to flush: stop at once, even with keep-alive connections open.
 process.on('SIGTERM', () => process.exit(0));
 process.on('SIGINT', () => process.exit(0));

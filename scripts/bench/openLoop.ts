@@ -12,6 +12,7 @@
  */
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { DEFAULT_SERVER_LIMITS } from '../../src/http/server.ts';
 
 /** How a request ended: its HTTP status, or a connection error or timeout. */
 export type Outcome = { status: number } | { error: 'error' | 'timeout' };
@@ -265,11 +266,12 @@ export interface HttpTarget {
 }
 
 /**
- * The generator closes a connection idle this long, before the servers it measures do (the
- * service and the bench's ceilings close theirs after 65 s): else one could close a connection
- * just as a request goes out on it, and that request would fail.
+ * The generator closes a connection idle this long, 5 s before the servers it measures do (the
+ * service and the bench's ceilings keep an idle one for DEFAULT_SERVER_LIMITS.keepAliveTimeoutMs,
+ * 65 s): else one could close a connection just as a request goes out on it, and that request
+ * would fail.
  */
-export const IDLE_CLOSE_MS = 60_000;
+export const IDLE_CLOSE_MS = DEFAULT_SERVER_LIMITS.keepAliveTimeoutMs - 5_000;
 
 /**
  * `node:http` with a keep-alive agent: a request goes on a free connection, or on a new one when
