@@ -108,6 +108,18 @@ export const OPEN_LOOP_CONNECTIONS = ((raw) => {
   return raw;
 })(args.get('open-loop-connections') ?? 'per-round');
 /**
+ * `--open-loop-lead-in=<s>` (open loop): each round of each target first offers its rate for this
+ * many seconds, on the same schedule, and keeps those requests out of its percentiles, as wrk2
+ * leaves out its calibration period: a round then measures the load's steady state, not the first
+ * seconds after the quiet spell that the targets' turns put before every round. The lead-in's own
+ * percentiles are printed apart (default 0: no lead-in).
+ */
+export const OPEN_LOOP_LEAD_IN_S = ((raw) => {
+  const value = Number(raw);
+  if (!(value >= 0 && value <= 60)) throw new Error(`--open-loop-lead-in takes seconds from 0 to 60; got ${raw}`);
+  return value;
+})(args.get('open-loop-lead-in') ?? '0');
+/**
  * With --open-loop: a second service, B, measured in the same run and the same rounds as the
  * first (A), at the same rates: `--b-root=<dir>` runs it from another checkout (a change to
  * compare), `--b-env=NAME=value,...` with extra environment variables. Either one enables B.

@@ -30,6 +30,11 @@ export interface OpenLoopOptions {
   /** Monotonic milliseconds (fractional). */
   now: () => number;
   send: Send;
+  /**
+   * The first this many requests are a lead-in: sent on the same schedule, but their latencies are
+   * kept apart from the result (`leadIn()`), as wrk2 leaves its calibration period out (default 0).
+   */
+  unmeasured?: number;
 }
 
 export interface Percentiles {
@@ -101,7 +106,6 @@ export class OpenLoop {
   private readonly statuses: Int16Array;
   private peakInFlight = 0;
   private capHit = false;
-  private lastAnswerMs = Number.NaN;
   private onFinished: (() => void) | undefined;
 
   constructor(private readonly options: OpenLoopOptions) {
@@ -161,7 +165,6 @@ export class OpenLoop {
         const at = now();
         this.latencies[i] = at - scheduled;
         this.statuses[i] = 'status' in outcome ? outcome.status : outcome.error === 'error' ? -1 : -2;
-        this.lastAnswerMs = at;
         this.inFlight -= 1;
         this.answered += 1;
         if (this.finished) this.onFinished?.();
@@ -170,23 +173,50 @@ export class OpenLoop {
     }
   }
 
-  /** The latencies of the answered requests and the send lag of every sent one, ms. */
-  samples(): Samples {
-    const latencies: number[] = [];
-    for (let i = 0; i < this.next; i += 1) if (this.statuses[i] !== 0) latencies.push(this.latencies[i]!);
-    return { latencies: Float64Array.from(latencies), lags: this.lags.slice(0, this.next) };
+  /** The first measured request: the lead-in's requests come before it. */
+  private get measuredFrom(): number {
+    return Math.min(this.options.unmeasured ?? 0, this.options.count);
   }
 
+  /** The latencies of the answered measured requests and the send lag of every sent one, ms. */
+  samples(): Samples {
+    return this.samplesOf(this.measuredFrom, this.next);
+  }
+
+  /** The measured requests' result: the lead-in's are left out (see `leadIn`). */
   result(): OpenLoopResult {
+    return this.resultOf(this.measuredFrom, this.next);
+  }
+
+  /** The lead-in's requests alone, as a run of their own (null without a lead-in). */
+  leadIn(): Omit<OpenLoopRun, 'leadIn'> | null {
+    const to = Math.min(this.measuredFrom, this.next);
+    return to === 0 ? null : { result: this.resultOf(0, to), samples: this.samplesOf(0, to) };
+  }
+
+  private samplesOf(from: number, to: number): Samples {
+    const latencies: number[] = [];
+    for (let i = from; i < to; i += 1) if (this.statuses[i] !== 0) latencies.push(this.latencies[i]!);
+    return { latencies: Float64Array.from(latencies), lags: this.lags.slice(from, Math.max(from, to)) };
+  }
+
+  /**
+   * Requests [from, to) summed up. The pool's peak and whether it was ever full are the whole
+   * run's, lead-in included: a full pool makes every later latency a lower bound.
+   */
+  private resultOf(from: number, to: number): OpenLoopResult {
     const answered: number[] = [];
     let ok2xx = 0;
     let non2xx = 0;
     let errors = 0;
     let timeouts = 0;
-    for (let i = 0; i < this.next; i += 1) {
+    let lastAnswerMs = Number.NaN;
+    for (let i = from; i < to; i += 1) {
       const s = this.statuses[i]!;
       if (s === 0) continue;
       answered.push(this.latencies[i]!);
+      const at = this.scheduledAt(i) + this.latencies[i]!;
+      if (Number.isNaN(lastAnswerMs) || at > lastAnswerMs) lastAnswerMs = at;
       if (s === -1) errors += 1;
       else if (s === -2) timeouts += 1;
       else if (s >= 200 && s < 300) ok2xx += 1;
@@ -194,19 +224,19 @@ export class OpenLoop {
     }
     return {
       rate: this.options.rate,
-      sent: this.next,
+      sent: Math.max(0, to - from),
       answered: answered.length,
       ok2xx,
       non2xx,
       errors,
       timeouts,
       latency: percentilesOf(answered),
-      sendLag: percentilesOf(this.lags.subarray(0, this.next)),
+      sendLag: percentilesOf(this.lags.subarray(from, Math.max(from, to))),
       peakInFlight: this.peakInFlight,
       opened: null,
       maxInFlight: this.options.maxInFlight,
       capHit: this.capHit,
-      elapsedMs: this.lastAnswerMs - this.startMs,
+      elapsedMs: lastAnswerMs - this.scheduledAt(from),
     };
   }
 }
@@ -220,6 +250,8 @@ export interface Samples {
 export interface OpenLoopRun {
   result: OpenLoopResult;
   samples: Samples;
+  /** The lead-in's requests, kept out of `result` (null or absent without a lead-in). */
+  leadIn?: Omit<OpenLoopRun, 'leadIn'> | null;
 }
 
 const concat = (arrays: Float64Array[]): Float64Array => {
@@ -329,12 +361,19 @@ export type HttpSender = ReturnType<typeof httpSender>;
  * Offers `rate` requests per second for `durationS` seconds through `sender` and waits for every
  * answer. Between answers a timer wakes the loop when the next request is due (Node's timers
  * have a resolution of 1 ms: the send lag in the result shows how late requests went out, and
- * it is part of their latency). The sender's connections are left open for the next run: the
- * caller closes it.
+ * it is part of their latency). With `leadInS`, the same rate is offered that many seconds
+ * before, on one schedule, and those requests are returned apart (`leadIn`): the result is the
+ * load's steady state, not its first seconds after a quiet spell. The sender's connections are
+ * left open for the next run: the caller closes it.
  */
 export const runOpenLoop = async (
   sender: HttpSender,
-  { rate, durationS, maxConnections }: { rate: number; durationS: number; maxConnections: number },
+  {
+    rate,
+    durationS,
+    maxConnections,
+    leadInS = 0,
+  }: { rate: number; durationS: number; maxConnections: number; leadInS?: number },
 ): Promise<OpenLoopRun> => {
   const openedBefore = sender.opened();
   let tickQueued = false;
@@ -350,9 +389,11 @@ export const runOpenLoop = async (
     if (due === Number.POSITIVE_INFINITY) return;
     timer = setTimeout(wake, Math.max(0, due - performance.now()));
   };
+  const unmeasured = Math.round(rate * leadInS);
   const loop = new OpenLoop({
     rate,
-    count: Math.max(1, Math.round(rate * durationS)),
+    count: unmeasured + Math.max(1, Math.round(rate * durationS)),
+    unmeasured,
     maxInFlight: maxConnections,
     now: () => performance.now(),
     // An answer frees a slot and wakes the loop, once per turn of the event loop and after the
@@ -372,7 +413,11 @@ export const runOpenLoop = async (
     loop.start();
     wake();
     await loop.whenFinished();
-    return { result: { ...loop.result(), opened: sender.opened() - openedBefore }, samples: loop.samples() };
+    return {
+      result: { ...loop.result(), opened: sender.opened() - openedBefore },
+      samples: loop.samples(),
+      leadIn: loop.leadIn(),
+    };
   } finally {
     if (timer !== undefined) clearTimeout(timer);
   }

@@ -9,6 +9,7 @@ import {
   MAX_CONNECTIONS,
   OPEN_LOOP_CONNECTIONS,
   OPEN_LOOP_DURATION_S,
+  OPEN_LOOP_LEAD_IN_S,
   RATE_LIMITS,
   RATES,
   ROOT,
@@ -34,6 +35,8 @@ export interface OpenLoopRow {
   rate: number;
   target: OpenLoopTarget;
   result: OpenLoopResult;
+  /** --open-loop-lead-in: the lead-ins' requests, pooled over the rounds (not in `result`); else null. */
+  leadIn: OpenLoopResult | null;
   /** CPU over wall time (1.0 = one core): the target's process (median of rounds), the generator and everything else (worst round). */
   serverCpu: number;
   loadGenCpu: number;
@@ -140,6 +143,7 @@ export const printOpenLoop = ({
     cells.map((c, i) => (i <= 1 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   log(`\n${row(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${lines.map(row).join('\n')}`);
   log("latency in ms from each request's scheduled time (coordinated omission corrected), pooled over the rounds");
+  for (const line of leadInLines(rows)) log(line);
   log('');
   log("the service's CPU per answered request by thread, µs (over the rounds):");
   for (const r of rows)
@@ -201,6 +205,20 @@ export const printOpenLoop = ({
   const misses = verdicts.filter((v) => v.verdict === 'MISS');
   log(misses.length === 0 ? 'no open-loop target missed' : `${misses.length} open-loop target(s) missed`);
 };
+
+/**
+ * With --open-loop-lead-in, one line per rate: each target's p99 and p99.9 over its rounds'
+ * lead-ins, which the table leaves out (the first seconds of each round, after a quiet spell).
+ */
+export const leadInLines = (rows: readonly OpenLoopRow[]): string[] =>
+  [...new Set(rows.map((r) => r.fraction))].flatMap((fraction) => {
+    const at = rows.filter((r) => r.fraction === fraction && r.leadIn !== null);
+    if (at.length === 0) return [];
+    const each = at.map((r) => `${r.target.id} ${ms(r.leadIn!.latency.p99)} / ${ms(r.leadIn!.latency.p999)}`);
+    return [
+      `the lead-ins at ${at[0]!.rate} req/s (${fraction}×), not in the table, p99 / p99.9 ms: ${each.join(', ')}`,
+    ];
+  });
 
 /**
  * One line per rate: how busy the machine's CPUs were while each target ran (the target's process,
@@ -280,6 +298,7 @@ export const writeOpenLoopResults = (results: {
           rounds: ROUNDS,
           max_connections: MAX_CONNECTIONS,
           connections: OPEN_LOOP_CONNECTIONS,
+          lead_in_s: OPEN_LOOP_LEAD_IN_S,
           closed_loop_warmup_s: WARMUP_S,
           closed_loop_duration_s: DURATION_S,
           rate_limits: RATE_LIMITS,
@@ -290,6 +309,7 @@ export const writeOpenLoopResults = (results: {
         closed_loop: results.closed,
         open_loop: results.rows.map((r) => ({
           ...r.result,
+          lead_in: r.leadIn,
           fraction: r.fraction,
           rate: r.rate,
           target: r.target.id,

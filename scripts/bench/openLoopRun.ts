@@ -29,6 +29,7 @@ import {
   MAX_CONNECTIONS,
   OPEN_LOOP_CONNECTIONS,
   OPEN_LOOP_DURATION_S,
+  OPEN_LOOP_LEAD_IN_S,
   PROFILE,
   RATE_LIMITS,
   RATES,
@@ -185,7 +186,9 @@ export const mainOpenLoop = async (): Promise<OpenLoopVerdict[]> => {
   if (SERVICE_ROOT !== ROOT) log(`service from ${SERVICE_ROOT}`);
   log(
     `bench, open loop: ${os.cpus().length} CPUs, node ${process.version}; rates ${RATES.join(', ')} × apply's maximum,` +
-      ` ${OPEN_LOOP_DURATION_S} s per target and rate in ${ROUNDS} round(s), up to ${MAX_CONNECTIONS} connections` +
+      ` ${OPEN_LOOP_DURATION_S} s per target and rate in ${ROUNDS} round(s)` +
+      (OPEN_LOOP_LEAD_IN_S > 0 ? `, each after a lead-in of ${OPEN_LOOP_LEAD_IN_S} s not measured` : '') +
+      `, up to ${MAX_CONNECTIONS} connections` +
       ` ${OPEN_LOOP_CONNECTIONS === 'kept' ? 'kept across rounds' : 'opened afresh in each round'};` +
       ` rate limiter ${RATE_LIMITS === 'off' ? 'off' : 'on with lifted limits'}`,
   );
@@ -327,7 +330,10 @@ export const mainOpenLoop = async (): Promise<OpenLoopVerdict[]> => {
   const roundS = OPEN_LOOP_DURATION_S / ROUNDS;
   for (const fraction of RATES) {
     const rate = Math.max(1, Math.round(fraction * applyMax));
-    log(`open loop at ${rate} req/s (${fraction} × apply's maximum): ${ROUNDS} round(s) of ${roundS} s per target ...`);
+    log(
+      `open loop at ${rate} req/s (${fraction} × apply's maximum): ${ROUNDS} round(s) of ${roundS} s per target` +
+        `${OPEN_LOOP_LEAD_IN_S > 0 ? ` (+ ${OPEN_LOOP_LEAD_IN_S} s of lead-in each)` : ''} ...`,
+    );
     const runs = Object.fromEntries(TARGET_ORDER.map((id) => [id, [] as OpenLoopRun[]])) as Record<
       Target,
       OpenLoopRun[]
@@ -349,11 +355,22 @@ export const mainOpenLoop = async (): Promise<OpenLoopVerdict[]> => {
         const stopSampler = TIMELINE && id === 'apply' ? startThreadSampler(t.pid) : undefined;
         const roundStart = performance.now();
         const sender = kept.get(id) ?? senderOf(id);
-        const run = await runOpenLoop(sender, { rate, durationS: roundS, maxConnections: MAX_CONNECTIONS });
+        const run = await runOpenLoop(sender, {
+          rate,
+          durationS: roundS,
+          maxConnections: MAX_CONNECTIONS,
+          leadInS: OPEN_LOOP_LEAD_IN_S,
+        });
+        // the round's CPU covers its lead-in too: per request, it is divided by both
+        const served = run.result.answered + (run.leadIn?.result.answered ?? 0);
         if (!kept.has(id)) sender.close();
         const meter = stopCpu();
         if (stopSampler) {
-          const worst = worstStretches(run.samples.latencies, rate, roundStart, stopSampler(), 3);
+          // the whole round, its lead-in too: its stretches are timed from the round's start
+          const latencies = run.leadIn
+            ? Float64Array.of(...run.leadIn.samples.latencies, ...run.samples.latencies)
+            : run.samples.latencies;
+          const worst = worstStretches(latencies, rate, roundStart, stopSampler(), 3);
           // with --gc-trace, the main thread's collections in each
           const stretches = gcTrace ? withCollections(worst, gcTrace.main(), roundStart - traceOrigin()) : worst;
           for (const stretch of stretches)
@@ -364,26 +381,27 @@ export const mainOpenLoop = async (): Promise<OpenLoopVerdict[]> => {
           const window = {
             fromMs: startedMs,
             toMs: performance.now() - traceOrigin(),
-            requests: run.result.answered,
+            requests: served,
           };
           gcWindows.set(key, [...(gcWindows.get(key) ?? []), window]);
         }
         cpu[id].push(meter);
         runs[id].push(run);
         // --profile: the service's (A's) samples of this target at this rate (its last round).
-        if (id === 'validate' || id === 'apply')
-          windows[`${id}@${fraction}`] = { ...meter.window, requests: run.result.answered };
+        if (id === 'validate' || id === 'apply') windows[`${id}@${fraction}`] = { ...meter.window, requests: served };
       }
     }
     for (const id of TARGET_ORDER) {
       const meters = cpu[id];
-      const answered = runs[id].map((run) => run.result.answered);
+      const answered = runs[id].map((run) => run.result.answered + (run.leadIn?.result.answered ?? 0));
+      const leadIns = runs[id].flatMap((run) => (run.leadIn ? [run.leadIn] : []));
       const known = (xs: Array<number | null>) => xs.filter((x): x is number => x !== null);
       rows.push({
         fraction,
         rate,
         target: { id, title: targets[id]!.title },
         result: mergeRuns(runs[id]),
+        leadIn: leadIns.length > 0 ? mergeRuns(leadIns) : null,
         serverCpu: median(known(meters.map((m) => m.serverCpu))),
         loadGenCpu: Math.max(...meters.map((m) => m.loadGenCpu)),
         otherCpu: Math.max(0, ...known(meters.map((m) => m.otherCpu))),

@@ -29,9 +29,11 @@ const fakeRun = ({
   serviceMs = 0.5,
   stall,
   clientAsleep,
+  unmeasured,
 }: {
   rate: number;
   count: number;
+  unmeasured?: number;
   maxInFlight?: number;
   serviceMs?: number;
   stall?: [number, number];
@@ -44,6 +46,7 @@ const fakeRun = ({
     rate,
     count,
     maxInFlight,
+    unmeasured,
     now: () => now,
     send: (_n, done) => {
       let at = now + serviceMs;
@@ -62,7 +65,7 @@ const fakeRun = ({
     }
     loop.tick();
   }
-  return { ...loop.result(), samples: loop.samples() };
+  return { ...loop.result(), samples: loop.samples(), leadIn: loop.leadIn() };
 };
 
 const target = (port: number): HttpTarget => ({
@@ -130,6 +133,33 @@ describe('open-loop load generator', () => {
     expect(merged).to.include({ sent: 600, answered: 600, ok2xx: 600, peakInFlight: 50, capHit: false });
     // 550 × 0.5 ms, then 1..50: rank 594 (p99) is the 44th of 1..50, rank 600 (p99.9) the 50th.
     expect(merged.latency).to.deep.equal({ p50: 0.5, p90: 0.5, p99: 44, p999: 50, max: 50 });
+  });
+
+  it('keeps a lead-in out of the result: sent on the same schedule, its latencies reported apart', () => {
+    // 1 request per ms; the first 100 are the lead-in, and the server stalls from 40 to 90 ms.
+    const run = fakeRun({ rate: 1_000, count: 400, unmeasured: 100, stall: [40, 90] });
+    // The 300 measured requests (scheduled at 100..399 ms) all took 0.5 ms.
+    expect(run).to.include({ sent: 300, answered: 300, ok2xx: 300 });
+    expect(run.samples.latencies).to.have.length(300);
+    expect(run.samples.lags).to.have.length(300);
+    expect(run.latency).to.deep.equal({ p50: 0.5, p90: 0.5, p99: 0.5, p999: 0.5, max: 0.5 });
+    // From the first measured request's schedule (100 ms) to the last answer (399.5 ms).
+    expect(run.elapsedMs).to.equal(299.5);
+    // The lead-in holds the stall: requests scheduled at 40..89 ms answered at 90 ms (50 down to 1 ms).
+    expect(run.leadIn!.result).to.include({ sent: 100, answered: 100 });
+    expect(run.leadIn!.samples.latencies).to.have.length(100);
+    expect(run.leadIn!.result.latency.max).to.equal(50);
+    expect(run.leadIn!.result.latency.p50).to.equal(0.5); // 50 of the 100 on time, then 1..50
+    expect(run.leadIn!.result.latency.p90).to.equal(40); // rank 90: the 40th of 1..50
+    // The pool's peak is the whole run's: it grew during the lead-in's stall.
+    expect(run.peakInFlight).to.equal(50);
+  });
+
+  it('has no lead-in by default', () => {
+    const run = fakeRun({ rate: 1_000, count: 100, stall: [40, 90] });
+    expect(run.leadIn).to.equal(null);
+    expect(run).to.include({ sent: 100, answered: 100 });
+    expect(run.latency.max).to.equal(50);
   });
 
   it('does not report saturation when the pool had room', () => {
@@ -204,6 +234,28 @@ describe('open-loop load generator', () => {
     } finally {
       kept.close();
       fresh.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+  it('offers a lead-in before the measured requests on one schedule, and returns both', async () => {
+    let requests = 0;
+    const server = http.createServer((req, res) => {
+      requests += 1;
+      req.resume();
+      req.on('end', () => res.end('{}'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const sender = httpSender(target((server.address() as AddressInfo).port), 100);
+    try {
+      const run = await runOpenLoop(sender, { rate: 100, durationS: 0.3, maxConnections: 100, leadInS: 0.2 });
+      expect(requests).to.equal(50);
+      expect(run.result).to.include({ sent: 30, answered: 30, ok2xx: 30 });
+      expect(run.leadIn!.result).to.include({ sent: 20, answered: 20, ok2xx: 20 });
+      // the measured part starts 200 ms into the schedule and lasts about its 0.3 s
+      expect(run.result.elapsedMs).to.be.at.least(290);
+    } finally {
+      sender.close();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     }
