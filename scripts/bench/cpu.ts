@@ -2,11 +2,17 @@
 import fs from 'node:fs';
 import { sleep } from '../lib/processes.ts';
 
-/** utime + stime in seconds of a /proc `stat` file (a process's, or one thread's under `task/`); throws if unreadable. */
-export const statCpuSeconds = (statFile: string): number => {
+/** utime and stime in seconds of a /proc `stat` file (a process's, or one thread's under `task/`); throws if unreadable. */
+export const statTimes = (statFile: string): { user: number; kernel: number } => {
   const stat = fs.readFileSync(statFile, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
+  return { user: Number(fields[11]) / 100, kernel: Number(fields[12]) / 100 }; // USER_HZ is 100 on Linux
+};
+
+/** utime + stime in seconds of a /proc `stat` file (a process's, or one thread's under `task/`); throws if unreadable. */
+export const statCpuSeconds = (statFile: string): number => {
+  const { user, kernel } = statTimes(statFile);
+  return user + kernel;
 };
 
 /** utime + stime of a process in seconds (Linux /proc; null elsewhere). */
@@ -30,28 +36,36 @@ export const threadName = (pid: number, tid: string): string => {
 };
 
 /**
- * utime + stime in seconds of each of a process's threads, summed by thread name (`threadName`).
- * Linux /proc; null elsewhere.
+ * CPU seconds of each of a process's threads, summed by thread name (`threadName`): `cpu` is
+ * utime + stime, `kernel` the stime alone (system calls such as a commit's `fdatasync` and the
+ * socket writes, and the kernel work they do on the thread). Linux /proc; null elsewhere.
  */
-export const threadCpuSeconds = (pid: number | undefined): Map<string, number> | null => {
+export const threadTimes = (pid: number | undefined): Map<string, { cpu: number; kernel: number }> | null => {
   if (pid === undefined) return null;
   try {
-    const byName = new Map<string, number>();
+    const byName = new Map<string, { cpu: number; kernel: number }>();
     for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
       let name: string;
-      let seconds: number;
+      let times: { user: number; kernel: number };
       try {
         name = threadName(pid, tid);
-        seconds = statCpuSeconds(`/proc/${pid}/task/${tid}/stat`);
+        times = statTimes(`/proc/${pid}/task/${tid}/stat`);
       } catch {
         continue; // the thread ended meanwhile
       }
-      byName.set(name, (byName.get(name) ?? 0) + seconds);
+      const sum = byName.get(name) ?? { cpu: 0, kernel: 0 };
+      byName.set(name, { cpu: sum.cpu + times.user + times.kernel, kernel: sum.kernel + times.kernel });
     }
     return byName;
   } catch {
     return null;
   }
+};
+
+/** utime + stime in seconds of each of a process's threads, summed by thread name (threadTimes). */
+export const threadCpuSeconds = (pid: number | undefined): Map<string, number> | null => {
+  const times = threadTimes(pid);
+  return times && new Map([...times].map(([name, t]) => [name, t.cpu]));
 };
 
 /** Busy CPU seconds of the whole machine (all cores), from /proc/stat; null elsewhere. */
@@ -123,6 +137,16 @@ export const waitForQuiet = async (): Promise<{ waitedMs: number; quiet: boolean
   }
 };
 
+/** One figure of threadTimes per thread name between two readings; null without both. */
+const threadDeltas = (
+  before: Map<string, { cpu: number; kernel: number }> | null,
+  after: Map<string, { cpu: number; kernel: number }> | null,
+  figure: 'cpu' | 'kernel',
+): Record<string, number> | null =>
+  before && after
+    ? Object.fromEntries([...after].map(([name, t]) => [name, t[figure] - (before.get(name)?.[figure] ?? 0)]))
+    : null;
+
 /**
  * Starts the CPU counters of this process (the load generator), the server and the machine;
  * `stop()` reads them again: CPU over wall time (1.0 = one core busy), and the measured window
@@ -131,7 +155,7 @@ export const waitForQuiet = async (): Promise<{ waitedMs: number; quiet: boolean
 export const startCpuMeter = (serverPid: number | undefined) => {
   const cpuBefore = process.cpuUsage();
   const serverBefore = processCpuSeconds(serverPid);
-  const threadsBefore = threadCpuSeconds(serverPid);
+  const threadsBefore = threadTimes(serverPid);
   const machineBefore = machineCpuSeconds();
   const started = process.hrtime.bigint();
   return () => {
@@ -139,7 +163,7 @@ export const startCpuMeter = (serverPid: number | undefined) => {
     const wall = Number(ended - started) / 1e9;
     const cpu = process.cpuUsage(cpuBefore);
     const serverAfter = processCpuSeconds(serverPid);
-    const threadsAfter = threadCpuSeconds(serverPid);
+    const threadsAfter = threadTimes(serverPid);
     const machineAfter = machineCpuSeconds();
     const loadGenCpu = (cpu.user + cpu.system) / 1e6 / wall;
     const serverCpu = serverBefore !== null && serverAfter !== null ? (serverAfter - serverBefore) / wall : null;
@@ -149,11 +173,10 @@ export const startCpuMeter = (serverPid: number | undefined) => {
       loadGenCpu,
       serverCpu,
       serverCpuSeconds: serverCpu === null ? null : serverCpu * wall,
-      /** CPU seconds of the server's threads by name (see threadCpuSeconds). */
-      serverThreadCpuSeconds:
-        threadsBefore && threadsAfter
-          ? Object.fromEntries([...threadsAfter].map(([name, s]) => [name, s - (threadsBefore.get(name) ?? 0)]))
-          : null,
+      /** CPU seconds of the server's threads by name (see threadTimes). */
+      serverThreadCpuSeconds: threadDeltas(threadsBefore, threadsAfter, 'cpu'),
+      /** Of those, the seconds spent in the kernel (stime). */
+      serverThreadKernelSeconds: threadDeltas(threadsBefore, threadsAfter, 'kernel'),
       otherCpu: machineCpu !== null && serverCpu !== null ? Math.max(0, machineCpu - serverCpu - loadGenCpu) : null,
     };
   };

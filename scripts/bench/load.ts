@@ -52,6 +52,8 @@ export const median = (xs: number[]): number => {
 export interface ThreadMeter {
   window: { fromUs: number; toUs: number };
   serverThreadCpuSeconds: Record<string, number> | null;
+  /** Of those, the seconds in the kernel (absent: not read). */
+  serverThreadKernelSeconds?: Record<string, number> | null;
 }
 
 /**
@@ -81,14 +83,20 @@ export const mainThreadCpu = (
  * Each of the server's threads' CPU per answered request in µs, by thread name, over all the runs
  * (their CPU seconds summed over their answers summed); null when no run has thread figures or
  * none answered. Where a request's time goes across the service's threads at an offered rate.
+ * `kernel`: only the part of it in the kernel.
  */
-export const threadCpuPerRequest = (meters: ThreadMeter[], answered: number[]): Record<string, number> | null => {
+export const threadCpuPerRequest = (
+  meters: ThreadMeter[],
+  answered: number[],
+  figure: 'cpu' | 'kernel' = 'cpu',
+): Record<string, number> | null => {
   const seconds = new Map<string, number>();
   let requests = 0;
   meters.forEach((m, i) => {
-    if (!m.serverThreadCpuSeconds) return;
+    const byName = figure === 'cpu' ? m.serverThreadCpuSeconds : m.serverThreadKernelSeconds;
+    if (!byName) return;
     requests += answered[i]!;
-    for (const [name, s] of Object.entries(m.serverThreadCpuSeconds)) seconds.set(name, (seconds.get(name) ?? 0) + s);
+    for (const [name, s] of Object.entries(byName)) seconds.set(name, (seconds.get(name) ?? 0) + s);
   });
   if (seconds.size === 0 || requests === 0) return null;
   return Object.fromEntries([...seconds].map(([name, s]) => [name, (s * 1e6) / requests]));

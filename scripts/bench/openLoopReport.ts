@@ -50,17 +50,25 @@ export interface OpenLoopRow {
   mainCpuUsPerRequest: number | null;
   /** Each of the server's threads' CPU per answered request in µs, over the rounds (threadCpuPerRequest). */
   threadUsPerRequest: Record<string, number> | null;
+  /** Of each thread's CPU per answered request, the µs in the kernel (system calls and the work they do). */
+  threadKernelUsPerRequest: Record<string, number> | null;
 }
 
 /** A thread that took less than this per request is left out of the per-thread line. */
 const THREAD_LINE_MIN_US = 5;
 
-/** `main 363, sqlite-writer 150, …`: the threads by CPU per request, largest first. */
-export const threadLine = (perRequest: Record<string, number>): string =>
+/**
+ * `main 363 (kernel 40), sqlite-writer 150 (kernel 70), …`: the threads by CPU per request,
+ * largest first, each with its part in the kernel when known.
+ */
+export const threadLine = (perRequest: Record<string, number>, kernel?: Record<string, number> | null): string =>
   Object.entries(perRequest)
     .filter(([, us]) => us >= THREAD_LINE_MIN_US)
     .sort((a, b) => b[1] - a[1])
-    .map(([name, us]) => `${name} ${us.toFixed(0)}`)
+    .map(([name, us]) => {
+      const inKernel = kernel?.[name];
+      return `${name} ${us.toFixed(0)}` + (inKernel === undefined ? '' : ` (kernel ${inKernel.toFixed(0)})`);
+    })
     .join(', ');
 
 export interface OpenLoopVerdict {
@@ -145,10 +153,10 @@ export const printOpenLoop = ({
   log("latency in ms from each request's scheduled time (coordinated omission corrected), pooled over the rounds");
   for (const line of leadInLines(rows)) log(line);
   log('');
-  log("the service's CPU per answered request by thread, µs (over the rounds):");
+  log("the service's CPU per answered request by thread, µs, with the part in the kernel (over the rounds):");
   for (const r of rows)
     if (r.threadUsPerRequest && !['bare', 'durable'].includes(r.target.id))
-      log(`  ${r.target.title} at ${r.rate} req/s: ${threadLine(r.threadUsPerRequest)}`);
+      log(`  ${r.target.title} at ${r.rate} req/s: ${threadLine(r.threadUsPerRequest, r.threadKernelUsPerRequest)}`);
   for (const line of machineLoadLines(rows, os.cpus().length)) log(line);
   log('');
   for (const v of verdicts) {

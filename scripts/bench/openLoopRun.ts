@@ -407,6 +407,7 @@ export const mainOpenLoop = async (): Promise<OpenLoopVerdict[]> => {
         otherCpu: Math.max(0, ...known(meters.map((m) => m.otherCpu))),
         ...mainThreadCpu(meters, answered),
         threadUsPerRequest: threadCpuPerRequest(meters, answered),
+        threadKernelUsPerRequest: threadCpuPerRequest(meters, answered, 'kernel'),
       });
     }
   }
