@@ -35,15 +35,21 @@ export const threadName = (pid: number, tid: string): string => {
   return Number(tid) === pid ? 'main' : comm === 'node' ? 'other' : comm;
 };
 
+/** A thread's CPU seconds: `cpu` is utime + stime, `kernel` the stime alone. */
+export interface ThreadTimes {
+  cpu: number;
+  kernel: number;
+}
+
 /**
- * CPU seconds of each of a process's threads, summed by thread name (`threadName`): `cpu` is
- * utime + stime, `kernel` the stime alone (system calls such as a commit's `fdatasync` and the
- * socket writes, and the kernel work they do on the thread). Linux /proc; null elsewhere.
+ * CPU seconds of each of a process's threads, summed by thread name (`threadName`); the kernel's
+ * part is the system calls (a commit's `fsync`, the WAL's and the sockets' writes) and the kernel
+ * work they do on the thread. Linux /proc; null elsewhere.
  */
-export const threadTimes = (pid: number | undefined): Map<string, { cpu: number; kernel: number }> | null => {
+export const threadTimes = (pid: number | undefined): Map<string, ThreadTimes> | null => {
   if (pid === undefined) return null;
   try {
-    const byName = new Map<string, { cpu: number; kernel: number }>();
+    const byName = new Map<string, ThreadTimes>();
     for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
       let name: string;
       let times: { user: number; kernel: number };
@@ -139,9 +145,9 @@ export const waitForQuiet = async (): Promise<{ waitedMs: number; quiet: boolean
 
 /** One figure of threadTimes per thread name between two readings; null without both. */
 const threadDeltas = (
-  before: Map<string, { cpu: number; kernel: number }> | null,
-  after: Map<string, { cpu: number; kernel: number }> | null,
-  figure: 'cpu' | 'kernel',
+  before: Map<string, ThreadTimes> | null,
+  after: Map<string, ThreadTimes> | null,
+  figure: keyof ThreadTimes,
 ): Record<string, number> | null =>
   before && after
     ? Object.fromEntries([...after].map(([name, t]) => [name, t[figure] - (before.get(name)?.[figure] ?? 0)]))
