@@ -202,8 +202,9 @@ export interface EmbeddedOptions {
   /** Where the SQLite event stores commit appends (EVENT_STORE_WRITER; default `thread`: SqliteEventStoreOptions.writer). */
   eventStoreWriter?: 'thread' | 'inline';
   /**
-   * How long the projector thread holds the commits it is handed to fold them together
-   * (PROJECTOR_GATHER_MS; default DEFAULT_PROJECTOR_GATHER_MS; decision 103).
+   * How long the commits the projector thread is handed are gathered to fold them together, by the
+   * event store's writer thread that forwards them or by the projector thread
+   * (PROJECTOR_GATHER_MS; default DEFAULT_PROJECTOR_GATHER_MS; decisions 103, 111).
    */
   projectorGatherMs?: number;
   /** Where the SQLite snapshot stores write their snapshots (SNAPSHOT_WRITER; default `thread`: SqliteSnapshotStore's `writer`). */
@@ -396,6 +397,7 @@ export const openEmbeddedEnvironment = async (
   let analytics: ProjectorHandle;
   if (roleGroups) analytics = roleGroups.analytics;
   else if (embedded && (options.projectors ?? 'thread') === 'thread') {
+    const gatherMs = options.projectorGatherMs ?? DEFAULT_PROJECTOR_GATHER_MS;
     thread = await ProjectorThread.start(
       {
         environment,
@@ -404,18 +406,19 @@ export const openEmbeddedEnvironment = async (
         readsFile: files.analytics,
         logLevel: options.logger.level,
         pollIntervalMs: 200,
-        gatherMs: options.projectorGatherMs ?? DEFAULT_PROJECTOR_GATHER_MS,
+        gatherMs,
       },
       logger,
     );
     analytics = thread.group(ANALYTICS_GROUP.name);
-    // The writer thread posts each commit's rows to the projector thread itself: the main thread
-    // saves a message, and the wake-up of a thread that sleeps, per commit (decision 085).
+    // The writer thread posts the commits' rows to the projector thread itself, a window's commits
+    // in one message: the main thread saves a message per commit (decision 085), the projector
+    // thread a wake-up per commit (decision 111).
     if (events instanceof SqliteEventStore) {
       const projectorThread = thread;
       const feed = () => projectorThread.openFeed();
-      forwarded = events.forwardCommits(feed);
-      projectorThread.onRestart(() => events.forwardCommits(feed));
+      forwarded = events.forwardCommits(feed, gatherMs);
+      projectorThread.onRestart(() => events.forwardCommits(feed, gatherMs));
     }
   } else {
     // The second group: analytics aggregates and export records, with their own checkpoint.

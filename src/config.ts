@@ -86,7 +86,7 @@ export interface Config {
   webhookDelivery: 'thread' | 'inline';
   /** EVENT_STORE_WRITER: `thread` (default) commits the SQLite event stores' appends on a writer thread, which also folds each commit into the core read models (decisions 065, 087); `inline`: both on the main thread. */
   eventStoreWriter: 'thread' | 'inline';
-  /** PROJECTOR_GATHER_MS: how long the projector thread holds commits to fold them together, 0 to 1000 ms (default 25; decision 103). */
+  /** PROJECTOR_GATHER_MS: how long the commits the analytics group is handed are gathered to fold them together, 0 to 1000 ms (default 25; decisions 103, 111). */
   projectorGatherMs: number;
   /** SNAPSHOT_WRITER: `thread` (default) writes the SQLite snapshots on the snapshot writer thread, `inline` on the main thread (decision 093). */
   snapshotWriter: 'thread' | 'inline';

@@ -10,7 +10,7 @@ import {
   SqliteEventStore,
   type SqliteEventStoreOptions,
 } from '../../src/infrastructure/eventStore/sqliteEventStore.ts';
-import { WriterThreadEnded, type ForwardedCommit } from '../../src/infrastructure/eventStore/sqliteWriterThread.ts';
+import { WriterThreadEnded, type ForwardedCommits } from '../../src/infrastructure/eventStore/sqliteWriterThread.ts';
 
 /** White-box: the store's side of the writer thread. */
 const writerOf = (store: SqliteEventStore<AnyEvent>) =>
@@ -187,15 +187,15 @@ describe('SqliteEventStore writer thread', function () {
     expect((await store.readStream('s')).map((e) => e.type)).to.deep.equal(['A', 'B']);
   });
 
-  it('forwards each commit to the port the feed makes, and asks for a new port when a new thread opens the store', async function () {
-    const store = open({ startWriter: true });
-    const received: Array<{ port: number; positions: number[] }> = [];
+  /** A feed whose ports record each message: the port's index and each commit's positions. */
+  const recordingFeed = () => {
+    const received: Array<{ port: number; commits: number[][] }> = [];
     const ends: MessagePort[] = [];
     const feed = () => {
       const { port1, port2 } = new MessageChannel();
       const index = ends.length;
-      port2.on('message', (message: ForwardedCommit) =>
-        received.push({ port: index, positions: message.committed.rows.map((row) => row.position) }),
+      port2.on('message', (message: ForwardedCommits) =>
+        received.push({ port: index, commits: message.commits.map((c) => c.rows.map((row) => row.position)) }),
       );
       ends.push(port2);
       return port1;
@@ -203,6 +203,12 @@ describe('SqliteEventStore writer thread', function () {
     const arrived = async (count: number) => {
       for (let i = 0; i < 200 && received.length < count; i++) await new Promise((r) => setTimeout(r, 10));
     };
+    return { received, ends, feed, arrived };
+  };
+
+  it('forwards each commit to the port the feed makes, and asks for a new port when a new thread opens the store', async function () {
+    const store = open({ startWriter: true });
+    const { received, ends, feed, arrived } = recordingFeed();
     try {
       expect(store.forwardCommits(feed)).to.equal(true);
       expect(ends).to.have.length(1); // the store is open on the thread: a port at once
@@ -211,7 +217,7 @@ describe('SqliteEventStore writer thread', function () {
         { type: 'B', data: {} },
       ]);
       await arrived(1);
-      expect(received).to.deep.equal([{ port: 0, positions: [1, 2] }]);
+      expect(received).to.deep.equal([{ port: 0, commits: [[1, 2]] }]);
       // a rejected append commits nothing: nothing is forwarded
       await store.appendToStream('s', [{ type: 'C', data: {} }], { expectedRevision: 0 }).catch(() => undefined);
       const first = writerOf(store).openedOn!;
@@ -221,8 +227,47 @@ describe('SqliteEventStore writer thread', function () {
       await arrived(2);
       expect(ends).to.have.length(2);
       expect(received).to.deep.equal([
-        { port: 0, positions: [1, 2] },
-        { port: 1, positions: [3] },
+        { port: 0, commits: [[1, 2]] },
+        { port: 1, commits: [[3]] },
+      ]);
+    } finally {
+      for (const end of ends) end.close();
+    }
+  });
+
+  it('with a window, posts the commits of the window in one message, in order, and what it holds when the store closes', async function () {
+    const store = open({ startWriter: true });
+    const { received, ends, feed, arrived } = recordingFeed();
+    try {
+      expect(store.forwardCommits(feed, 60_000)).to.equal(true);
+      await store.appendToStream('a', [{ type: 'A', data: {} }]);
+      await store.appendToStream('b', [
+        { type: 'B', data: {} },
+        { type: 'C', data: {} },
+      ]);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(received).to.deep.equal([]); // the window of a minute holds them
+      await store.close();
+      await arrived(1);
+      expect(received).to.deep.equal([{ port: 0, commits: [[1], [2, 3]] }]);
+    } finally {
+      for (const end of ends) end.close();
+    }
+  });
+
+  it('a window ends by itself: its commits arrive once it has passed, and a later commit opens the next', async function () {
+    const store = open({ startWriter: true });
+    const { received, ends, feed, arrived } = recordingFeed();
+    try {
+      store.forwardCommits(feed, 1_000);
+      for (const stream of ['a', 'b', 'c']) await store.appendToStream(stream, [{ type: 'A', data: {} }]);
+      await arrived(1);
+      expect(received).to.deep.equal([{ port: 0, commits: [[1], [2], [3]] }]); // three commits, one message
+      await store.appendToStream('d', [{ type: 'D', data: {} }]);
+      await arrived(2);
+      expect(received).to.deep.equal([
+        { port: 0, commits: [[1], [2], [3]] },
+        { port: 0, commits: [[4]] },
       ]);
     } finally {
       for (const end of ends) end.close();

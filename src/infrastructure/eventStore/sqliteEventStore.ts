@@ -174,13 +174,14 @@ export class SqliteEventStore<E extends DomainEvent = AnyEvent> implements Event
   }
 
   /**
-   * With the writer thread: has it post each commit's rows on a port `feed` makes (see
-   * WriterThread.forwardCommits), for a thread that would otherwise be handed them by this one.
-   * False (nothing set up) when this store commits on the calling thread.
+   * With the writer thread: has it post each commit's rows on a port `feed` makes, the commits of
+   * `windowMs` in one message (see WriterThread.forwardCommits), for a thread that would otherwise
+   * be handed them by this one. False (nothing set up) when this store commits on the calling
+   * thread.
    */
-  forwardCommits(feed: () => MessagePort | undefined): boolean {
+  forwardCommits(feed: () => MessagePort | undefined, windowMs = 0): boolean {
     if (!this.writer) return false;
-    this.writer.forwardCommits(feed);
+    this.writer.forwardCommits(feed, windowMs);
     return true;
   }
 

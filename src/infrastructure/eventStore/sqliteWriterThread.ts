@@ -104,14 +104,17 @@ export type WireOutcome = { ok: true; results: AppendResult[] } | { ok: false; e
 export type ToWriter =
   | ({ type: 'open'; id: number } & WriterOpen)
   | { type: 'append'; id: number; appends: StreamPart[][] }
-  /** From now on, each commit's rows of the store also go to `port` (replacing the one before). */
-  | { type: 'forward'; id: number; port: MessagePort }
+  /**
+   * From now on, each commit's rows of the store also go to `port` (replacing the one before), the
+   * commits of `windowMs` after the first in one message (0: each at once).
+   */
+  | { type: 'forward'; id: number; port: MessagePort; windowMs: number }
   | { type: 'close'; id: number };
 
-/** What the thread posts on a store's forward port after each commit that stored rows. */
-export interface ForwardedCommit {
+/** What the thread posts on a store's forward port: the commits that stored rows in one window, in order. */
+export interface ForwardedCommits {
   type: 'committed';
-  committed: CommittedEvents;
+  commits: CommittedEvents[];
 }
 
 export type FromWriter =
@@ -264,6 +267,8 @@ export class WriterThread {
   private readonly freshNs: bigint;
   /** Makes the port the thread forwards this store's commits to (see `forwardCommits`). */
   private feed: (() => MessagePort | undefined) | undefined;
+  /** How long the thread gathers the commits it forwards before posting them (see `forwardCommits`). */
+  private forwardWindowMs = 0;
   /** The handles of the groups the thread runs, by name. */
   private readonly groups = new Map<string, PublishedGroup>();
   /** Settles once a thread has started the groups. */
@@ -350,15 +355,18 @@ export class WriterThread {
   }
 
   /**
-   * From now on the thread also posts each commit's rows (a `ForwardedCommit`) to a port that
-   * `feed` makes, right after answering the commit: another thread that reads them (the projector
-   * thread) gets them without the opening thread posting them on. `feed` is called now, and again
-   * whenever a new writer thread opens this store; undefined: nothing to forward to. Called again,
-   * it replaces the port and the feed. Commits made while no port was in place are not forwarded:
-   * the receiver finds them in the store.
+   * From now on the thread also posts each commit's rows to a port that `feed` makes, gathered for
+   * `windowMs` after the first commit of a window and posted as one `ForwardedCommits` (0: each
+   * commit at once, right after its answer): another thread that reads them (the projector thread)
+   * gets them without the opening thread posting them on, and wakes once per window, not once per
+   * commit (decision 111). `feed` is called now, and again whenever a new writer thread opens this
+   * store; undefined: nothing to forward to. Called again, it replaces the port and the feed (what
+   * the old port's window held is posted on it first). Commits made while no port was in place are
+   * not forwarded: the receiver finds them in the store.
    */
-  forwardCommits(feed: () => MessagePort | undefined): void {
+  forwardCommits(feed: () => MessagePort | undefined, windowMs = 0): void {
     this.feed = feed;
+    this.forwardWindowMs = windowMs;
     this.postForwardPort(); // if no thread has opened this store yet, the one that does posts it (WriterHost.open)
   }
 
@@ -366,7 +374,11 @@ export class WriterThread {
   postForwardPort(): void {
     if (!this.openedOn) return;
     const port = this.feed?.();
-    if (port) this.openedOn.postMessage({ type: 'forward', id: this.id, port } satisfies ToWriter, [port]);
+    if (port)
+      this.openedOn.postMessage(
+        { type: 'forward', id: this.id, port, windowMs: this.forwardWindowMs } satisfies ToWriter,
+        [port],
+      );
   }
 
   /**

@@ -6,9 +6,10 @@
  * opening thread), `forward` and `close`. Each message handled takes every message already waiting
  * with it; the appends of one store among them are written by one transaction, answered by `done`
  * with the outcomes in order and the committed rows, which then also go to the store's forward
- * port if it has one (`forward` sets it, replacing and closing the one before). `close` writes
- * what came before it, stops the store's projection groups, closes the store's connection and
- * forward port and answers `closed`.
+ * port if it has one (`forward` sets it, replacing and closing the one before), gathered for the
+ * port's window and posted once per window (decision 111). `close` writes what came before it,
+ * posts what the forward window holds and closes the forward port, stops the store's projection
+ * groups, closes the store's connection and answers `closed`.
  *
  * A store opened with projection groups (`WriterOpen.groups`, decision 087) has them started
  * (answered by `ready`) and handed the rows of each commit. Its `done` is held until every group
@@ -30,21 +31,30 @@ import {
   HEAD,
   LOOKED_AT,
   accountHead,
-  type ForwardedCommit,
+  type ForwardedCommits,
   type FromWriter,
   type ToWriter,
   type WireOutcome,
   type WriterOpen,
 } from './sqliteWriterThread.ts';
 import { toWireError, type WireError } from '../wireError.ts';
+import { CommitGatherer } from '../projector/commitGatherer.ts';
 
 /** The longest a commit's answer waits for the store's projection groups to fold it. */
 const FOLD_WAIT_MS = 20;
 
 const port = parentPort!;
 const send = (message: FromWriter) => port.postMessage(message);
-/** Each store's forward port: where its commits' rows go after each answer. */
-const forwards = new Map<number, MessagePort>();
+/** Each store's forward port, and the window of commits it gathers before posting them there. */
+const forwards = new Map<number, { port: MessagePort; window: CommitGatherer }>();
+
+/** Posts what the store's forward window holds, then closes its port. */
+const endForward = (id: number): void => {
+  const forward = forwards.get(id);
+  forwards.delete(id);
+  forward?.window.flush();
+  forward?.port.close();
+};
 
 /** One store's connection and group commit. */
 class StoreWriter {
@@ -170,10 +180,7 @@ class StoreWriter {
       },
       rows.at(-1)?.position ?? 0, // nothing stored: held only behind the answers before it
     );
-    if (rows.length > 0)
-      forwards
-        .get(this.id)
-        ?.postMessage({ type: 'committed', committed: committed!.committed } satisfies ForwardedCommit);
+    if (rows.length > 0) forwards.get(this.id)?.window.take(committed!.committed);
   }
 
   /** Stops the groups once they have folded every commit (their answers sent), then closes the connection. */
@@ -212,8 +219,12 @@ const handle = (first: ToWriter): void => {
         if (message.groups) send({ type: 'ready', id, error: toWireError(error) });
       }
     } else if (message.type === 'forward') {
-      forwards.get(message.id)?.close();
-      forwards.set(message.id, message.port);
+      endForward(message.id);
+      const { port: forwardPort } = message;
+      const window = new CommitGatherer(message.windowMs, (commits) =>
+        forwardPort.postMessage({ type: 'committed', commits } satisfies ForwardedCommits),
+      );
+      forwards.set(message.id, { port: forwardPort, window });
     } else if (message.type === 'append') {
       const batch = batches.get(message.id);
       if (batch) batch.push(...message.appends);
@@ -224,8 +235,7 @@ const handle = (first: ToWriter): void => {
       if (batch) commit(message.id, batch);
       const store = stores.get(message.id);
       stores.delete(message.id);
-      forwards.get(message.id)?.close();
-      forwards.delete(message.id);
+      endForward(message.id);
       const closed = store instanceof StoreWriter ? store.close() : Promise.resolve();
       // a directory already removed leaves nothing to close
       void closed.catch(() => undefined).then(() => send({ type: 'closed', id: message.id }));

@@ -36,7 +36,10 @@ export interface ProjectorThreadOptions {
   logLevel: string;
   /** How often the thread's subscriptions poll for commits nobody told it about (other processes). */
   pollIntervalMs: number;
-  /** How long the thread holds the commits it is handed to fold them together (commitGatherer.ts; 0: none). */
+  /**
+   * How long the thread holds the commits the main thread hands it to fold them together
+   * (commitGatherer.ts; 0: none). Commits the event store's writer thread forwards come gathered.
+   */
   gatherMs: number;
 }
 

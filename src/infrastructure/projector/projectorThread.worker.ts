@@ -3,9 +3,10 @@
  * own connections to the event store and the read store, off the main thread.
  *
  * Messages from the main thread: `committed` (the rows the main thread just committed, handed to
- * the subscriptions as if this store had committed them), `feed` (a port on which the event
- * store's writer thread forwards each commit's rows, taken the same way) and `stop`. The commits
- * are held for `gatherMs` and folded together (commitGatherer.ts). To it:
+ * the subscriptions as if this store had committed them; held for `gatherMs` and folded together,
+ * commitGatherer.ts), `feed` (a port on which the event store's writer thread forwards the
+ * commits' rows, already gathered into windows: each message's commits are handed on at once,
+ * decision 111) and `stop`. To it:
  * `ready` (every group started, with its checkpoint), `checkpoint` (a group wrote a batch, posted
  * only while the main thread wants it; the checkpoint is always published in shared memory) and
  * `failed` (it could not start); after `stop` it folds the log up to its head (at most 2 s) and
@@ -17,7 +18,8 @@ import { createLogger } from '../../logger.ts';
 import type { FromProjectorThread, ProjectorThreadData, ToProjectorThread } from './projectorThread.ts';
 import { ThreadGroups } from './threadGroups.ts';
 import { CommitGatherer } from './commitGatherer.ts';
-import type { ForwardedCommit } from '../eventStore/sqliteWriterThread.ts';
+import type { CommittedEvents } from '../eventStore/sqliteGroupCommit.ts';
+import type { ForwardedCommits } from '../eventStore/sqliteWriterThread.ts';
 import { nameThread } from '../threadIdentity.ts';
 
 const options = workerData as ProjectorThreadData;
@@ -38,7 +40,10 @@ const run = async () => {
   let feed: MessagePort | undefined;
   let stopping: Promise<void> | undefined;
   // commits handed over before the groups started are read from the store when they start
-  const gatherer = new CommitGatherer(options.gatherMs, (committed) => groups?.offer(committed));
+  const handOn = (commits: CommittedEvents[]) => {
+    for (const committed of commits) groups?.offer(committed);
+  };
+  const gatherer = new CommitGatherer(options.gatherMs, handOn);
   const stop = () =>
     (stopping ??= (async () => {
       gatherer.flush();
@@ -56,7 +61,10 @@ const run = async () => {
     else if (message.type === 'feed') {
       feed?.close();
       feed = message.port;
-      feed.on('message', (forwarded: ForwardedCommit) => gatherer.take(forwarded.committed));
+      feed.on('message', (forwarded: ForwardedCommits) => {
+        gatherer.flush(); // anything the main thread handed over first keeps its place
+        handOn(forwarded.commits);
+      });
     } else if (message.type === 'stop') void stop();
   });
   try {
