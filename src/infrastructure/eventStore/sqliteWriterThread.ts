@@ -361,8 +361,9 @@ export class WriterThread {
    * gets them without the opening thread posting them on, and wakes once per window, not once per
    * commit (decision 111). `feed` is called now, and again whenever a new writer thread opens this
    * store; undefined: nothing to forward to. Called again, it replaces the port and the feed (what
-   * the old port's window held is posted on it first). Commits made while no port was in place are
-   * not forwarded: the receiver finds them in the store.
+   * the old port's window held is posted on the old port before it closes). Commits made while no
+   * port was in place, or held by a thread that died, are not forwarded: the receiver finds them in
+   * the store.
    */
   forwardCommits(feed: () => MessagePort | undefined, windowMs = 0): void {
     this.feed = feed;
