@@ -30,8 +30,7 @@ import { SqliteSnapshotStore } from './infrastructure/snapshots/sqliteSnapshotSt
 import { checkpointer } from './infrastructure/sqliteWal.ts';
 import { voucherSnapshots } from './domain/voucher/snapshot.ts';
 import type { ProjectorHandle } from './core/projectionRunner.ts';
-import { ProjectorThread } from './infrastructure/projector/projectorThread.ts';
-import { DEFAULT_PROJECTOR_GATHER_MS } from './infrastructure/projector/commitGatherer.ts';
+import { DEFAULT_PROJECTOR_GATHER_MS, ProjectorThread } from './infrastructure/projector/projectorThread.ts';
 import { startGroup } from './core/projectionGroups.ts';
 import { SqliteReadStore } from './infrastructure/readStore/sqliteReadStore.ts';
 import { ReadStoreDeliveries } from './infrastructure/webhooks/readStoreDeliveries.ts';
@@ -209,6 +208,12 @@ export interface EmbeddedOptions {
   projectorGatherMs?: number;
   /** Where the SQLite snapshot stores write their snapshots (SNAPSHOT_WRITER; default `thread`: SqliteSnapshotStore's `writer`). */
   snapshotWriter?: 'thread' | 'inline';
+  /**
+   * How long a SQLite snapshot store gathers its saves to post them to the snapshot writer thread
+   * as one window (SNAPSHOT_GATHER_MS; default DEFAULT_SNAPSHOT_GATHER_MS: SqliteSnapshotStore's
+   * `gatherMs`; decision 112).
+   */
+  snapshotGatherMs?: number;
   /** Per-API-key quotas on stored quotes and exports (default DEFAULT_QUOTAS). */
   quotas?: Quotas;
   /** Webhook delivery settings (WEBHOOK_*; default: defaultWebhookSettings). */
@@ -374,6 +379,7 @@ export const openEmbeddedEnvironment = async (
       ? (onMongo?.snapshots ??
         SqliteSnapshotStore.open(files.snapshots, {
           writer: options.snapshotWriter ?? 'thread',
+          ...(options.snapshotGatherMs !== undefined ? { gatherMs: options.snapshotGatherMs } : {}),
           onError: (error) => logger.warn({ err: error }, 'snapshot entries are looked up in the file for every key'),
         }))
       : undefined;

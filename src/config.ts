@@ -19,7 +19,8 @@ import {
   type WebhookSettings,
 } from './application/webhooks/settings.ts';
 import { parseCidrs } from './domain/webhooks/targets.ts';
-import { DEFAULT_PROJECTOR_GATHER_MS } from './infrastructure/projector/commitGatherer.ts';
+import { DEFAULT_PROJECTOR_GATHER_MS } from './infrastructure/projector/projectorThread.ts';
+import { DEFAULT_SNAPSHOT_GATHER_MS } from './infrastructure/snapshots/snapshotWriterThread.ts';
 import { assertMongoUrl, databaseBaseName } from './infrastructure/mongo/mongoUrl.ts';
 import { DEFAULT_OPS_SETTINGS, type OpsSettings } from './http/ops.ts';
 
@@ -90,6 +91,8 @@ export interface Config {
   projectorGatherMs: number;
   /** SNAPSHOT_WRITER: `thread` (default) writes the SQLite snapshots on the snapshot writer thread, `inline` on the main thread (decision 093). */
   snapshotWriter: 'thread' | 'inline';
+  /** SNAPSHOT_GATHER_MS: how long a snapshot store gathers its saves to hand them to the snapshot writer thread as one window, 0 to 1000 ms (default 25; decision 112). */
+  snapshotGatherMs: number;
   /**
    * HEAP_GROWING_PERCENT: how far V8 lets the JavaScript heap grow past what the last full garbage
    * collection left before the next one, in percent: 0 to 1000, default 60; 0 leaves it to V8's
@@ -214,6 +217,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => ({
   eventStoreWriter: threadOrInline(env.EVENT_STORE_WRITER, 'EVENT_STORE_WRITER'),
   projectorGatherMs: integerUpTo(env.PROJECTOR_GATHER_MS, DEFAULT_PROJECTOR_GATHER_MS, 1_000, 'PROJECTOR_GATHER_MS'),
   snapshotWriter: threadOrInline(env.SNAPSHOT_WRITER, 'SNAPSHOT_WRITER'),
+  snapshotGatherMs: integerUpTo(env.SNAPSHOT_GATHER_MS, DEFAULT_SNAPSHOT_GATHER_MS, 1_000, 'SNAPSHOT_GATHER_MS'),
   snapshotEvery: integer(env.SNAPSHOT_EVERY, DEFAULT_SNAPSHOT_EVERY, 'SNAPSHOT_EVERY'),
   heapGrowingPercent: heapGrowingPercentFrom(env.HEAP_GROWING_PERCENT),
 });

@@ -55,6 +55,7 @@ export const runService = async (hooks: ServiceHooks = {}): Promise<void> => {
     eventStoreWriter: config.eventStoreWriter,
     projectorGatherMs: config.projectorGatherMs,
     snapshotWriter: config.snapshotWriter,
+    snapshotGatherMs: config.snapshotGatherMs,
     snapshotEvery: config.snapshotEvery,
     kafka: config.kafka,
     beforeExportJob: hooks.beforeExportJob,

@@ -183,3 +183,14 @@ describe('loadConfig: PROJECTOR_GATHER_MS', () => {
     }
   });
 });
+
+describe('loadConfig: SNAPSHOT_GATHER_MS', () => {
+  it('is 25 ms by default, 0 turns it off, and anything but a whole number up to 1000 stops the start naming it', () => {
+    expect(loadConfig({}).snapshotGatherMs).to.equal(25);
+    expect(loadConfig({ SNAPSHOT_GATHER_MS: '0' }).snapshotGatherMs).to.equal(0);
+    expect(loadConfig({ SNAPSHOT_GATHER_MS: '1000' }).snapshotGatherMs).to.equal(1000);
+    for (const raw of ['-1', '2.5', 'later', '1001']) {
+      expect(() => loadConfig({ SNAPSHOT_GATHER_MS: raw }), raw).to.throw(/SNAPSHOT_GATHER_MS/);
+    }
+  });
+});

@@ -1,7 +1,8 @@
 /**
  * The snapshot writer thread (src/infrastructure/snapshots/snapshotWriterThread.ts): a
  * SqliteSnapshotStore opened with `writer: 'thread'` writes its snapshots on a thread of its own
- * (at nice 10: test/unit/threadIdentity.test.ts), and its reads, other connections and a thread that dies all see a consistent file.
+ * (at nice 10: test/unit/threadIdentity.test.ts), a window of saves at a time, and its reads,
+ * other connections and a thread that dies all see a consistent file.
  */
 import fs from 'node:fs';
 import { expect } from 'chai';
@@ -72,7 +73,7 @@ describe('snapshot writer thread', function () {
   });
 
   it('a thread that ends rejects the saves it did not answer; the next save starts a new thread', async () => {
-    const store = SqliteSnapshotStore.open(file(), { writer: 'thread' });
+    const store = SqliteSnapshotStore.open(file(), { writer: 'thread', gatherMs: 0 });
     try {
       await terminateSnapshotWriter();
       // a new thread is starting (it loads its modules first): it ends before it can answer
@@ -103,6 +104,87 @@ describe('snapshot writer thread', function () {
       expect(await store.save('voucher-a', 1, 3, { n: 3 }, [])).to.equal(true);
     } finally {
       await store.close();
+    }
+  });
+
+  /** Whether the promise settles within `ms`. */
+  const settlesWithin = (promise: Promise<unknown>, ms: number): Promise<boolean> =>
+    Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms)),
+    ]);
+
+  it('holds the saves of a window until it ends (here: the close), then answers each in order; a failing save rejects alone', async () => {
+    const store = SqliteSnapshotStore.open(file(), { writer: 'thread', gatherMs: 60_000 });
+    const first = store.save('voucher-a', -1, 4, { n: 1 }, [['o:1', 'va_1']]);
+    // the base check sees the window's earlier saves
+    const stale = store.save('voucher-a', -1, 5, { n: 2 }, []);
+    // the core is NOT NULL: this save's savepoint rolls back, its entry with it
+    const failing = store.save('voucher-a', 4, 6, undefined, [['o:2', 'va_2']]);
+    const next = store.save('voucher-a', 4, 9, { n: 3 }, [['o:3', 'va_3']]);
+    const other = store.save('voucher-b', -1, 2, { n: 4 }, []);
+    const answered = settlesWithin(Promise.race([first, stale, failing, next, other]), 300);
+    expect(await answered).to.equal(false);
+    await store.close();
+    expect(await first).to.equal(true);
+    expect(await stale).to.equal(false);
+    let error: unknown;
+    await failing.catch((e: unknown) => (error = e));
+    expect((error as Error & { code?: string }).code).to.equal('SQLITE_CONSTRAINT_NOTNULL');
+    expect(await next).to.equal(true);
+    expect(await other).to.equal(true);
+    const reopened = SqliteSnapshotStore.open(file());
+    try {
+      expect(await reopened.load('voucher-a')).to.deep.equal({ revision: 9, core: { n: 3 } });
+      expect(await reopened.load('voucher-b')).to.deep.equal({ revision: 2, core: { n: 4 } });
+      expect([...(await reopened.entries('voucher-a', ['o:1', 'o:2', 'o:3']))]).to.deep.equal([
+        ['o:1', { value: 'va_1', revision: 4 }],
+        ['o:3', { value: 'va_3', revision: 9 }],
+      ]);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('a window ends by itself after its time; without a window each save is answered alone', async () => {
+    const windowed = SqliteSnapshotStore.open(file(), { writer: 'thread', gatherMs: 50 });
+    try {
+      const save = windowed.save('voucher-a', -1, 4, { n: 1 }, []);
+      expect(await settlesWithin(save, 5_000)).to.equal(true);
+      expect(await save).to.equal(true);
+    } finally {
+      await windowed.close();
+    }
+    const alone = SqliteSnapshotStore.open(file(), { writer: 'thread', gatherMs: 0 });
+    try {
+      expect(await alone.save('voucher-a', 4, 7, { n: 2 }, [])).to.equal(true);
+      expect(await alone.load('voucher-a')).to.deep.equal({ revision: 7, core: { n: 2 } });
+    } finally {
+      await alone.close();
+    }
+  });
+
+  it('a thread that ends holding a window rejects every save in it', async () => {
+    const store = SqliteSnapshotStore.open(file(), { writer: 'thread', gatherMs: 60_000 });
+    await terminateSnapshotWriter();
+    const saves = [store.save('voucher-b', -1, 1, { n: 1 }, []), store.save('voucher-c', -1, 1, { n: 1 }, [])];
+    // the close posts the window to a new thread, which ends while it loads its modules
+    const closed = store.close();
+    await terminateSnapshotWriter();
+    const outcomes = await Promise.allSettled(saves);
+    await closed;
+    expect(outcomes.map((o) => o.status === 'rejected' && o.reason instanceof SnapshotWriterEnded)).to.deep.equal([
+      true,
+      true,
+    ]);
+    const reopened = SqliteSnapshotStore.open(file());
+    try {
+      expect(await reopened.load('voucher-b')).to.equal(undefined);
+    } finally {
+      await reopened.close();
     }
   });
 });

@@ -38,7 +38,7 @@ import {
   type WriterOpen,
 } from './sqliteWriterThread.ts';
 import { toWireError, type WireError } from '../wireError.ts';
-import { CommitGatherer } from '../projector/commitGatherer.ts';
+import { WindowGatherer } from '../windowGatherer.ts';
 
 /** The longest a commit's answer waits for the store's projection groups to fold it. */
 const FOLD_WAIT_MS = 20;
@@ -46,7 +46,7 @@ const FOLD_WAIT_MS = 20;
 const port = parentPort!;
 const send = (message: FromWriter) => port.postMessage(message);
 /** Each store's forward port, and the window of commits it gathers before posting them there. */
-const forwards = new Map<number, { port: MessagePort; window: CommitGatherer }>();
+const forwards = new Map<number, { port: MessagePort; window: WindowGatherer<CommittedEvents> }>();
 
 /** Posts what the store's forward window holds, then closes its port. */
 const endForward = (id: number): void => {
@@ -221,7 +221,7 @@ const handle = (first: ToWriter): void => {
     } else if (message.type === 'forward') {
       endForward(message.id);
       const { port: forwardPort } = message;
-      const window = new CommitGatherer(message.windowMs, (commits) =>
+      const window = new WindowGatherer<CommittedEvents>(message.windowMs, (commits) =>
         forwardPort.postMessage({ type: 'committed', commits } satisfies ForwardedCommits),
       );
       forwards.set(message.id, { port: forwardPort, window });

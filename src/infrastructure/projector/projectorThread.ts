@@ -27,6 +27,9 @@ import type { ProjectorHandle } from '../../core/projectionRunner.ts';
 import { SupervisedWorker, siblingWorkerUrl } from '../supervisedWorker.ts';
 import { PublishedGroup, publishedBuffer } from './publishedGroup.ts';
 
+/** The service's gather window: the analytics group folds the commits of 25 ms together (decisions 103, 111). */
+export const DEFAULT_PROJECTOR_GATHER_MS = 25;
+
 export interface ProjectorThreadOptions {
   environment: string;
   /** Names of the projection groups the thread runs (projections/index.ts). */
@@ -38,7 +41,7 @@ export interface ProjectorThreadOptions {
   pollIntervalMs: number;
   /**
    * How long the thread holds the commits the main thread hands it to fold them together
-   * (commitGatherer.ts; 0: none). Commits the event store's writer thread forwards come gathered.
+   * (windowGatherer.ts; 0: none). Commits the event store's writer thread forwards come gathered.
    */
   gatherMs: number;
 }

@@ -4,7 +4,7 @@
  *
  * Messages from the main thread: `committed` (the rows the main thread just committed, handed to
  * the subscriptions as if this store had committed them; held for `gatherMs` and folded together,
- * commitGatherer.ts), `feed` (a port on which the event store's writer thread forwards the
+ * windowGatherer.ts), `feed` (a port on which the event store's writer thread forwards the
  * commits' rows, already gathered into windows: each message's commits are handed on at once,
  * decision 111) and `stop`. To it:
  * `ready` (every group started, with its checkpoint), `checkpoint` (a group wrote a batch, posted
@@ -17,7 +17,7 @@ import { PROJECTION_GROUPS } from '../../projections/index.ts';
 import { createLogger } from '../../logger.ts';
 import type { FromProjectorThread, ProjectorThreadData, ToProjectorThread } from './projectorThread.ts';
 import { ThreadGroups } from './threadGroups.ts';
-import { CommitGatherer } from './commitGatherer.ts';
+import { WindowGatherer } from '../windowGatherer.ts';
 import type { CommittedEvents } from '../eventStore/sqliteGroupCommit.ts';
 import type { ForwardedCommits } from '../eventStore/sqliteWriterThread.ts';
 import { nameThread } from '../threadIdentity.ts';
@@ -43,7 +43,7 @@ const run = async () => {
   const handOn = (commits: CommittedEvents[]) => {
     for (const committed of commits) groups?.offer(committed);
   };
-  const gatherer = new CommitGatherer(options.gatherMs, handOn);
+  const gatherer = new WindowGatherer<CommittedEvents>(options.gatherMs, handOn);
   const stop = () =>
     (stopping ??= (async () => {
       gatherer.flush();

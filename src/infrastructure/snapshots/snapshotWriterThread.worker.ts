@@ -1,8 +1,9 @@
 /**
  * The snapshot writer thread (see snapshotWriterThread.ts): per snapshots file, a connection of
  * its own (opened at the file's first save, without a filter of stored keys: the saving store's
- * filter marks each entry), on which each `save` is written as it comes and answered `saved`
- * (whether it wrote) or `failed`; `close` closes the file's connection and answers `closed`.
+ * filter marks each entry), on which each `save` message's window is written as it comes, in one
+ * transaction, and answered `saved` (each save's outcome) or `failed` (the window's transaction
+ * failed); `close` closes the file's connection and answers `closed`.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { lowerThreadPriority, nameThread } from '../threadIdentity.ts';
@@ -33,7 +34,10 @@ const handle = async (message: ToSnapshotWriter): Promise<void> => {
       store = SqliteSnapshotStore.open(message.file, { filterKeys: false });
       stores.set(message.id, store);
     }
-    send({ type: 'saved', seq: message.seq, written: store.saveSerialised(message.save) });
+    const outcomes = store
+      .saveWindow(message.saves)
+      .map((outcome) => ('error' in outcome ? { error: toWireError(outcome.error) } : outcome));
+    send({ type: 'saved', seq: message.seq, outcomes });
   } catch (error) {
     send({ type: 'failed', seq: message.seq, error: toWireError(error) });
   }

@@ -47,6 +47,11 @@ export interface SqliteSnapshotStoreOptions {
    * thread's (SNAPSHOT_WRITER; see the class).
    */
   writer?: SnapshotWriterMode;
+  /**
+   * With `writer: 'thread'`: how long the saves are gathered to post them to the thread as one
+   * window (SNAPSHOT_GATHER_MS; default DEFAULT_SNAPSHOT_GATHER_MS; 0: each alone; decision 112).
+   */
+  gatherMs?: number;
 }
 
 /** Where a SqliteSnapshotStore's `save` writes: `thread`, the snapshot writer thread; `inline`, its own connection. */
@@ -67,13 +72,15 @@ export type SnapshotWriterMode = 'thread' | 'inline';
  *
  * With `writer: 'thread'` (SNAPSHOT_WRITER, the service's default), `save` serialises the snapshot
  * here and the snapshot writer thread (snapshotWriterThread.ts) writes it on a connection of its
- * own, so that its B-tree work and page reads stay off the event loop (decision 093). Loads and
- * entry lookups read this connection; a save's promise settles once the thread has committed it,
- * so what it wrote is visible here from then on.
+ * own, so that its B-tree work and page reads stay off the event loop (decision 093); the saves
+ * of a window (`gatherMs`) go to the thread together and are written in one transaction (decision
+ * 112). Loads and entry lookups read this connection; a save's promise settles once the thread has
+ * committed it, so what it wrote is visible here from then on.
  */
 export class SqliteSnapshotStore implements SnapshotStore {
   private readonly statements;
   private readonly write;
+  private readonly writeWindow;
 
   private readonly keys: StoredKeys;
   private readonly writer: SnapshotWriter | undefined;
@@ -120,6 +127,18 @@ export class SqliteSnapshotStore implements SnapshotStore {
         return true;
       },
     );
+    // Inside this transaction each `write` is a savepoint: a save that fails rolls back alone,
+    // unless SQLite ended the whole transaction (then the window fails).
+    this.writeWindow = db.transaction((saves: readonly SerializedSave[]) =>
+      saves.map((save): { written: boolean } | { error: unknown } => {
+        try {
+          return { written: this.write(save.stream, save.base, save.revision, save.core, save.entries) };
+        } catch (error) {
+          if (!db.inTransaction) throw error;
+          return { error };
+        }
+      }),
+    );
     // Last: a file whose statements cannot be prepared throws above, before any filter's thread starts.
     this.keys =
       options.filterKeys === false
@@ -130,7 +149,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
             estimate: (db.prepare('SELECT max(id) FROM snapshot_values').pluck().get() as number | null) ?? 0,
             ...(options.onError ? { onError: options.onError } : {}),
           });
-    this.writer = options.writer === 'thread' ? new SnapshotWriter(db.name) : undefined;
+    this.writer = options.writer === 'thread' ? new SnapshotWriter(db.name, options.gatherMs) : undefined;
   }
 
   /** Opens (creating if needed) the file; a file it cannot use is closed again before the error is thrown. */
@@ -191,6 +210,16 @@ export class SqliteSnapshotStore implements SnapshotStore {
    */
   saveSerialised(save: SerializedSave): boolean {
     return this.write.immediate(save.stream, save.base, save.revision, save.core, save.entries);
+  }
+
+  /**
+   * Writes a window of serialised snapshots on this connection, in order, in one transaction with
+   * a savepoint each (what the snapshot writer thread does with a window): each save's outcome,
+   * whether it wrote or the error that rolled it back. Throws, having written none, if the
+   * transaction itself fails.
+   */
+  saveWindow(saves: readonly SerializedSave[]): Array<{ written: boolean } | { error: unknown }> {
+    return this.writeWindow.immediate(saves);
   }
 
   /** Waits for the saves the thread has not answered, then closes the connections. */

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { CommitGatherer } from '../../src/infrastructure/projector/commitGatherer.ts';
+import { WindowGatherer } from '../../src/infrastructure/windowGatherer.ts';
 import type { CommittedEvents } from '../../src/infrastructure/eventStore/sqliteGroupCommit.ts';
 
 const commit = (after: number): CommittedEvents => ({ after, rows: [] });
@@ -15,7 +15,7 @@ const recorder = () => {
   return { calls, handOn: (commits: CommittedEvents[]) => calls.push(commits.map((c) => c.after)) };
 };
 
-describe('CommitGatherer (a window of commits handed on together)', () => {
+describe('WindowGatherer (a window of commits handed on together)', () => {
   let clock: sinon.SinonFakeTimers;
   beforeEach(() => {
     clock = sinon.useFakeTimers();
@@ -24,7 +24,7 @@ describe('CommitGatherer (a window of commits handed on together)', () => {
 
   it('holds commits for the window after the first, then hands them all on in order, in one call', () => {
     const { calls, handOn } = recorder();
-    const gatherer = new CommitGatherer(25, handOn);
+    const gatherer = new WindowGatherer<CommittedEvents>(25, handOn);
     gatherer.take(commit(1));
     clock.tick(10);
     gatherer.take(commit(2));
@@ -43,7 +43,7 @@ describe('CommitGatherer (a window of commits handed on together)', () => {
 
   it('hands each commit on at once, alone, without a window', () => {
     const { calls, handOn } = recorder();
-    const gatherer = new CommitGatherer(0, handOn);
+    const gatherer = new WindowGatherer<CommittedEvents>(0, handOn);
     gatherer.take(commit(1));
     gatherer.take(commit(2));
     expect(calls).to.deep.equal([[1], [2]]);
@@ -52,7 +52,7 @@ describe('CommitGatherer (a window of commits handed on together)', () => {
 
   it('a flush hands on what it holds at once and clears the timer; with nothing held it hands on nothing', () => {
     const { calls, handOn } = recorder();
-    const gatherer = new CommitGatherer(25, handOn);
+    const gatherer = new WindowGatherer<CommittedEvents>(25, handOn);
     gatherer.flush();
     expect(calls).to.deep.equal([]);
     gatherer.take(commit(1));
