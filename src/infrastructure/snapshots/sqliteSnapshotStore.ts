@@ -54,6 +54,9 @@ export interface SqliteSnapshotStoreOptions {
   gatherMs?: number;
 }
 
+/** What became of one save of a window written by `saveWindow`: whether it wrote, or the error that rolled it back. */
+type WindowOutcome = { written: boolean } | { error: unknown };
+
 /** Where a SqliteSnapshotStore's `save` writes: `thread`, the snapshot writer thread; `inline`, its own connection. */
 export type SnapshotWriterMode = 'thread' | 'inline';
 
@@ -130,7 +133,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
     // Inside this transaction each `write` is a savepoint: a save that fails rolls back alone,
     // unless SQLite ended the whole transaction (then the window fails).
     this.writeWindow = db.transaction((saves: readonly SerializedSave[]) =>
-      saves.map((save): { written: boolean } | { error: unknown } => {
+      saves.map((save): WindowOutcome => {
         try {
           return { written: this.write(save.stream, save.base, save.revision, save.core, save.entries) };
         } catch (error) {
@@ -204,11 +207,8 @@ export class SqliteSnapshotStore implements SnapshotStore {
     return this.writer.save(save);
   }
 
-  /**
-   * Writes a serialised snapshot on this connection, now: what `save` does inline, and what the
-   * snapshot writer thread calls on its own connection. Answers whether it wrote (SnapshotStore.save).
-   */
-  saveSerialised(save: SerializedSave): boolean {
+  /** Writes a serialised snapshot on this connection, now (what `save` does inline); answers whether it wrote (SnapshotStore.save). */
+  private saveSerialised(save: SerializedSave): boolean {
     return this.write.immediate(save.stream, save.base, save.revision, save.core, save.entries);
   }
 
@@ -218,7 +218,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
    * whether it wrote or the error that rolled it back. Throws, having written none, if the
    * transaction itself fails.
    */
-  saveWindow(saves: readonly SerializedSave[]): Array<{ written: boolean } | { error: unknown }> {
+  saveWindow(saves: readonly SerializedSave[]): WindowOutcome[] {
     return this.writeWindow.immediate(saves);
   }
 
