@@ -167,20 +167,7 @@ export const printOpenLoop = ({
         (v.max === null ? '  (information)' : `  target ≤ ${v.max}× at 0.5×: ${v.verdict}`),
     );
   }
-  // A/B: B's percentiles over A's, at each rate.
-  for (const fraction of new Set(rows.map((r) => r.fraction))) {
-    const of = (id: OpenLoopTarget['id']) => rows.find((r) => r.fraction === fraction && r.target.id === id)?.result;
-    const pairs = (['validate', 'apply'] as const).flatMap((id) => {
-      const a = of(id);
-      const b = of(`${id}-b`);
-      if (!a || !b) return [];
-      return [
-        `${id} ${(['p50', 'p99', 'p999'] as const).map((p) => `${PCT_NAME[p]} ${(b.latency[p] / a.latency[p]).toFixed(2)}×`).join(', ')}`,
-      ];
-    });
-    if (pairs.length > 0)
-      log(`B over A at ${rows.find((r) => r.fraction === fraction)!.rate} req/s (${fraction}×): ${pairs.join('; ')}`);
-  }
+  for (const ab of bOverA(rows)) log(bOverALine(ab));
   const capped = rows.filter((r) => r.result.capHit);
   if (capped.length > 0)
     log(
@@ -281,6 +268,100 @@ export const diskBoundNotes = (verdicts: readonly OpenLoopVerdict[], rows: reado
     ];
   });
 
+/** The targets and percentiles an A/B run compares, B's over A's. */
+const AB_TARGETS = ['validate', 'apply'] as const;
+const AB_PERCENTILES = ['p50', 'p99', 'p999'] as const;
+
+/** An A/B run at one rate: B's figures over A's. */
+export interface BOverA {
+  fraction: number;
+  rate: number;
+  /** B's percentile over A's, for each target both services ran. */
+  latency: Partial<Record<(typeof AB_TARGETS)[number], Record<(typeof AB_PERCENTILES)[number], number>>>;
+  /** apply-b's CPU per answered request over apply's, for each thread that both took at least THREAD_LINE_MIN_US in. */
+  applyThreads: Record<string, number>;
+  /** The generator reached its connection cap at this rate: the latencies there are lower bounds. */
+  invalid: boolean;
+}
+
+/** B over A at each rate of an A/B run (nothing without a B). */
+export const bOverA = (rows: readonly OpenLoopRow[]): BOverA[] =>
+  [...new Set(rows.map((r) => r.fraction))].flatMap((fraction) => {
+    const at = rows.filter((r) => r.fraction === fraction);
+    const of = (id: OpenLoopTarget['id']) => at.find((r) => r.target.id === id);
+    const latency: BOverA['latency'] = {};
+    for (const id of AB_TARGETS) {
+      const a = of(id)?.result;
+      const b = of(`${id}-b`)?.result;
+      if (a && b)
+        latency[id] = Object.fromEntries(AB_PERCENTILES.map((p) => [p, b.latency[p] / a.latency[p]])) as Record<
+          (typeof AB_PERCENTILES)[number],
+          number
+        >;
+    }
+    if (Object.keys(latency).length === 0) return [];
+    const threadsA = of('apply')?.threadUsPerRequest ?? {};
+    const threadsB = of('apply-b')?.threadUsPerRequest ?? {};
+    const applyThreads = Object.fromEntries(
+      Object.keys(threadsA)
+        .filter((name) => threadsA[name]! >= THREAD_LINE_MIN_US && (threadsB[name] ?? 0) >= THREAD_LINE_MIN_US)
+        .map((name) => [name, threadsB[name]! / threadsA[name]!]),
+    );
+    return [{ fraction, rate: at[0]!.rate, latency, applyThreads, invalid: at.some((r) => r.result.capHit) }];
+  });
+
+/** `B over A at 838 req/s (0.5×): validate p50 0.97×, p99 0.59×, p99.9 0.43×; apply …`. */
+export const bOverALine = (ab: BOverA): string =>
+  `B over A at ${ab.rate} req/s (${ab.fraction}×): ` +
+  AB_TARGETS.filter((id) => ab.latency[id])
+    .map((id) => `${id} ${AB_PERCENTILES.map((p) => `${PCT_NAME[p]} ${ab.latency[id]![p].toFixed(2)}×`).join(', ')}`)
+    .join('; ');
+
+const range = (xs: number[]) => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
+
+/**
+ * `--repeat` of an A/B run: at each rate, B's p99 and p99.9 over A's for each target in every run,
+ * an INVALID run's in brackets, and their median over the valid runs; then each of apply's threads'
+ * CPU per answered request, B's over A's, as the median and range over every run (a capped
+ * generator does not change what a request costs). Empty without a B.
+ */
+export const abRepeatSummary = (runs: ReadonlyArray<readonly BOverA[]>): string[] => {
+  const fractions = [...new Set(runs.flatMap((run) => run.map((ab) => ab.fraction)))];
+  return fractions.flatMap((fraction) => {
+    const each = runs.map((run) => run.find((ab) => ab.fraction === fraction));
+    const valid = each.filter((ab) => ab !== undefined && !ab.invalid).length;
+    const latencyLines = AB_TARGETS.flatMap((id) =>
+      (['p99', 'p999'] as const).flatMap((p) => {
+        if (!each.some((ab) => ab?.latency[id])) return [];
+        const shown = each.map((ab) => {
+          const ratio = ab?.latency[id]?.[p];
+          if (ratio === undefined) return '–';
+          return ab!.invalid ? `[${ratio.toFixed(2)}×]` : `${ratio.toFixed(2)}×`;
+        });
+        const kept = each.flatMap((ab) => (ab && !ab.invalid && ab.latency[id] ? [ab.latency[id]![p]] : []));
+        return [
+          `B over A, ${id} ${PCT_NAME[p]} at ${fraction}× over ${runs.length} runs: ${shown.join(', ')}` +
+            (kept.length > 0 ? ` (median of the ${valid} valid ${median(kept).toFixed(2)}×)` : ' (no valid run)'),
+        ];
+      }),
+    );
+    const names = [...new Set(each.flatMap((ab) => Object.keys(ab?.applyThreads ?? {})))];
+    const threads = names
+      .map((name) => ({
+        name,
+        ratios: each.flatMap((ab) => (ab?.applyThreads[name] === undefined ? [] : [ab.applyThreads[name]])),
+      }))
+      .sort((x, y) => median(x.ratios) - median(y.ratios))
+      .map(({ name, ratios }) => `${name} ${median(ratios).toFixed(2)}× (${range(ratios)}, ${ratios.length} runs)`);
+    return threads.length === 0
+      ? latencyLines
+      : [
+          ...latencyLines,
+          `B over A, apply's CPU per answered request by thread at ${fraction}×, median: ${threads.join(', ')}`,
+        ];
+  });
+};
+
 export const writeOpenLoopResults = (results: {
   applyMax: number;
   closed: Partial<Record<OpenLoopTarget['id'], Measured>>;
@@ -375,18 +456,21 @@ export const repeatSummary = (runs: ReadonlyArray<readonly OpenLoopVerdict[]>): 
 };
 
 /**
- * `--repeat`: every run's verdicts and the summary printed (repeatSummary), in
- * .bench/open-loop-runs.json (.bench/last.json holds the last run's details).
+ * `--repeat`: every run's verdicts (and in an A/B run, B over A at each rate) and the summary
+ * printed (repeatSummary, abRepeatSummary), in .bench/open-loop-runs.json (.bench/last.json holds
+ * the last run's details).
  */
 export const writeRepeatedResults = (
   runs: ReadonlyArray<readonly OpenLoopVerdict[]>,
   summary: readonly string[],
+  abRuns: ReadonlyArray<readonly BOverA[]> = [],
 ): string => {
   const out = path.join(ROOT, '.bench', 'open-loop-runs.json');
   fs.mkdirSync(path.dirname(out), { recursive: true });
+  const each = runs.map((verdicts, i) => ({ verdicts, ...(abRuns[i]?.length ? { b_over_a: abRuns[i] } : {}) }));
   fs.writeFileSync(
     out,
-    `${JSON.stringify({ at: new Date().toISOString(), mode: 'open-loop', runs: runs.map((verdicts) => ({ verdicts })), summary }, null, 2)}\n`,
+    `${JSON.stringify({ at: new Date().toISOString(), mode: 'open-loop', runs: each, summary }, null, 2)}\n`,
   );
   return path.relative(ROOT, out);
 };

@@ -48,6 +48,9 @@ import { httpSender, mergeRuns, runOpenLoop, type HttpSender, type OpenLoopRun }
 import {
   printOpenLoop,
   repeatSummary,
+  abRepeatSummary,
+  bOverA,
+  type BOverA,
   writeOpenLoopResults,
   writeRepeatedResults,
   type OpenLoopRow,
@@ -169,20 +172,23 @@ const scenario = (id: string): Scenario => {
  */
 export const mainOpenLoopRepeated = async (): Promise<void> => {
   const runs: OpenLoopVerdict[][] = [];
+  const abRuns: BOverA[][] = [];
   for (let run = 1; run <= REPEAT; run += 1) {
     if (REPEAT > 1) log(`\n=== open-loop run ${run} of ${REPEAT} ===`);
-    runs.push(await mainOpenLoop());
+    const { verdicts, ab } = await mainOpenLoop();
+    runs.push(verdicts);
+    abRuns.push(ab);
     removeTempDirs();
   }
   if (REPEAT === 1) return;
   log('');
-  const summary = repeatSummary(runs);
+  const summary = [...repeatSummary(runs), ...abRepeatSummary(abRuns)];
   for (const line of summary) log(line);
-  log(`results of every run written to ${writeRepeatedResults(runs, summary)}`);
+  log(`results of every run written to ${writeRepeatedResults(runs, summary, abRuns)}`);
 };
 
-/** One open-loop run (see the top of this file); returns its verdicts. */
-export const mainOpenLoop = async (): Promise<OpenLoopVerdict[]> => {
+/** One open-loop run (see the top of this file); returns its verdicts and, in an A/B run, B over A at each rate. */
+export const mainOpenLoop = async (): Promise<{ verdicts: OpenLoopVerdict[]; ab: BOverA[] }> => {
   if (SERVICE_ROOT !== ROOT) log(`service from ${SERVICE_ROOT}`);
   log(
     `bench, open loop: ${os.cpus().length} CPUs, node ${process.version}; rates ${RATES.join(', ')} × apply's maximum,` +
@@ -468,7 +474,7 @@ export const mainOpenLoop = async (): Promise<OpenLoopVerdict[]> => {
   const gc = gcTrace ? reportGc(gcTrace, gcWindows) : undefined;
   const out = writeOpenLoopResults({ applyMax, closed, rows, verdicts, profiles: summaries, gc });
   log(`results written to ${out}`);
-  return verdicts;
+  return { verdicts, ab: bOverA(rows) };
 };
 
 /** Prints the main thread's collections of each target at each rate (--gc-trace) and returns them for the results file. */
