@@ -329,7 +329,6 @@ export const abRepeatSummary = (runs: ReadonlyArray<readonly BOverA[]>): string[
   const fractions = [...new Set(runs.flatMap((run) => run.map((ab) => ab.fraction)))];
   return fractions.flatMap((fraction) => {
     const each = runs.map((run) => run.find((ab) => ab.fraction === fraction));
-    const valid = each.filter((ab) => ab !== undefined && !ab.invalid).length;
     const latencyLines = AB_TARGETS.flatMap((id) =>
       (['p99', 'p999'] as const).flatMap((p) => {
         if (!each.some((ab) => ab?.latency[id])) return [];
@@ -341,7 +340,7 @@ export const abRepeatSummary = (runs: ReadonlyArray<readonly BOverA[]>): string[
         const kept = each.flatMap((ab) => (ab && !ab.invalid && ab.latency[id] ? [ab.latency[id]![p]] : []));
         return [
           `B over A, ${id} ${PCT_NAME[p]} at ${fraction}× over ${runs.length} runs: ${shown.join(', ')}` +
-            (kept.length > 0 ? ` (median of the ${valid} valid ${median(kept).toFixed(2)}×)` : ' (no valid run)'),
+            (kept.length > 0 ? ` (median of the ${kept.length} valid ${median(kept).toFixed(2)}×)` : ' (no valid run)'),
         ];
       }),
     );
