@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-interface ProfileNode {
+export interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   children?: number[];
@@ -123,13 +123,33 @@ const decodeMappings = (mappings: string): Array<Array<[number, number]>> => {
 
 type LineMapper = (line: number, column: number) => number | undefined;
 
+/** How much of a tsx cache entry's end is read to find the file it compiled. */
+const TAIL_BYTES = 2_000;
+
+/** The last `bytes` bytes of `file`, as text. */
+const readTail = (file: string, bytes: number): string => {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const size = fs.fstatSync(fd).size;
+    const length = Math.min(size, bytes);
+    const buffer = Buffer.alloc(length);
+    fs.readSync(fd, buffer, 0, length, size - length);
+    return buffer.toString('utf8');
+  } finally {
+    fs.closeSync(fd);
+  }
+};
+
 /**
  * For each project file in the profile, the cached compilation that matches it best: the one in
  * which most functions of the profile sit at their recorded position, named ones counting most
- * (a file may have been compiled several times: as ESM or CJS, before and after edits).
+ * (a file may have been compiled several times: as ESM or CJS, before and after edits). `dir` is
+ * tsx's cache; a profile without TypeScript frames reads nothing of it.
  */
-const sourceMappers = (nodes: ProfileNode[]): Map<string, LineMapper> => {
-  const dir = path.join(os.tmpdir(), `tsx-${os.userInfo().uid}`);
+export const sourceMappers = (
+  nodes: ProfileNode[],
+  dir = path.join(os.tmpdir(), `tsx-${os.userInfo().uid}`),
+): Map<string, LineMapper> => {
   const frames = new Map<string, Array<{ name: string; line: number; column: number }>>();
   for (const { callFrame: f } of nodes) {
     if (!f.url.startsWith('file://') || !f.url.endsWith('.ts')) continue;
@@ -137,6 +157,7 @@ const sourceMappers = (nodes: ProfileNode[]): Map<string, LineMapper> => {
     if (!frames.has(file)) frames.set(file, []);
     frames.get(file)!.push({ name: f.functionName, line: f.lineNumber, column: f.columnNumber });
   }
+  if (frames.size === 0) return new Map();
   const best = new Map<string, { score: number; mtime: number; code: string; mappings: string }>();
   let entries: string[];
   try {
@@ -147,9 +168,11 @@ const sourceMappers = (nodes: ProfileNode[]): Map<string, LineMapper> => {
   for (const name of entries) {
     try {
       const file = path.join(dir, name);
-      const text = fs.readFileSync(file, 'utf8');
-      const source = /"sources":\["([^"]+)"\]/.exec(text.slice(-2_000))?.[1];
+      // The cache holds every file tsx ever compiled here: read an entry whole only if its source
+      // map, at its end, names a file of the profile.
+      const source = /"sources":\["([^"]+)"\]/.exec(readTail(file, TAIL_BYTES))?.[1];
       if (source === undefined || !frames.has(source)) continue;
+      const text = fs.readFileSync(file, 'utf8');
       const entry = JSON.parse(text) as { code: string; map: { mappings: string } };
       const lines = entry.code.split('\n');
       // A named function found at its column counts most; any frame inside the code counts a little.
