@@ -6,10 +6,10 @@
  */
 import { expect } from 'chai';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import sinon from 'sinon';
 import { sourceMappers, summariseProfile, type ProfileNode } from '../../scripts/bench/profile.ts';
+import { tempFileEach } from '../support/tempFiles.ts';
 
 const ROOT = '/proj';
 const frame = (id: number, functionName: string, url: string, children: number[] = []) => ({
@@ -78,21 +78,16 @@ describe('bench CPU-profile: lines of TypeScript frames from tsx’s cache', () 
   /** A cache entry as tsx writes it: the compiled code and its source map, which names the source last. */
   const entry = (source: string, code: string, mappings: string) =>
     JSON.stringify({ code, map: { version: 3, mappings, sources: [source] } });
-  let dir: string;
-  beforeEach(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tsx-cache-'));
-  });
-  afterEach(() => {
-    sinon.restore();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  const entryA = tempFileEach('tsx-cache-', 'a');
+  const dir = () => path.dirname(entryA());
+  afterEach(() => sinon.restore());
 
   it('maps a compiled line to its source line, reading whole only the entries of the files profiled', () => {
     // generated line 0 ← source line 0, generated line 1 ← source line 2 ('E' is +2)
-    fs.writeFileSync(path.join(dir, 'a'), entry('/proj/src/a.ts', 'x;\nfunction named() {}\n', 'AAAA;AAEA'));
-    fs.writeFileSync(path.join(dir, 'b'), entry('/proj/src/other.ts', `${'y;\n'.repeat(3_000)}`, 'AAAA'));
+    fs.writeFileSync(entryA(), entry('/proj/src/a.ts', 'x;\nfunction named() {}\n', 'AAAA;AAEA'));
+    fs.writeFileSync(path.join(dir(), 'b'), entry('/proj/src/other.ts', `${'y;\n'.repeat(3_000)}`, 'AAAA'));
     const read = sinon.spy(fs, 'readFileSync');
-    const mappers = sourceMappers([node(1, 'file:///proj/src/a.ts', 1)], dir);
+    const mappers = sourceMappers([node(1, 'file:///proj/src/a.ts', 1)], dir());
     expect(read.getCalls().map((c) => path.basename(String(c.args[0])))).to.deep.equal(['a']);
     expect([...mappers.keys()]).to.deep.equal(['/proj/src/a.ts']);
     expect(mappers.get('/proj/src/a.ts')!(1, 9)).to.equal(2);
@@ -100,9 +95,9 @@ describe('bench CPU-profile: lines of TypeScript frames from tsx’s cache', () 
   });
 
   it('reads nothing of the cache for a profile without TypeScript frames', () => {
-    fs.writeFileSync(path.join(dir, 'a'), entry('/proj/src/a.ts', 'x;\n', 'AAAA'));
+    fs.writeFileSync(entryA(), entry('/proj/src/a.ts', 'x;\n', 'AAAA'));
     const listed = sinon.spy(fs, 'readdirSync');
-    expect(sourceMappers([node(1, 'file:///proj/dist/a.js', 1)], dir).size).to.equal(0);
+    expect(sourceMappers([node(1, 'file:///proj/dist/a.js', 1)], dir()).size).to.equal(0);
     expect(listed.called).to.equal(false);
   });
 });
