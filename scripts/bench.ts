@@ -42,8 +42,9 @@
  *   --open-loop-duration=<s>  with --open-loop: seconds per target and rate (default 12, split in rounds)
  *   --max-connections=<n>     with --open-loop: the generator's connection cap (default 512)
  *   --repeat=<n>        with --open-loop: n whole runs, then each target's ratios over them (median, runs met)
- *   --b-root=<dir>, --b-env=NAME=value,...  with --open-loop: a second service B (another checkout,
- *                       or other environment variables) measured in the same rounds at the same rates
+ *   --b-root=<dir>, --b-env=NAME=value,..., --b-data-under=<dir>  with --open-loop: a second service B
+ *                       (another checkout, other environment variables, or its data under another
+ *                       directory such as /dev/shm) measured in the same rounds at the same rates
  *   --scale             the scale bench instead (scripts/bench/scale.ts): applications over 1,000
  *                       vouchers and on one voucher, per tenth the req/s, p99 and RSS, then a
  *                       restart's first apply on the hot voucher, the disk used and a replay's events/s

@@ -120,23 +120,32 @@ export const OPEN_LOOP_LEAD_IN_S = ((raw) => {
   return value;
 })(args.get('open-loop-lead-in') ?? '0');
 /**
+ * `--b-env`'s `NAME=value` pairs, separated by commas. `DATA_DIR` is refused: the bench gives each
+ * service a fresh data directory in every run and removes it after (`--b-data-under` says where B's
+ * goes); a fixed one would carry one run's data into the next.
+ */
+export const parseBEnv = (raw: string): Record<string, string> =>
+  Object.fromEntries(
+    raw.split(',').map((pair) => {
+      const at = pair.indexOf('=');
+      if (at <= 0) throw new Error(`--b-env takes NAME=value pairs separated by commas, got "${pair}"`);
+      const name = pair.slice(0, at);
+      if (name === 'DATA_DIR')
+        throw new Error('--b-env cannot set DATA_DIR: use --b-data-under=<dir> for where B keeps its data');
+      return [name, pair.slice(at + 1)];
+    }),
+  );
+/**
  * With --open-loop: a second service, B, measured in the same run and the same rounds as the
  * first (A), at the same rates: `--b-root=<dir>` runs it from another checkout (a change to
- * compare), `--b-env=NAME=value,...` with extra environment variables. Either one enables B.
+ * compare), `--b-env=NAME=value,...` with extra environment variables, `--b-data-under=<dir>` with
+ * its data directory made (fresh in every run, removed after it) under `<dir>` instead of the
+ * system's temporary directory: `/dev/shm` (tmpfs) runs the same build with no disk under its
+ * files. Any one of them enables B.
  */
 export const B_ROOT = args.has('b-root') ? path.resolve(args.get('b-root')!) : undefined;
-export const B_ENV: Record<string, string> | undefined = args.has('b-env')
-  ? Object.fromEntries(
-      args
-        .get('b-env')!
-        .split(',')
-        .map((pair) => {
-          const at = pair.indexOf('=');
-          if (at <= 0) throw new Error(`--b-env takes NAME=value pairs separated by commas, got "${pair}"`);
-          return [pair.slice(0, at), pair.slice(at + 1)];
-        }),
-    )
-  : undefined;
+export const B_ENV: Record<string, string> | undefined = args.has('b-env') ? parseBEnv(args.get('b-env')!) : undefined;
+export const B_DATA_UNDER = args.has('b-data-under') ? path.resolve(args.get('b-data-under')!) : undefined;
 /** Size of the analytics scenario's voucher (`--analytics-applications=1000000 --analytics-customers=10000`). */
 export const ANALYTICS_APPLICATIONS = Number(args.get('analytics-applications') ?? 100_000);
 export const ANALYTICS_CUSTOMERS = Number(args.get('analytics-customers') ?? 1_000);

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
+  B_DATA_UNDER,
   B_ENV,
   B_ROOT,
   DURATION_S,
@@ -392,6 +393,7 @@ export const writeOpenLoopResults = (results: {
           rate_limits: RATE_LIMITS,
           b_root: B_ROOT ?? null,
           b_env: B_ENV ?? null,
+          b_data_under: B_DATA_UNDER ?? null,
         },
         apply_max_req_per_sec: results.applyMax,
         closed_loop: results.closed,

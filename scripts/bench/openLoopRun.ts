@@ -22,6 +22,7 @@
 import os from 'node:os';
 import {
   APPLY_MAX,
+  B_DATA_UNDER,
   B_ENV,
   B_ROOT,
   DURATION_S,
@@ -65,7 +66,7 @@ import { CEILING_SCENARIO, DURABLE_CEILING_SCENARIO, HEADERS, SCENARIOS, type Sc
 import { api, createVouchers } from './vouchers.ts';
 
 type Target = OpenLoopTarget['id'];
-const AB = B_ROOT !== undefined || B_ENV !== undefined;
+const AB = B_ROOT !== undefined || B_ENV !== undefined || B_DATA_UNDER !== undefined;
 /** The warm-up before a target's second closed-loop pass: it was warmed up in the first. */
 const SECOND_PASS_WARMUP_S = 3;
 
@@ -200,7 +201,7 @@ export const mainOpenLoop = async (): Promise<{ verdicts: OpenLoopVerdict[]; ab:
   );
   if (GC_TRACE && AB)
     throw new Error(
-      '--gc-trace traces service A only, which would skew an A/B run: use it without --b-root and --b-env',
+      '--gc-trace traces service A only, which would skew an A/B run: use it without --b-root, --b-env and --b-data-under',
     );
   prepareProfDir();
   const bare = await startCeiling('bare');
@@ -211,7 +212,9 @@ export const mainOpenLoop = async (): Promise<{ verdicts: OpenLoopVerdict[]; ab:
   const gcWindows = new Map<string, GcWindow[]>();
   // performance.now() when the trace's clock read 0: from its anchor, else the spawn (tens of ms earlier)
   const traceOrigin = () => gcTrace?.isolateStartedAt() ?? service.startedAt;
-  const serviceB = AB ? await startService(B_ROOT ?? SERVICE_ROOT, B_ENV ?? {}, 'service-b') : undefined;
+  const serviceB = AB
+    ? await startService(B_ROOT ?? SERVICE_ROOT, B_ENV ?? {}, 'service-b', [], B_DATA_UNDER)
+    : undefined;
   if (serviceB)
     log(
       `A/B: service B from ${B_ROOT ?? SERVICE_ROOT}${
@@ -220,7 +223,7 @@ export const mainOpenLoop = async (): Promise<{ verdicts: OpenLoopVerdict[]; ab:
               .map(([k, v]) => `${k}=${v}`)
               .join(' ')}`
           : ''
-      }`,
+      }${B_DATA_UNDER ? `, its data under ${B_DATA_UNDER}` : ''}`,
     );
   log('creating the vouchers of validate and spread apply through the API (not timed) ...');
   await createVouchers(service.baseUrl, new Set(['validate', 'spread']));

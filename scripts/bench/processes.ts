@@ -4,6 +4,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import {
   freePort as freePortOn,
   spawnNode,
@@ -18,6 +19,13 @@ export type Child = Proc;
 
 /** Temp dirs removed at the end of the run (one kept with --keep-data is not added). */
 export const tempDirs: string[] = [];
+
+/** A new directory for a service's data under `under`, removed at the end of the run unless `keep`. */
+export const freshDataDir = (under: string, keep: boolean): string => {
+  const dir = fs.mkdtempSync(path.join(under, 'voucher-bench-'));
+  if (!keep) tempDirs.push(dir);
+  return dir;
+};
 
 export const freePort = (): Promise<number> => freePortOn(HOST);
 

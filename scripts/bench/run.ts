@@ -26,6 +26,7 @@ import { measure, median, type Measured } from './load.ts';
 import {
   SERVICE_NODE_FLAGS,
   freePort,
+  freshDataDir,
   startChild,
   startServiceProcess,
   stopChild,
@@ -115,18 +116,18 @@ export const startCeiling = async (kind: 'bare' | 'tuned' | 'durable') => {
 };
 
 /**
- * The service, on a fresh data dir, with `extraFlags` after the bench's node flags; `startedAt` is
- * `performance.now()` at its spawn.
+ * The service, on a fresh data dir under `dataUnder`, with `extraFlags` after the bench's node
+ * flags; `startedAt` is `performance.now()` at its spawn.
  */
 export const startService = async (
   root = SERVICE_ROOT,
   extraEnv: Record<string, string> = {},
   name = 'service',
   extraFlags: string[] = [],
+  dataUnder = os.tmpdir(),
 ) => {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-'));
+  const dataDir = freshDataDir(dataUnder, KEEP_DATA);
   if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);
-  else tempDirs.push(dataDir);
   const port = await freePort();
   // performance.now() at the spawn: the origin of V8's GC trace, to within the service's start-up
   // (gcTrace.ts `isolateStartedAt` places it exactly once the trace's anchor has been read)
