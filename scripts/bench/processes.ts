@@ -4,6 +4,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import {
   freePort as freePortOn,
@@ -20,9 +21,12 @@ export type Child = Proc;
 /** Temp dirs removed at the end of the run (one kept with --keep-data is not added). */
 export const tempDirs: string[] = [];
 
-/** A new directory for a service's data under `under`, removed at the end of the run unless `keep`. */
-export const freshDataDir = (under: string, keep: boolean): string => {
-  const dir = fs.mkdtempSync(path.join(under, 'voucher-bench-'));
+/**
+ * A new directory named `prefix` and a random suffix, under `under` (the system's temporary
+ * directory unless said), removed at the end of the run unless `keep`.
+ */
+export const freshTempDir = (prefix: string, { under = os.tmpdir(), keep = false } = {}): string => {
+  const dir = fs.mkdtempSync(path.join(under, prefix));
   if (!keep) tempDirs.push(dir);
   return dir;
 };

@@ -1,5 +1,4 @@
 /** The bench run: the ceiling, the service on a fresh data dir, the scenarios, the report (see scripts/bench.ts). */
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ANALYTICS_SCENARIO_ID, benchAnalytics } from './analytics.ts';
@@ -26,7 +25,7 @@ import { measure, median, type Measured } from './load.ts';
 import {
   SERVICE_NODE_FLAGS,
   freePort,
-  freshDataDir,
+  freshTempDir,
   startChild,
   startServiceProcess,
   stopChild,
@@ -72,8 +71,7 @@ export const startCeiling = async (kind: 'bare' | 'tuned' | 'durable') => {
     kind === 'bare' ? CEILING_SCENARIO : kind === 'tuned' ? TUNED_CEILING_SCENARIO : DURABLE_CEILING_SCENARIO;
   let syncDir: string | undefined;
   if (kind === 'durable') {
-    syncDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-sync-'));
-    tempDirs.push(syncDir);
+    syncDir = freshTempDir('voucher-bench-sync-');
   }
   const proc = startChild(
     scenario.id,
@@ -126,7 +124,7 @@ export const startService = async (
   extraFlags: string[] = [],
   dataUnder = os.tmpdir(),
 ) => {
-  const dataDir = freshDataDir(dataUnder, KEEP_DATA);
+  const dataDir = freshTempDir('voucher-bench-', { under: dataUnder, keep: KEEP_DATA });
   if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);
   const port = await freePort();
   // performance.now() at the spawn: the origin of V8's GC trace, to within the service's start-up

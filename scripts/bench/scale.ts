@@ -48,10 +48,10 @@ import { takeBody } from './load.ts';
 import {
   ensureBuilt,
   freePort,
+  freshTempDir,
   startChild,
   startServiceProcess,
   stopChild,
-  tempDirs,
   waitForHealth,
   type Child,
 } from './processes.ts';
@@ -256,8 +256,7 @@ const warmUp = async (baseUrl: string): Promise<number> => {
  * deletes its DATA_DIR.
  */
 const referenceService = async (id: PhaseReport['id']) => {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-scale-reference-'));
-  tempDirs.push(dataDir);
+  const dataDir = freshTempDir('voucher-scale-reference-');
   const service = await startOn(dataDir);
   const stop = async () => {
     await stopChild(service.proc);
@@ -410,9 +409,8 @@ export const mainScale = async (): Promise<void> => {
     log(`npm run build in ${root} ...`);
     ensureBuilt(root);
   }
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-scale-'));
+  const dataDir = freshTempDir('voucher-scale-', { keep: KEEP_DATA });
   if (KEEP_DATA) log(`DATA_DIR ${dataDir} (kept)`);
-  else tempDirs.push(dataDir);
   log(
     `scale bench: ${os.cpus().length} CPUs, node ${process.version}, ${CONNECTIONS} connections, ` +
       `${SCALE_APPLICATIONS} applications over ${SPREAD_POOL} vouchers, then ${SCALE_APPLICATIONS} on one voucher`,

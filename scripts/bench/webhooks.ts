@@ -8,7 +8,6 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { CONNECTIONS, DURATION_S, HOST, KEEP_DATA, PROFILE, ROOT, ROUNDS, SERVICE_ROOT, WARMUP_S } from './cli.ts';
@@ -19,10 +18,10 @@ import { PROF_DIR } from './profiling.ts';
 import {
   SERVICE_NODE_FLAGS,
   freePort,
+  freshTempDir,
   startChild,
   startServiceProcess,
   stopChild,
-  tempDirs,
   waitForHealth,
 } from './processes.ts';
 import { sleep } from '../lib/processes.ts';
@@ -83,9 +82,8 @@ export const benchWebhooks = async (log: (msg: string) => void): Promise<Record<
   const receiverPort = await freePort();
   const receiver = startChild('receiver', ROOT, 'scripts/bench/receiver.ts', { PORT: String(receiverPort), HOST });
   await waitForHealth(receiver, `http://${HOST}:${receiverPort}`);
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-webhooks-'));
+  const dataDir = freshTempDir('voucher-bench-webhooks-', { keep: KEEP_DATA });
   if (KEEP_DATA) log(`webhooks DATA_DIR ${dataDir} (kept)`);
-  else tempDirs.push(dataDir);
   const port = await freePort();
   const profDir = path.join(PROF_DIR, 'webhooks');
   if (PROFILE) {
@@ -296,8 +294,7 @@ const benchKafkaLatency = async (
   apply: Scenario,
   log: (msg: string) => void,
 ): Promise<{ median: number; p99: number }> => {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'voucher-bench-webhooks-kafka-'));
-  if (!KEEP_DATA) tempDirs.push(dataDir);
+  const dataDir = freshTempDir('voucher-bench-webhooks-kafka-', { keep: KEEP_DATA });
   const port = await freePort();
   const service = startServiceProcess(
     'service-kafka',

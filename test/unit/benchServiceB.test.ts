@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { parseBEnv } from '../../scripts/bench/cli.ts';
-import { freshDataDir, removeTempDirs } from '../../scripts/bench/processes.ts';
+import { freshTempDir, removeTempDirs } from '../../scripts/bench/processes.ts';
 import { tempFileEach } from '../support/tempFiles.ts';
 
 describe('bench: service B', () => {
@@ -31,9 +31,10 @@ describe('bench: service B', () => {
     beforeEach(() => fs.mkdirSync(under()));
 
     it("is new in every call and removed with the run's other temporary directories", () => {
-      const first = freshDataDir(under(), false);
-      const second = freshDataDir(under(), false);
+      const first = freshTempDir('voucher-bench-', { under: under() });
+      const second = freshTempDir('voucher-bench-', { under: under() });
       expect(path.dirname(first)).to.equal(under());
+      expect(path.basename(first)).to.match(/^voucher-bench-\w{6}$/);
       expect(second).to.not.equal(first);
       expect(fs.statSync(first).isDirectory()).to.equal(true);
       removeTempDirs();
@@ -42,7 +43,7 @@ describe('bench: service B', () => {
     });
 
     it('stays when kept', () => {
-      const kept = freshDataDir(under(), true);
+      const kept = freshTempDir('voucher-bench-', { under: under(), keep: true });
       removeTempDirs();
       expect(fs.existsSync(kept)).to.equal(true);
     });
