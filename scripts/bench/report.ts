@@ -104,6 +104,7 @@ export const printNotes = (
       ? '\nall targets met'
       : `\n${misses.length} target(s) missed: ${misses.map((m) => m.id).join(', ')}`,
   );
+  for (const line of failedAnswerLines(rows)) log(line);
   if (hotCheck && !hotCheck.ok) {
     log(
       `WARNING: hot voucher usage_count ${hotCheck.usage_count}, expected ${hotCheck.counted_2xx} to ${hotCheck.counted_2xx + hotCheck.max_uncounted}`,
@@ -122,6 +123,20 @@ export const printNotes = (
     );
   }
 };
+
+/**
+ * A warning for each scenario some of whose requests were not answered with a 2xx (non-2xx, errors,
+ * timeouts), with or without a target: its figures are then partly or wholly those of the error
+ * answers, not of what the scenario names.
+ */
+export const failedAnswerLines = (rows: readonly Measured[]): string[] =>
+  rows
+    .filter((r) => r.non2xx + r.errors + r.timeouts > 0)
+    .map(
+      (r) =>
+        `WARNING: ${r.id}: ${fmt(r.non2xx)} non-2xx answers, ${fmt(r.errors)} errors and ${fmt(r.timeouts)} timeouts` +
+        ` among ${fmt(r.total)} requests: its figures are partly or wholly those of the failures`,
+    );
 
 export interface Results {
   ceiling: Measured;

@@ -31,12 +31,18 @@ export const API_KEY = `sk_test_${randomBytes(24)
   .slice(0, 32)}`;
 export const HEADERS = { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` };
 
+/** A quota no bench run reaches (see serviceEnv). */
+export const LIFTED_QUOTA = String(1_000_000_000);
+
 /**
  * The environment of a service the bench starts: on 127.0.0.1 at `port`, on `dataDir`, with the
  * bench's API key, warnings only, and the rate limits of --rate-limits. One key makes thousands of
  * requests a second here: with the spec's limits the scenarios would measure the limiter's 429s
  * instead of the service, so the limits are lifted (the limiter and its headers still run, as in
- * production), or the limiter is off with --rate-limits=off.
+ * production), or the limiter is off with --rate-limits=off. The per-key quota of outstanding
+ * quotes (src/application/quotas.ts, 1,000 by default) is lifted the same way: validate with
+ * `order.id` keeps a quote per request, so `validate-quote` would otherwise measure 429
+ * QUOTA_EXCEEDED answers after its first thousand requests; the quota's count still runs.
  */
 export const serviceEnv = (
   port: number,
@@ -49,6 +55,7 @@ export const serviceEnv = (
   VOUCHER_API_KEYS: API_KEY,
   LOG_LEVEL: 'warn',
   RATE_LIMITS,
+  QUOTA_OUTSTANDING_QUOTES: LIFTED_QUOTA,
   ...extra,
 });
 
