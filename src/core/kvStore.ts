@@ -14,7 +14,7 @@ export interface KvStore {
    * Stores the value as a record of `owner` (an API key id), unless the owner's live records in
    * the namespace would then number more than `limit`: replacing a live record of the same key
    * and owner adds none. Atomic, so concurrent puts never take an owner past the limit. Answers
-   * whether it stored, and the owner's live records as they are now.
+   * whether it stored and, when it did not, the owner's live records as they are now.
    */
   putOwned<T>(
     namespace: string,
@@ -22,7 +22,7 @@ export interface KvStore {
     value: T,
     expiresAt: number,
     quota: { owner: string; limit: number },
-  ): Promise<{ stored: boolean } & OwnedRecords>;
+  ): Promise<OwnedPut>;
   /** The keys of the owner's live records in the namespace, earliest expiry first. */
   ownedKeys(namespace: string, owner: string): Promise<Array<{ key: string; expiresAt: number }>>;
   /** Removes the records expired at `now`; returns how many. */
@@ -35,3 +35,6 @@ export interface OwnedRecords {
   count: number;
   nextExpiresAt: number | null;
 }
+
+/** What putOwned did: stored, or refused with the owner's live records (at or above the limit). */
+export type OwnedPut = { stored: true } | ({ stored: false } & OwnedRecords);

@@ -109,16 +109,8 @@ export function kvStoreContract(name: string, factory: KvStoreFactory): void {
 
     describe('records of an owner, for per-key quotas', function () {
       it('putOwned stores up to the limit of live records per owner, then refuses and says how many and until when', async function () {
-        expect(await kv.putOwned('quotes', 'a', 1, now() + 1_000, quota('key_1', 2))).to.deep.equal({
-          stored: true,
-          count: 1,
-          nextExpiresAt: now() + 1_000,
-        });
-        expect(await kv.putOwned('quotes', 'b', 2, now() + 2_000, quota('key_1', 2))).to.deep.equal({
-          stored: true,
-          count: 2,
-          nextExpiresAt: now() + 1_000,
-        });
+        expect(await kv.putOwned('quotes', 'a', 1, now() + 1_000, quota('key_1', 2))).to.deep.equal({ stored: true });
+        expect(await kv.putOwned('quotes', 'b', 2, now() + 2_000, quota('key_1', 2))).to.deep.equal({ stored: true });
         expect(await kv.putOwned('quotes', 'c', 3, now() + 3_000, quota('key_1', 2))).to.deep.equal({
           stored: false,
           count: 2,
@@ -135,8 +127,6 @@ export function kvStoreContract(name: string, factory: KvStoreFactory): void {
         await kv.putOwned('quotes', 'a', 1, now() + 1_000, quota('key_1', 1));
         expect(await kv.putOwned('quotes', 'a', 'again', now() + 5_000, quota('key_1', 1))).to.deep.equal({
           stored: true,
-          count: 1,
-          nextExpiresAt: now() + 5_000,
         });
         expect(await kv.get('quotes', 'a')).to.equal('again');
         await kv.putOwned('quotes', 'b', 1, now() + 1_000, quota('key_2', 1));
@@ -148,16 +138,43 @@ export function kvStoreContract(name: string, factory: KvStoreFactory): void {
         await kv.putOwned('quotes', 'a', 1, now() + 1_000, quota('key_1', 1));
         expect(await kv.putOwned('quotes', 'b', 1, now() + 1_000, quota('key_1', 1))).to.include({ stored: false });
         clock.advance(1_000);
-        expect(await kv.putOwned('quotes', 'b', 1, now() + 1_000, quota('key_1', 1))).to.deep.equal({
-          stored: true,
-          count: 1,
-          nextExpiresAt: now() + 1_000,
-        });
+        expect(await kv.putOwned('quotes', 'b', 1, now() + 1_000, quota('key_1', 1))).to.deep.equal({ stored: true });
         await kv.delete('quotes', 'b');
-        expect(await kv.putOwned('quotes', 'c', 1, now() + 1_000, quota('key_1', 1))).to.include({
-          stored: true,
-          count: 1,
-        });
+        expect(await kv.putOwned('quotes', 'c', 1, now() + 1_000, quota('key_1', 1))).to.deep.equal({ stored: true });
+      });
+
+      it('every way a record stops counting frees its place, and each refusal counts the live ones left', async function () {
+        const q = quota('key_1', 3);
+        const refused = (count: number, nextExpiresAt: number) => ({ stored: false, count, nextExpiresAt });
+        for (const [key, ms] of [
+          ['a', 1_000],
+          ['b', 2_000],
+          ['c', 3_000],
+        ] as const)
+          expect(await kv.putOwned('quotes', key, 1, now() + ms, q)).to.deep.equal({ stored: true });
+        expect(await kv.putOwned('quotes', 'd', 1, now() + 3_000, q)).to.deep.equal(refused(3, now() + 1_000));
+        clock.advance(1_000); // a expires (not purged)
+        expect(await kv.putOwned('quotes', 'd', 1, now() + 3_000, q)).to.deep.equal({ stored: true });
+        expect(await kv.putOwned('quotes', 'e', 1, now() + 3_000, q)).to.deep.equal(refused(3, now() + 1_000));
+        await kv.delete('quotes', 'b');
+        expect(await kv.putOwned('quotes', 'e', 1, now() + 3_000, q)).to.deep.equal({ stored: true });
+        expect(await kv.putOwned('quotes', 'f', 1, now() + 3_000, q)).to.deep.equal(refused(3, now() + 2_000));
+        await kv.put('quotes', 'c', 'nobody', now() + 2_000); // a plain put: owned by nobody
+        expect(await kv.putOwned('quotes', 'f', 1, now() + 3_000, q)).to.deep.equal({ stored: true });
+        expect(await kv.purgeExpired(now())).to.equal(1); // a
+        expect(await kv.putOwned('quotes', 'g', 1, now() + 3_000, q)).to.deep.equal(refused(3, now() + 3_000));
+        // another owner takes over one of key_1's live keys: key_1 has a place again
+        expect(await kv.putOwned('quotes', 'd', 2, now() + 3_000, quota('key_2', 3))).to.deep.equal({ stored: true });
+        expect(await kv.putOwned('quotes', 'g', 1, now() + 3_000, q)).to.deep.equal({ stored: true });
+        expect((await kv.ownedKeys('quotes', 'key_1')).map((r) => r.key)).to.deep.equal(['e', 'f', 'g']);
+        expect((await kv.ownedKeys('quotes', 'key_2')).map((r) => r.key)).to.deep.equal(['d']);
+        // putIfAbsent over an expired owned record leaves it owned by nobody
+        clock.advance(3_000);
+        expect(await kv.putIfAbsent('quotes', 'e', 'fresh', now() + 1_000)).to.equal(true);
+        expect(await kv.ownedKeys('quotes', 'key_1')).to.deep.equal([]);
+        for (const key of ['h', 'i', 'j'])
+          expect(await kv.putOwned('quotes', key, 1, now() + 1_000, q)).to.deep.equal({ stored: true });
+        expect(await kv.putOwned('quotes', 'k', 1, now() + 1_000, q)).to.deep.equal(refused(3, now() + 1_000));
       });
 
       it('concurrent putOwned of one owner never takes it past the limit', async function () {
@@ -166,7 +183,8 @@ export function kvStoreContract(name: string, factory: KvStoreFactory): void {
         );
         expect(results.filter((r) => r.stored)).to.have.length(5);
         expect(await kv.ownedKeys('quotes', 'key_1')).to.have.length(5);
-        for (const r of results) expect(r.count).to.be.at.most(5);
+        for (const r of results)
+          if (!r.stored) expect(r).to.deep.equal({ stored: false, count: 5, nextExpiresAt: now() + 1_000 });
       });
 
       it('a plain put over an owned record leaves it owned by nobody; ownedKeys lists the live ones, earliest expiry first', async function () {

@@ -69,15 +69,8 @@ describe('SqliteKvStore', () => {
     const quota = (owner: string, limit: number) => ({ owner, limit });
 
     it('putOwned stores up to the limit of live records per owner, then refuses and says how many and until when', async () => {
-      expect(await kv.putOwned('quotes', 'a', 1, now() + 1_000, quota('key_1', 2))).to.deep.equal({
-        stored: true,
-        count: 1,
-        nextExpiresAt: now() + 1_000,
-      });
-      expect(await kv.putOwned('quotes', 'b', 2, now() + 2_000, quota('key_1', 2))).to.include({
-        stored: true,
-        count: 2,
-      });
+      expect(await kv.putOwned('quotes', 'a', 1, now() + 1_000, quota('key_1', 2))).to.deep.equal({ stored: true });
+      expect(await kv.putOwned('quotes', 'b', 2, now() + 2_000, quota('key_1', 2))).to.deep.equal({ stored: true });
       expect(await kv.putOwned('quotes', 'c', 3, now() + 3_000, quota('key_1', 2))).to.deep.equal({
         stored: false,
         count: 2,
@@ -93,8 +86,6 @@ describe('SqliteKvStore', () => {
       await kv.putOwned('quotes', 'a', 1, now() + 1_000, quota('key_1', 1));
       expect(await kv.putOwned('quotes', 'a', 'again', now() + 5_000, quota('key_1', 1))).to.deep.equal({
         stored: true,
-        count: 1,
-        nextExpiresAt: now() + 5_000,
       });
       expect(await kv.get('quotes', 'a')).to.equal('again');
       await kv.putOwned('quotes', 'b', 1, now() + 1_000, quota('key_2', 1));
@@ -106,10 +97,57 @@ describe('SqliteKvStore', () => {
       await kv.putOwned('quotes', 'a', 1, now() + 1_000, quota('key_1', 1));
       expect(await kv.putOwned('quotes', 'b', 1, now() + 1_000, quota('key_1', 1))).to.include({ stored: false });
       clock.advance(1_000);
-      expect(await kv.putOwned('quotes', 'b', 1, now() + 1_000, quota('key_1', 1))).to.include({
-        stored: true,
+      expect(await kv.putOwned('quotes', 'b', 1, now() + 1_000, quota('key_1', 1))).to.deep.equal({ stored: true });
+      expect(await kv.putOwned('quotes', 'c', 1, now() + 1_000, quota('key_1', 1))).to.deep.equal({
+        stored: false,
         count: 1,
+        nextExpiresAt: now() + 1_000,
       });
+    });
+
+    it('keeps each owner’s count of stored records in kv_owners through every kind of write', async () => {
+      const db = new Database(file, { readonly: true });
+      const counted = () =>
+        db.prepare('SELECT namespace, owner, stored FROM kv_owners WHERE stored > 0 ORDER BY namespace, owner').all();
+      const actual = () =>
+        db
+          .prepare(
+            'SELECT namespace, owner, count(*) AS stored FROM kv WHERE owner IS NOT NULL GROUP BY namespace, owner ORDER BY namespace, owner',
+          )
+          .all();
+      try {
+        let seed = 7;
+        const random = (n: number) => {
+          seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+          return seed % n;
+        };
+        for (let i = 0; i < 400; i += 1) {
+          const namespace = random(2) === 0 ? 'quotes' : 'exports';
+          const key = `k${random(12)}`;
+          const expiresAt = now() + 1 + random(3_000);
+          switch (random(6)) {
+            case 0:
+              await kv.put(namespace, key, i, expiresAt);
+              break;
+            case 1:
+              await kv.putIfAbsent(namespace, key, i, expiresAt);
+              break;
+            case 2:
+              await kv.delete(namespace, key);
+              break;
+            case 3:
+              clock.advance(random(500));
+              if (random(4) === 0) await kv.purgeExpired(now());
+              break;
+            default:
+              await kv.putOwned(namespace, key, i, expiresAt, quota(`key_${random(3)}`, 1 + random(6)));
+          }
+          expect(counted(), `after step ${i}`).to.deep.equal(actual());
+        }
+        expect(actual()).not.to.deep.equal([]);
+      } finally {
+        db.close();
+      }
     });
 
     it('a plain put over an owned record leaves it owned by nobody; ownedKeys lists the live ones, earliest expiry first', async () => {
@@ -138,6 +176,33 @@ describe('SqliteKvStore', () => {
       kv = SqliteKvStore.open(file, clock, { relaxedNamespaces: ['quotes'] });
       expect(await kv.get('quotes', 'q')).to.deep.equal({ order: { value: 1 } });
       expect(await kv.putOwned('quotes', 'r', 1, now() + 1_000, quota('key_1', 1))).to.include({ stored: true });
+    });
+
+    it('opens a file written before kv_owners existed, counting the owned records it already holds', async () => {
+      await kv.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.mkdirSync(dir);
+      const old = new Database(file);
+      old.exec(`CREATE TABLE kv (namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+        expires_at INTEGER NOT NULL, owner TEXT, PRIMARY KEY (namespace, key)) WITHOUT ROWID;
+        INSERT INTO kv VALUES ('quotes', 'a', '1', ${now() + 1_000}, 'key_1'), ('quotes', 'b', '1', ${now() + 2_000}, 'key_1'),
+          ('quotes', 'c', '1', ${now() + 1_000}, NULL), ('exports', 'a', '1', ${now() + 1_000}, 'key_1');`);
+      old.close();
+      kv = SqliteKvStore.open(file, clock, { relaxedNamespaces: ['quotes'] });
+      expect(await kv.putOwned('quotes', 'd', 1, now() + 1_000, quota('key_1', 2))).to.deep.equal({
+        stored: false,
+        count: 2,
+        nextExpiresAt: now() + 1_000,
+      });
+      expect(await kv.putOwned('exports', 'd', 1, now() + 1_000, quota('key_1', 2))).to.deep.equal({ stored: true });
+      await kv.close();
+      kv = SqliteKvStore.open(file, clock, { relaxedNamespaces: ['quotes'] }); // reopened: counted once, not again
+      expect(await kv.putOwned('exports', 'e', 1, now() + 1_000, quota('key_1', 2))).to.include({
+        stored: false,
+        count: 2,
+      });
+      clock.advance(1_000);
+      expect(await kv.putOwned('quotes', 'd', 1, now() + 1_000, quota('key_1', 2))).to.deep.equal({ stored: true });
     });
   });
 

@@ -11,15 +11,17 @@
  *   both count N - 1 live records and both insert. Both writing the owner's document makes the
  *   second a write conflict, which withTransaction retries from the start, so it counts again
  *   and sees the first's record. The count itself is always taken from `kv` (live records only),
- *   so no counter drifts when records expire or are deleted. The document carries the latest
- *   expiry of the owner's records and its own TTL index removes it after that.
+ *   so no counter drifts when records expire or are deleted: the server counts the owner's live
+ *   records on the `kv_owner` index, at most the limit's worth (a put at the limit is refused),
+ *   and only for a put that adds a record. The document carries the latest expiry of the owner's
+ *   records and its own TTL index removes it after that.
  *
  * putOwned needs a transaction, so a replica set (connectMongo checks it). Driver errors that
  * mean the server is unreachable become StoreUnavailableError.
  */
 import type { ClientSession, Collection, Db, WriteConcernSettings } from 'mongodb';
 import type { Clock } from '../../domain/clock.ts';
-import type { KvStore, OwnedRecords } from '../../core/kvStore.ts';
+import type { KvStore, OwnedPut, OwnedRecords } from '../../core/kvStore.ts';
 import { guarded, inTransaction, mongodb } from '../mongo/mongoConnection.ts';
 
 interface KvDoc {
@@ -168,7 +170,7 @@ export class MongoKvStore implements KvStore {
     value: T,
     expiresAt: number,
     quota: { owner: string; limit: number },
-  ): Promise<{ stored: boolean } & OwnedRecords> {
+  ): Promise<OwnedPut> {
     const { owner, limit } = quota;
     const json = JSON.stringify(value);
     const id = recordId(namespace, key);
@@ -186,14 +188,16 @@ export class MongoKvStore implements KvStore {
           { _id: id, expiresAt: { $gt: now } },
           { projection: { owner: 1 }, session: s },
         );
-        const before = await this.owned(namespace, owner, now, s);
-        if (current?.owner !== owner && before.count >= limit) return { stored: false, ...before };
+        if (current?.owner !== owner) {
+          const live = await this.owned(namespace, owner, now, s);
+          if (live.count >= limit) return { stored: false, ...live };
+        }
         await this.kv.replaceOne(
           { _id: id },
           { ns: namespace, key, value: json, expiresAt: new Date(expiresAt), owner },
           { upsert: true, session: s },
         );
-        return { stored: true, ...(await this.owned(namespace, owner, now, s)) };
+        return { stored: true };
       },
       this.writeConcern(namespace),
     );

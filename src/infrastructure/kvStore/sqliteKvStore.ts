@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { Clock } from '../../domain/clock.ts';
 import { closeWal, openWithWal } from '../sqliteWal.ts';
-import type { KvStore, OwnedRecords } from '../../core/kvStore.ts';
+import type { KvStore, OwnedPut } from '../../core/kvStore.ts';
 
 export interface SqliteKvStoreOptions {
   /**
@@ -18,43 +18,69 @@ const statements = (db: Database.Database) => ({
   get: db.prepare<[string, string, number], { value: string }>(
     'SELECT value FROM kv WHERE namespace = ? AND key = ? AND expires_at > ?',
   ),
+  // Upserts rather than INSERT OR REPLACE: a REPLACE's delete would not fire kv_owned_delete.
   put: db.prepare<[string, string, string, number]>(
-    'INSERT OR REPLACE INTO kv (namespace, key, value, expires_at) VALUES (?, ?, ?, ?)',
+    `INSERT INTO kv (namespace, key, value, expires_at) VALUES (?, ?, ?, ?)
+    ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, owner = NULL`,
   ),
   putIfAbsent: db.prepare<
     [string, string, string, number, number]
   >(`INSERT INTO kv (namespace, key, value, expires_at) VALUES (?, ?, ?, ?)
-    ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
+    ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, owner = NULL
     WHERE kv.expires_at <= ?`),
   delete: db.prepare<[string, string]>('DELETE FROM kv WHERE namespace = ? AND key = ?'),
   purge: db.prepare<[number]>('DELETE FROM kv WHERE expires_at <= ?'),
   ownerOf: db.prepare<[string, string, number], { owner: string | null }>(
     'SELECT owner FROM kv WHERE namespace = ? AND key = ? AND expires_at > ?',
   ),
-  owned: db.prepare<[string, string, number], { count: number; next: number | null }>(
-    'SELECT count(*) AS count, min(expires_at) AS next FROM kv WHERE namespace = ? AND owner = ? AND expires_at > ?',
+  stored: db.prepare<[string, string], { stored: number }>(
+    'SELECT stored FROM kv_owners WHERE namespace = ? AND owner = ?',
+  ),
+  expired: db.prepare<[string, string, number], { count: number }>(
+    'SELECT count(*) AS count FROM kv WHERE namespace = ? AND owner = ? AND expires_at <= ?',
+  ),
+  nextExpiry: db.prepare<[string, string, number], { next: number | null }>(
+    'SELECT min(expires_at) AS next FROM kv WHERE namespace = ? AND owner = ? AND expires_at > ?',
   ),
   ownedKeys: db.prepare<[string, string, number], { key: string; expires_at: number }>(
     'SELECT key, expires_at FROM kv WHERE namespace = ? AND owner = ? AND expires_at > ? ORDER BY expires_at, key',
   ),
   putOwned: db.prepare<[string, string, string, number, string]>(
-    'INSERT OR REPLACE INTO kv (namespace, key, value, expires_at, owner) VALUES (?, ?, ?, ?, ?)',
+    `INSERT INTO kv (namespace, key, value, expires_at, owner) VALUES (?, ?, ?, ?, ?)
+    ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, owner = excluded.owner`,
   ),
 });
 
 type Statements = ReturnType<typeof statements>;
 
-/** putOwned's check and write in one IMMEDIATE transaction: no other connection writes between them. */
+/**
+ * putOwned's check and write in one IMMEDIATE transaction: no other connection writes between them.
+ * The owner's stored records (kv_owners, live or expired and not yet purged) bound its live ones,
+ * so below the limit nothing is counted; at it, the live ones are the stored ones less the expired
+ * ones, which housekeeping purges (the index on (namespace, owner, expires_at) reaches them alone).
+ */
 const ownedPut = (db: Database.Database, st: Statements) =>
   db.transaction(
-    (namespace: string, key: string, json: string, expiresAt: number, owner: string, limit: number, now: number) => {
-      const before = st.owned.get(namespace, owner, now)!;
+    (
+      namespace: string,
+      key: string,
+      json: string,
+      expiresAt: number,
+      owner: string,
+      limit: number,
+      now: number,
+    ): OwnedPut => {
       const replacing = st.ownerOf.get(namespace, key, now)?.owner === owner;
-      if (!replacing && before.count >= limit)
-        return { stored: false, count: before.count, nextExpiresAt: before.next };
+      if (!replacing) {
+        const stored = st.stored.get(namespace, owner)?.stored ?? 0;
+        if (stored >= limit) {
+          const live = stored - st.expired.get(namespace, owner, now)!.count;
+          if (live >= limit)
+            return { stored: false, count: live, nextExpiresAt: st.nextExpiry.get(namespace, owner, now)!.next };
+        }
+      }
       st.putOwned.run(namespace, key, json, expiresAt, owner);
-      const after = st.owned.get(namespace, owner, now)!;
-      return { stored: true, count: after.count, nextExpiresAt: after.next };
+      return { stored: true };
     },
   );
 
@@ -66,6 +92,37 @@ const addOwner = (db: Database.Database): void => {
   const columns = db.prepare<[], { name: string }>('PRAGMA table_info(kv)').all();
   if (!columns.some((c) => c.name === 'owner')) db.exec('ALTER TABLE kv ADD COLUMN owner TEXT');
   db.exec('CREATE INDEX IF NOT EXISTS kv_owner ON kv(namespace, owner, expires_at) WHERE owner IS NOT NULL');
+};
+
+/**
+ * `kv_owners`: how many records of `kv` each owner has per namespace, live or expired and not yet
+ * purged, kept by triggers on every insert, delete and change of owner (the writes are upserts,
+ * never INSERT OR REPLACE, whose delete fires no trigger). A file from before it has the table
+ * filled from `kv` in the same transaction that creates it.
+ */
+const countOwned = (db: Database.Database): void => {
+  db.transaction(() => {
+    const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kv_owners'").get();
+    if (exists) return;
+    db.exec(`
+      CREATE TABLE kv_owners (
+        namespace TEXT NOT NULL, owner TEXT NOT NULL, stored INTEGER NOT NULL,
+        PRIMARY KEY (namespace, owner)) WITHOUT ROWID;
+      INSERT INTO kv_owners (namespace, owner, stored)
+        SELECT namespace, owner, count(*) FROM kv WHERE owner IS NOT NULL GROUP BY namespace, owner;
+      CREATE TRIGGER kv_owned_insert AFTER INSERT ON kv WHEN NEW.owner IS NOT NULL BEGIN
+        INSERT INTO kv_owners (namespace, owner, stored) VALUES (NEW.namespace, NEW.owner, 1)
+          ON CONFLICT (namespace, owner) DO UPDATE SET stored = stored + 1;
+      END;
+      CREATE TRIGGER kv_owned_delete AFTER DELETE ON kv WHEN OLD.owner IS NOT NULL BEGIN
+        UPDATE kv_owners SET stored = stored - 1 WHERE namespace = OLD.namespace AND owner = OLD.owner;
+      END;
+      CREATE TRIGGER kv_owner_change AFTER UPDATE OF owner ON kv WHEN OLD.owner IS NOT NEW.owner BEGIN
+        UPDATE kv_owners SET stored = stored - 1 WHERE namespace = OLD.namespace AND owner = OLD.owner;
+        INSERT INTO kv_owners (namespace, owner, stored) SELECT NEW.namespace, NEW.owner, 1 WHERE NEW.owner IS NOT NULL
+          ON CONFLICT (namespace, owner) DO UPDATE SET stored = stored + 1;
+      END;`);
+  }).immediate();
 };
 
 /** KvStore on SQLite (WAL): durable namespaces at synchronous=FULL, relaxed ones at NORMAL. */
@@ -96,6 +153,7 @@ export class SqliteKvStore implements KvStore {
         PRIMARY KEY (namespace, key)) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS kv_expires ON kv(expires_at);`);
       addOwner(db);
+      countOwned(db);
       return db;
     });
     const relaxed =
@@ -135,7 +193,7 @@ export class SqliteKvStore implements KvStore {
     value: T,
     expiresAt: number,
     quota: { owner: string; limit: number },
-  ): Promise<{ stored: boolean } & OwnedRecords> {
+  ): Promise<OwnedPut> {
     const put = this.relaxedNamespaces.has(namespace) ? this.relaxedPut : this.durablePut;
     const json = JSON.stringify(value);
     return put.immediate(namespace, key, json, expiresAt, quota.owner, quota.limit, this.clock.now().getTime());
