@@ -178,7 +178,7 @@ describe('SqliteKvStore', () => {
       expect(await kv.putOwned('quotes', 'r', 1, now() + 1_000, quota('key_1', 1))).to.include({ stored: true });
     });
 
-    it('opens a file written before kv_owners existed, counting the owned records it already holds', async () => {
+    it('counts the owned records afresh at every open: a file from before kv_owners, or one written without the upserts', async () => {
       await kv.close();
       fs.rmSync(dir, { recursive: true, force: true });
       fs.mkdirSync(dir);
@@ -196,10 +196,18 @@ describe('SqliteKvStore', () => {
       });
       expect(await kv.putOwned('exports', 'd', 1, now() + 1_000, quota('key_1', 2))).to.deep.equal({ stored: true });
       await kv.close();
-      kv = SqliteKvStore.open(file, clock, { relaxedNamespaces: ['quotes'] }); // reopened: counted once, not again
-      expect(await kv.putOwned('exports', 'e', 1, now() + 1_000, quota('key_1', 2))).to.include({
+      // a build without the triggers' upserts writes to the file: its REPLACE deletes fire no trigger
+      const older = new Database(file);
+      older.prepare(`INSERT OR REPLACE INTO kv VALUES ('exports', 'a', '2', ${now() + 1_000}, 'key_1')`).run();
+      expect(older.prepare("SELECT stored FROM kv_owners WHERE namespace = 'exports'").get()).to.deep.equal({
+        stored: 3,
+      });
+      older.close();
+      kv = SqliteKvStore.open(file, clock, { relaxedNamespaces: ['quotes'] }); // reopened: counted afresh
+      expect(await kv.putOwned('exports', 'e', 1, now() + 1_000, quota('key_1', 3))).to.deep.equal({ stored: true });
+      expect(await kv.putOwned('exports', 'f', 1, now() + 1_000, quota('key_1', 3))).to.include({
         stored: false,
-        count: 2,
+        count: 3,
       });
       clock.advance(1_000);
       expect(await kv.putOwned('quotes', 'd', 1, now() + 1_000, quota('key_1', 2))).to.deep.equal({ stored: true });

@@ -97,27 +97,27 @@ const addOwner = (db: Database.Database): void => {
 /**
  * `kv_owners`: how many records of `kv` each owner has per namespace, live or expired and not yet
  * purged, kept by triggers on every insert, delete and change of owner (the writes are upserts,
- * never INSERT OR REPLACE, whose delete fires no trigger). A file from before it has the table
- * filled from `kv` in the same transaction that creates it.
+ * never INSERT OR REPLACE, whose delete fires no trigger). Counted afresh from `kv` at every open,
+ * in one transaction with the schema: a file from before the table, or one a build without the
+ * triggers' upserts wrote to, starts from the true counts (one pass over the owned records).
  */
 const countOwned = (db: Database.Database): void => {
   db.transaction(() => {
-    const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kv_owners'").get();
-    if (exists) return;
     db.exec(`
-      CREATE TABLE kv_owners (
+      CREATE TABLE IF NOT EXISTS kv_owners (
         namespace TEXT NOT NULL, owner TEXT NOT NULL, stored INTEGER NOT NULL,
         PRIMARY KEY (namespace, owner)) WITHOUT ROWID;
+      DELETE FROM kv_owners;
       INSERT INTO kv_owners (namespace, owner, stored)
         SELECT namespace, owner, count(*) FROM kv WHERE owner IS NOT NULL GROUP BY namespace, owner;
-      CREATE TRIGGER kv_owned_insert AFTER INSERT ON kv WHEN NEW.owner IS NOT NULL BEGIN
+      CREATE TRIGGER IF NOT EXISTS kv_owned_insert AFTER INSERT ON kv WHEN NEW.owner IS NOT NULL BEGIN
         INSERT INTO kv_owners (namespace, owner, stored) VALUES (NEW.namespace, NEW.owner, 1)
           ON CONFLICT (namespace, owner) DO UPDATE SET stored = stored + 1;
       END;
-      CREATE TRIGGER kv_owned_delete AFTER DELETE ON kv WHEN OLD.owner IS NOT NULL BEGIN
+      CREATE TRIGGER IF NOT EXISTS kv_owned_delete AFTER DELETE ON kv WHEN OLD.owner IS NOT NULL BEGIN
         UPDATE kv_owners SET stored = stored - 1 WHERE namespace = OLD.namespace AND owner = OLD.owner;
       END;
-      CREATE TRIGGER kv_owner_change AFTER UPDATE OF owner ON kv WHEN OLD.owner IS NOT NEW.owner BEGIN
+      CREATE TRIGGER IF NOT EXISTS kv_owner_change AFTER UPDATE OF owner ON kv WHEN OLD.owner IS NOT NEW.owner BEGIN
         UPDATE kv_owners SET stored = stored - 1 WHERE namespace = OLD.namespace AND owner = OLD.owner;
         INSERT INTO kv_owners (namespace, owner, stored) SELECT NEW.namespace, NEW.owner, 1 WHERE NEW.owner IS NOT NULL
           ON CONFLICT (namespace, owner) DO UPDATE SET stored = stored + 1;
