@@ -164,31 +164,30 @@ describe('SqliteKvStore', () => {
       expect(await kv.ownedKeys('exports', 'key_2')).to.deep.equal([]);
     });
 
-    it('opens a file written before owners existed, adding the column and keeping its records', async () => {
+    /** Closes the store, writes a new file with `sql` (an earlier build's), and opens the store on it. */
+    const reopenOnFile = async (sql: string): Promise<void> => {
       await kv.close();
       fs.rmSync(dir, { recursive: true, force: true });
       fs.mkdirSync(dir);
       const old = new Database(file);
-      old.exec(`CREATE TABLE kv (namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
-        expires_at INTEGER NOT NULL, PRIMARY KEY (namespace, key)) WITHOUT ROWID;
-        INSERT INTO kv VALUES ('quotes', 'q', '{"order":{"value":1}}', ${now() + 60_000});`);
+      old.exec(sql);
       old.close();
       kv = SqliteKvStore.open(file, clock, { relaxedNamespaces: ['quotes'] });
+    };
+
+    it('opens a file written before owners existed, adding the column and keeping its records', async () => {
+      await reopenOnFile(`CREATE TABLE kv (namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+        expires_at INTEGER NOT NULL, PRIMARY KEY (namespace, key)) WITHOUT ROWID;
+        INSERT INTO kv VALUES ('quotes', 'q', '{"order":{"value":1}}', ${now() + 60_000});`);
       expect(await kv.get('quotes', 'q')).to.deep.equal({ order: { value: 1 } });
       expect(await kv.putOwned('quotes', 'r', 1, now() + 1_000, quota('key_1', 1))).to.include({ stored: true });
     });
 
     it('counts the owned records afresh at every open: a file from before kv_owners, or one written without the upserts', async () => {
-      await kv.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-      fs.mkdirSync(dir);
-      const old = new Database(file);
-      old.exec(`CREATE TABLE kv (namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+      await reopenOnFile(`CREATE TABLE kv (namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
         expires_at INTEGER NOT NULL, owner TEXT, PRIMARY KEY (namespace, key)) WITHOUT ROWID;
         INSERT INTO kv VALUES ('quotes', 'a', '1', ${now() + 1_000}, 'key_1'), ('quotes', 'b', '1', ${now() + 2_000}, 'key_1'),
           ('quotes', 'c', '1', ${now() + 1_000}, NULL), ('exports', 'a', '1', ${now() + 1_000}, 'key_1');`);
-      old.close();
-      kv = SqliteKvStore.open(file, clock, { relaxedNamespaces: ['quotes'] });
       expect(await kv.putOwned('quotes', 'd', 1, now() + 1_000, quota('key_1', 2))).to.deep.equal({
         stored: false,
         count: 2,
