@@ -69,10 +69,7 @@ export const startCeiling = async (kind: 'bare' | 'tuned' | 'durable') => {
   const port = await freePort();
   const scenario =
     kind === 'bare' ? CEILING_SCENARIO : kind === 'tuned' ? TUNED_CEILING_SCENARIO : DURABLE_CEILING_SCENARIO;
-  let syncDir: string | undefined;
-  if (kind === 'durable') {
-    syncDir = freshTempDir('voucher-bench-sync-');
-  }
+  const syncDir = kind === 'durable' ? freshTempDir('voucher-bench-sync-') : undefined;
   const proc = startChild(
     scenario.id,
     ROOT,
